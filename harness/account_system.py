@@ -1,0 +1,83 @@
+"""The harness's handle on the account-system fixture: start it, then drive its control API.
+
+One fixture process serves many tests in turn (each test resets it); its
+statistics are the ground truth of what was debited, whatever the relay says.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import requests
+
+from .errors import FixtureError
+from .processes import Child, free_port, spawn, wait_http_ok
+
+START_TIMEOUT_S = 15.0
+
+
+class AccountSystem:
+    """A running fixture process (`python -m fixtures.account_system`) and its control client."""
+
+    def __init__(self, child: Child, port: int):
+        self.child, self.port = child, port
+        self.url = f"http://127.0.0.1:{port}"
+        self._http = requests.Session()
+
+    @classmethod
+    def start(cls, log_dir: Path) -> "AccountSystem":
+        port = free_port()
+        root = Path(__file__).resolve().parent.parent
+        child = spawn("account-system", [sys.executable, "-m", "fixtures.account_system", "--port", str(port)],
+                      log_path=log_dir / f"account-system-{port}.log", cwd=root)
+        why = wait_http_ok(f"http://127.0.0.1:{port}/_control/health", timeout_s=START_TIMEOUT_S, child=child)
+        if why:
+            child.kill()
+            raise FixtureError(f"the account-system fixture {why}",
+                               fix="run `bash scripts/bootstrap.sh` so aiohttp is installed, and read its log",
+                               details=child.tail())
+        return cls(child, port)
+
+    def close(self) -> None:
+        self._http.close()
+        self.child.stop()
+
+    def _call(self, method: str, path: str, **kwargs) -> dict:
+        try:
+            resp = self._http.request(method, self.url + path, timeout=kwargs.pop("timeout", 10), **kwargs)
+        except requests.RequestException as e:
+            raise FixtureError(f"the account-system fixture did not answer {method} {path}: {e}",
+                               details=self.child.tail()) from None
+        if resp.status_code not in (200, 408):
+            raise FixtureError(f"the account-system fixture answered {method} {path} with HTTP "
+                               f"{resp.status_code}: {resp.text[:300]}", details=self.child.tail())
+        return resp.json()
+
+    # -- control -----------------------------------------------------------------------
+    def reset(self, *, ledger_path: Path | str | None = None, accounts: dict[str, int] | None = None) -> None:
+        """Forget all calls, balances and faults; peek at ledger_path from now on."""
+        self._call("POST", "/_control/reset", json={
+            "ledger_path": str(ledger_path) if ledger_path else None, "accounts": accounts or {}})
+
+    def seed(self, accounts: dict[str, int]) -> None:
+        self._call("POST", "/_control/accounts", json={"accounts": accounts})
+
+    def stats(self) -> dict:
+        """{'balances', 'guids': {guid: {calls, debits, codes, first_code}}, 'calls': [...], 'faults'}."""
+        return self._call("GET", "/_control/stats")
+
+    def set_faults(self, **spec) -> None:
+        """Merge server-side faults: delay_ms, delay_by_guid, e500_guids, e500_next, hold_guids."""
+        self._call("POST", "/_control/faults", json=spec)
+
+    def clear_faults(self) -> None:
+        """Remove every fault and release every held GUID."""
+        self._call("DELETE", "/_control/faults")
+
+    def release(self, guids: list[str] | None = None) -> None:
+        self._call("POST", "/_control/release", json={"guids": guids} if guids is not None else {})
+
+    def wait_calls(self, guid: str, count: int = 1, timeout_s: float = 5.0) -> int:
+        """Block until `count` calls for guid have reached the account system; returns how many did."""
+        return self._call("GET", "/_control/wait", params={"guid": guid, "count": count, "timeout_s": timeout_s},
+                          timeout=timeout_s + 5)["calls"]

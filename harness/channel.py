@@ -1,0 +1,169 @@
+"""The channel: the client side of a transfer, recorded call by call in the history.
+
+A careful client: the GUID is minted before the first send and every retry
+resends the *same* GUID; a time-out or a broken connection is recorded as
+`info` (outcome unknown), never as a failure. Use it as
+`async with Channel(history, target, timeout_s=2) as ch: await ch.send(req)`.
+`race()` opens N connections first and releases N identical requests together
+behind a barrier, so that they really arrive at once.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from . import raw_http
+from .history import History
+
+DEFAULT_RETRY_ON = frozenset({"info", "E902", "E903"})
+
+
+def new_guid(prefix: str = "g") -> str:
+    """A fresh GUID within the contract's alphabet and length (A-Z a-z 0-9 - _, at most 64)."""
+    return f"{prefix}-{uuid.uuid4().hex[:20]}"
+
+
+def transfer(guid: str, src: str, dst: str, amount: int) -> dict:
+    """The request body of a transfer, as the contract spells it."""
+    return {"guid": guid, "from": src, "to": dst, "amount": amount}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often to send one GUID, and after which outcomes (`info` or an answer code) to resend."""
+
+    attempts: int = 1
+    retry_on: frozenset[str] = DEFAULT_RETRY_ON
+    backoff_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one attempt learned: `ok` with the relay's answer, or `info` when nothing definite came."""
+
+    guid: str
+    attempt: int
+    type: str
+    status: int | None = None
+    code: str | None = None
+    body: str | None = None
+    error: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """The answer code, or 'info' when there was none: what retry policies match on."""
+        return self.code if self.type == "ok" and self.code else "info"
+
+
+@dataclass
+class Channel:
+    """Sends transfers to a relay (directly or through a hub proxy), recording every call."""
+
+    history: History
+    target: str | Callable[[], str]
+    timeout_s: float = 2.0
+    name: str = "channel"
+    _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
+    _procs: itertools.count = field(default_factory=itertools.count, init=False, repr=False)
+
+    async def __aenter__(self) -> "Channel":
+        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=256),
+                                              timeout=aiohttp.ClientTimeout(total=self.timeout_s))
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def base_url(self) -> str:
+        return self.target() if callable(self.target) else self.target
+
+    def _process(self) -> str:
+        return f"{self.name}-{next(self._procs)}"
+
+    # -- sending -----------------------------------------------------------------------
+    async def send(self, request: dict, policy: RetryPolicy = RetryPolicy()) -> list[Outcome]:
+        """Send one transfer, resending the same GUID as the policy says; every attempt's outcome."""
+        process = self._process()
+        outcomes: list[Outcome] = []
+        for attempt in range(1, policy.attempts + 1):
+            outcome = await self.send_once(request, attempt=attempt, process=process)
+            outcomes.append(outcome)
+            if outcome.kind not in policy.retry_on:
+                break
+            if policy.backoff_s and attempt < policy.attempts:
+                await asyncio.sleep(policy.backoff_s)
+        return outcomes
+
+    async def send_once(self, request: dict, *, attempt: int = 1, process: str | None = None) -> Outcome:
+        """One POST /transfer, recorded as invoke then ok/info."""
+        assert self._session is not None, "use `async with Channel(...)`"
+        process = process or self._process()
+        guid = str(request.get("guid"))
+        self.history.append(process, "invoke", "transfer", guid=guid, attempt=attempt, request=request)
+        try:
+            async with self._session.post(self.base_url() + "/transfer", json=request) as resp:
+                outcome = _answered(guid, attempt, resp.status, await resp.read())
+        except asyncio.TimeoutError:
+            outcome = Outcome(guid, attempt, "info", error=f"no answer within {self.timeout_s:g} s")
+        except aiohttp.ClientError as e:
+            outcome = Outcome(guid, attempt, "info", error=f"{type(e).__name__}: {e}")
+        self._record(process, outcome)
+        return outcome
+
+    async def race(self, request: dict, n: int) -> list[Outcome]:
+        """Send n copies of one transfer at the same instant, each on its own fresh connection."""
+        url = urlsplit(self.base_url())
+        host, port = url.hostname or "127.0.0.1", url.port or 80
+        data = raw_http.request_bytes(host, port, "/transfer", request)
+        guid = str(request.get("guid"))
+        conns = await asyncio.gather(*(raw_http.connect(host, port) for _ in range(n)), return_exceptions=True)
+        barrier = asyncio.Event()
+
+        async def racer(conn) -> Outcome:
+            process = self._process()
+            await barrier.wait()
+            self.history.append(process, "invoke", "transfer", guid=guid, attempt=1, request=request, race=n)
+            if isinstance(conn, BaseException):
+                outcome = Outcome(guid, 1, "info", error=f"connect failed: {conn!r}")
+            else:
+                try:
+                    raw = await asyncio.wait_for(raw_http.exchange(*conn, data), self.timeout_s)
+                    outcome = _answered(guid, 1, raw.status, raw.body)
+                except asyncio.TimeoutError:
+                    outcome = Outcome(guid, 1, "info", error=f"no answer within {self.timeout_s:g} s")
+                except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as e:
+                    outcome = Outcome(guid, 1, "info", error=f"{type(e).__name__}: {e}")
+            self._record(process, outcome)
+            return outcome
+
+        tasks = [asyncio.create_task(racer(c)) for c in conns]
+        await asyncio.sleep(0)  # let every racer reach the barrier
+        barrier.set()
+        return list(await asyncio.gather(*tasks))
+
+    def _record(self, process: str, o: Outcome) -> None:
+        if o.type == "ok":
+            self.history.append(process, "ok", "transfer", guid=o.guid, attempt=o.attempt, code=o.code,
+                                 status=o.status, body=o.body)
+        else:
+            self.history.append(process, "info", "transfer", guid=o.guid, attempt=o.attempt, error=o.error)
+
+
+def _answered(guid: str, attempt: int, status: int, raw: bytes) -> Outcome:
+    """An HTTP answer: `ok`, with the code if the body is a JSON object that has one."""
+    text = raw.decode(errors="replace")
+    try:
+        body = json.loads(text)
+        code = body.get("code") if isinstance(body, dict) else None
+    except ValueError:
+        code = None
+    return Outcome(guid, attempt, "ok", status=status, code=code if isinstance(code, str) else None, body=text)

@@ -1,0 +1,95 @@
+"""relay.toml, the manifest of a relay (contract section 1): read, checked, explained.
+
+A manifest is checked whole before anything starts: every problem found is
+listed in one ManifestError naming the file and the fix.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ManifestError
+
+COMMANDS = ("serve", "resolve", "reprocess", "purge")
+DEFAULT_READY_TIMEOUT_S = 10.0
+EXAMPLE = '''name = "my-relay"
+[commands]
+serve     = ["python", "-m", "my_relay", "serve"]
+resolve   = ["python", "-m", "my_relay", "resolve"]
+reprocess = ["python", "-m", "my_relay", "reprocess"]
+purge     = ["python", "-m", "my_relay", "purge"]
+[limits]
+ready_timeout_s = 10'''
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A checked relay.toml: the relay's name, its four commands, and where to run them."""
+
+    path: Path
+    name: str
+    commands: dict[str, tuple[str, ...]]
+    ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
+
+    @property
+    def folder(self) -> Path:
+        """The working directory of every command: the manifest's folder."""
+        return self.path.parent
+
+
+def load(path: str | Path) -> Manifest:
+    """Read and check a relay.toml (or a folder holding one)."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        path = path / "relay.toml"
+    path = path.resolve()
+    if not path.is_file():
+        raise ManifestError(f"no relay manifest at {path}",
+                            fix="pass --relay path/to/relay.toml; a manifest looks like:\n" + EXAMPLE)
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ManifestError(f"not valid TOML: {e}", where=str(path),
+                            fix="correct the syntax; a manifest looks like:\n" + EXAMPLE) from None
+    return _check(path, data)
+
+
+def _check(path: Path, data: dict) -> Manifest:
+    problems: list[str] = []
+    name = data.get("name", path.parent.name)
+    if not isinstance(name, str) or not name.strip():
+        problems.append("`name` must be a non-empty string")
+    known = {"name", "commands", "limits"}
+    problems += [f"unknown key `{k}` (known: name, [commands], [limits])" for k in data if k not in known]
+    commands = data.get("commands")
+    checked: dict[str, tuple[str, ...]] = {}
+    if not isinstance(commands, dict):
+        problems.append("missing table [commands] with serve, resolve, reprocess and purge")
+        commands = {}
+    for cmd in COMMANDS:
+        argv = commands.get(cmd)
+        if argv is None:
+            problems.append(f"[commands] has no `{cmd}`")
+        elif not (isinstance(argv, list) and argv and all(isinstance(a, str) and a for a in argv)):
+            problems.append(f"[commands].{cmd} must be a non-empty list of strings (an argv), "
+                            f"got {argv!r}")
+        else:
+            checked[cmd] = tuple(argv)
+    problems += [f"unknown command `{k}` in [commands]" for k in commands if k not in COMMANDS]
+    limits = data.get("limits", {})
+    timeout = DEFAULT_READY_TIMEOUT_S
+    if not isinstance(limits, dict):
+        problems.append("[limits] must be a table")
+    else:
+        raw = limits.get("ready_timeout_s", DEFAULT_READY_TIMEOUT_S)
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 < raw <= 600:
+            problems.append(f"[limits].ready_timeout_s must be a number of seconds in (0, 600], got {raw!r}")
+        else:
+            timeout = float(raw)
+        problems += [f"unknown key `{k}` in [limits]" for k in limits if k != "ready_timeout_s"]
+    if problems:
+        raise ManifestError("this relay manifest cannot be used:\n" + "\n".join(f"  - {p}" for p in problems),
+                            where=str(path), fix="correct it as listed (contract section 1); "
+                                                 "a manifest looks like:\n" + EXAMPLE)
+    return Manifest(path, name.strip(), checked, timeout)

@@ -1,0 +1,161 @@
+"""Child processes the harness owns: spawned in their own group, logged, never left behind.
+
+Every process is started in a new session (so the whole group can be killed),
+with its output in a log file, and with Linux's parent-death signal set so that
+it is SIGKILLed if the harness itself dies without cleaning up. `reap_all()`
+runs at interpreter exit as a last line of defence.
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+_live: dict[int, "Child"] = {}
+_live_lock = threading.Lock()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (the caller binds it soon)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something accepts TCP connections on host:port right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) == 0
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    """The last lines of a log file, indented for quoting in an error message."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return f"    (no log at {path})"
+    tail = text.rstrip().splitlines()[-lines:]
+    if not tail:
+        return f"    (log {path} is empty)"
+    return "\n".join("    | " + line for line in tail) + f"\n    (full log: {path})"
+
+
+@dataclass
+class Child:
+    """One spawned process and its log; kill() takes down its whole process group."""
+
+    name: str
+    argv: list[str]
+    log_path: Path
+    popen: subprocess.Popen
+    started_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send sig to the process group and, for SIGKILL, wait until the leader is gone."""
+        try:
+            os.killpg(self.popen.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if sig == signal.SIGKILL:
+            try:
+                self.popen.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            with _live_lock:
+                _live.pop(self.popen.pid, None)
+
+    def stop(self, grace_s: float = 2.0) -> None:
+        """SIGTERM, then SIGKILL after grace_s: for servers the harness merely borrows."""
+        if self.alive():
+            self.kill(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill(signal.SIGKILL)
+
+    def tail(self, lines: int = 15) -> str:
+        return log_tail(self.log_path, lines)
+
+
+def spawn(name: str, argv: list[str], *, log_path: Path, cwd: Path | str | None = None,
+          env: dict[str, str] | None = None) -> Child:
+    """Start argv in its own process group with stdout and stderr appended to log_path.
+
+    Raises FileNotFoundError / PermissionError as subprocess does; callers turn
+    those into a HarnessError naming their own source (a manifest, a binary).
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        log.write(f"--- {time.strftime('%H:%M:%S')} start {name}: {argv}\n".encode())
+        log.flush()
+        popen = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                 stdout=log, stderr=subprocess.STDOUT,
+                                 start_new_session=True, preexec_fn=_die_with_parent)
+    child = Child(name, list(argv), log_path, popen)
+    with _live_lock:
+        _live[popen.pid] = child
+    return child
+
+
+def wait_http_ok(url: str, *, timeout_s: float, child: Child | None = None) -> str | None:
+    """Poll url until it answers HTTP 200; return None, or why it did not.
+
+    Stops early when `child` exits. The reason is one of 'exited with status N'
+    or 'did not answer within T s (last: ...)'.
+    """
+    deadline = time.monotonic() + timeout_s
+    last = "no attempt"
+    delay = 0.005
+    while True:
+        if child is not None and not child.alive():
+            return f"exited with status {child.popen.returncode} before answering {url}"
+        try:
+            with urllib.request.urlopen(url, timeout=1.0) as resp:
+                if resp.status == 200:
+                    return None
+                last = f"HTTP {resp.status}"
+        except urllib.error.HTTPError as e:
+            last = f"HTTP {e.code}"
+        except (urllib.error.URLError, OSError) as e:
+            last = str(getattr(e, "reason", e))
+        if time.monotonic() >= deadline:
+            return f"did not answer {url} with HTTP 200 within {timeout_s:g} s (last: {last})"
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+def reap_all() -> None:
+    """SIGKILL every process group this interpreter spawned and has not yet reaped."""
+    with _live_lock:
+        children = list(_live.values())
+    for child in children:
+        child.kill()
+
+
+atexit.register(reap_all)

@@ -1,0 +1,165 @@
+"""One test's world: Toxiproxy proxies, the account system, a relay under the supervisor, a channel.
+
+    channel ─► [hub-SLOT proxy] ─► relay serve SLOT ─► [account proxy] ─► account system
+
+Every fault, process event, call and observation goes into one History. Proxy
+names are unique per stack, so parallel workers never share one; `close()`
+kills the relays and removes the proxies, whatever happened before.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import re
+import sqlite3
+from pathlib import Path
+
+from .account_system import AccountSystem
+from .channel import Channel, Outcome, RetryPolicy
+from .history import History
+from .manifest import Manifest
+from .supervisor import RelayProcess, Supervisor
+from .toxiproxy_control import ProxyRef, Toxiproxy
+
+_stack_ids = itertools.count(1)
+DEFAULT_ACCOUNT_TIMEOUT_MS = 500
+
+
+class Stack:
+    """Builds and drives the parts for one scenario; use as a context manager."""
+
+    def __init__(self, *, toxiproxy: Toxiproxy, account: AccountSystem, manifest: Manifest, workdir: Path,
+                 name: str = "stack", account_timeout_ms: int = DEFAULT_ACCOUNT_TIMEOUT_MS,
+                 accounts: dict[str, int] | None = None):
+        self.toxiproxy, self.account, self.manifest = toxiproxy, account, manifest
+        self.workdir = workdir
+        self.history = History()
+        self.account_timeout_ms = account_timeout_ms
+        self.prefix = f"rc{os.getpid()}-{next(_stack_ids)}-{re.sub(r'[^A-Za-z0-9_-]', '_', name)[:40]}"
+        self.proxies: dict[str, ProxyRef] = {}
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.ledger_path = workdir / "ledger.sqlite"
+        account.reset(ledger_path=self.ledger_path, accounts=accounts)
+        self._new_proxy("account", f"127.0.0.1:{account.port}")
+        self.supervisor = Supervisor(manifest, workdir=workdir, account_url=self.proxies["account"].url,
+                                     account_timeout_ms=account_timeout_ms, history=self.history,
+                                     ledger_path=self.ledger_path)
+
+    def __enter__(self) -> "Stack":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Kill every relay process, remove every proxy, clear the account system's faults."""
+        try:
+            self.supervisor.close()
+        finally:
+            for proxy in self.proxies.values():
+                try:
+                    self.toxiproxy.destroy(proxy)
+                except Exception:  # the server may be gone already; nothing else to undo
+                    pass
+            self.proxies.clear()
+            try:
+                self.account.clear_faults()
+            except Exception:
+                pass
+
+    def _new_proxy(self, key: str, upstream: str) -> ProxyRef:
+        self.proxies[key] = self.toxiproxy.create_proxy(f"{self.prefix}-{key}", upstream)
+        return self.proxies[key]
+
+    # -- relays ------------------------------------------------------------------------
+    def start_relay(self, slot: str = "a") -> RelayProcess:
+        """Start serve in slot, behind its hub proxy (created once, re-pointed on restart)."""
+        relay = self.supervisor.start(slot)
+        key, upstream = f"hub-{slot}", f"127.0.0.1:{relay.port}"
+        if key in self.proxies:
+            self.proxies[key] = self.toxiproxy.set_upstream(self.proxies[key], upstream)
+        else:
+            self._new_proxy(key, upstream)
+        return relay
+
+    def kill_relay(self, slot: str = "a") -> None:
+        self.supervisor.kill(slot)
+
+    def restart_relay(self, slot: str = "a") -> RelayProcess:
+        self.kill_relay(slot)
+        return self.start_relay(slot)
+
+    def relay_url(self, slot: str = "a", *, via_hub: bool = True) -> str:
+        return self.proxies[f"hub-{slot}"].url if via_hub else self.supervisor.url(slot)
+
+    # -- faults ------------------------------------------------------------------------
+    def add_toxic(self, proxy: str, kind: str, *, stream: str = "downstream", name: str | None = None,
+                  **attributes: int | float) -> str:
+        """Add a toxic to proxy 'account' or 'hub-SLOT'; returns the toxic's name."""
+        name = name or f"{kind}_{stream}"
+        self.history.append("nemesis", "invoke", "add-toxic", proxy=proxy, toxic=name, kind=kind, stream=stream,
+                            attributes=attributes)
+        self.toxiproxy.add_toxic(self.proxies[proxy], name, kind, stream=stream, **attributes)
+        self.history.append("nemesis", "ok", "add-toxic", proxy=proxy, toxic=name)
+        return name
+
+    def remove_toxic(self, proxy: str, name: str) -> None:
+        self.toxiproxy.remove_toxic(self.proxies[proxy], name)
+        self.history.append("nemesis", "ok", "remove-toxic", proxy=proxy, toxic=name)
+
+    def set_proxy_enabled(self, proxy: str, enabled: bool) -> None:
+        self.toxiproxy.set_enabled(self.proxies[proxy], enabled)
+        self.history.append("nemesis", "ok", "enable-proxy" if enabled else "disable-proxy", proxy=proxy)
+
+    def heal(self) -> None:
+        """Remove every toxic, enable every proxy, clear server-side faults."""
+        for proxy in self.proxies.values():
+            self.toxiproxy.heal(proxy)
+        self.account.clear_faults()
+        self.history.append("nemesis", "ok", "heal")
+
+    # -- the channel -------------------------------------------------------------------
+    def channel(self, slot: str = "a", *, via_hub: bool = True, timeout_s: float | None = None) -> Channel:
+        """A Channel aimed at slot's current address (use with `async with`)."""
+        timeout = timeout_s if timeout_s is not None else self.account_timeout_ms / 1000 + 1.5
+        return Channel(self.history, lambda: self.relay_url(slot, via_hub=via_hub), timeout_s=timeout)
+
+    def send(self, request: dict, policy: RetryPolicy = RetryPolicy(), *, slot: str = "a",
+             via_hub: bool = True, timeout_s: float | None = None) -> list[Outcome]:
+        """Send one transfer synchronously (for tests); see Channel.send."""
+        async def go() -> list[Outcome]:
+            async with self.channel(slot, via_hub=via_hub, timeout_s=timeout_s) as ch:
+                return await ch.send(request, policy)
+        return asyncio.run(go())
+
+    def race(self, request: dict, n: int, *, slot: str = "a", via_hub: bool = True) -> list[Outcome]:
+        async def go() -> list[Outcome]:
+            async with self.channel(slot, via_hub=via_hub) as ch:
+                return await ch.race(request, n)
+        return asyncio.run(go())
+
+    # -- observations ------------------------------------------------------------------
+    def account_stats(self) -> dict:
+        """The account system's statistics, also recorded in the history."""
+        stats = self.account.stats()
+        self.history.append("observer", "ok", "account-stats", stats=stats)
+        return stats
+
+    def ledger_rows(self) -> dict[str, dict]:
+        """A read-only snapshot of the ledger, by GUID, also recorded in the history."""
+        rows = read_ledger(self.ledger_path)
+        self.history.append("observer", "ok", "ledger-snapshot", rows=rows)
+        return rows
+
+
+def read_ledger(path: Path) -> dict[str, dict]:
+    """Every ledger row by GUID, read through a read-only connection; {} when there is no file yet."""
+    if not path.exists():
+        return {}
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+    try:
+        conn.row_factory = sqlite3.Row
+        return {r["guid"]: dict(r) for r in conn.execute("SELECT * FROM ledger")}
+    finally:
+        conn.close()

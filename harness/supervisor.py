@@ -1,0 +1,187 @@
+"""The relay supervisor: runs any relay.toml's commands as the contract says, and cleans up.
+
+`serve` processes live in slots ('a', 'b', ...: two slots on one ledger are a
+scaled-out hub). Each start takes a fresh free port; the supervisor waits for
+`GET /health`, can SIGKILL a slot at any moment and start it again on the same
+ledger. Batch commands run to completion under a time limit. Every process
+keeps its output in a log file, quoted in any error; `close()` kills every
+process group it started, also after a failure or an interrupt.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import RelayError
+from .history import History
+from .manifest import Manifest
+from .processes import Child, free_port, log_tail, port_in_use, spawn, wait_http_ok
+
+BATCH_TIMEOUT_S = 30.0
+
+
+@dataclass
+class RelayProcess:
+    """One running `serve`: its slot, port and process."""
+
+    slot: str
+    port: int
+    child: Child
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """How a batch command ended: returncode None means it was killed at its time limit."""
+
+    command: str
+    argv: tuple[str, ...]
+    returncode: int | None
+    duration_s: float
+    log_path: Path
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def tail(self, lines: int = 15) -> str:
+        return log_tail(self.log_path, lines)
+
+
+class Supervisor:
+    """Runs one relay's commands against one ledger (see the module doc)."""
+
+    def __init__(self, manifest: Manifest, *, workdir: Path, account_url: str, account_timeout_ms: int,
+                 history: History | None = None, ledger_path: Path | None = None):
+        self.manifest, self.workdir = manifest, workdir
+        self.account_url, self.account_timeout_ms = account_url, account_timeout_ms
+        self.ledger_path = ledger_path or workdir / "ledger.sqlite"
+        self.history = history if history is not None else History()
+        self.relays: dict[str, RelayProcess] = {}
+        self._batch_seq = 0
+        self._batches: list[Child] = []
+        workdir.mkdir(parents=True, exist_ok=True)
+
+    # -- environment -------------------------------------------------------------------
+    def env(self, port: int | None = None) -> dict[str, str]:
+        """The contract's environment on top of the harness's, with this Python first on PATH."""
+        env = dict(os.environ)
+        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+        env.update(RELAY_HOST="127.0.0.1", ACCOUNT_URL=self.account_url, LEDGER_PATH=str(self.ledger_path),
+                   ACCOUNT_TIMEOUT_MS=str(self.account_timeout_ms), PYTHONUNBUFFERED="1")
+        env["RELAY_PORT"] = str(port) if port is not None else ""
+        return env
+
+    def _spawn(self, command: str, argv: list[str], log_path: Path, env: dict[str, str]) -> Child:
+        try:
+            return spawn(f"{self.manifest.name}:{command}", argv, log_path=log_path,
+                         cwd=self.manifest.folder, env=env)
+        except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
+            raise RelayError(f"[commands].{command} = {list(self.manifest.commands[command])} cannot be run: "
+                             f"{e.strerror or e}", where=str(self.manifest.path),
+                             fix=f"make `{argv[0]}` an executable that exists on PATH or relative to "
+                                 f"{self.manifest.folder}") from None
+
+    # -- serve -------------------------------------------------------------------------
+    def start(self, slot: str = "a") -> RelayProcess:
+        """Start `serve` in slot on a free port and wait for /health; RelayError if it will not."""
+        if slot in self.relays and self.relays[slot].child.alive():
+            raise RelayError(f"relay slot '{slot}' is already running (pid {self.relays[slot].child.pid})",
+                             fix="kill() the slot before starting it again")
+        port = free_port()
+        if port_in_use(port):
+            raise RelayError(f"port {port} was taken between choosing and starting the relay",
+                             fix="run again; if it persists, something is grabbing ports on 127.0.0.1")
+        log_path = self.workdir / f"relay-{slot}.log"
+        argv = list(self.manifest.commands["serve"])
+        self.history.append(f"relay-{slot}", "invoke", "start", port=port, argv=argv)
+        child = self._spawn("serve", argv, log_path, self.env(port))
+        why = wait_http_ok(f"http://127.0.0.1:{port}/health", timeout_s=self.manifest.ready_timeout_s, child=child)
+        if why is None and not child.alive():
+            why = f"exited with status {child.popen.returncode}, yet something else answers on port {port}"
+        if why:
+            child.kill()
+            self.history.append(f"relay-{slot}", "fail", "start", port=port, error=why)
+            raise RelayError(f"relay '{self.manifest.name}' serve {why}", where=str(self.manifest.path),
+                             fix="serve must listen on RELAY_HOST:RELAY_PORT and answer GET /health with 200 "
+                                 f"within [limits].ready_timeout_s = {self.manifest.ready_timeout_s:g} s "
+                                 "(contract section 1); its log says:", details=log_tail(log_path))
+        self.relays[slot] = RelayProcess(slot, port, child)
+        self.history.append(f"relay-{slot}", "ok", "start", port=port, pid=child.pid)
+        return self.relays[slot]
+
+    def kill(self, slot: str = "a") -> None:
+        """SIGKILL the slot's whole process group, now, whatever it is doing."""
+        relay = self.relays.pop(slot, None)
+        if relay is None:
+            return
+        self.history.append(f"relay-{slot}", "invoke", "kill", pid=relay.child.pid)
+        relay.child.kill()
+        self.history.append(f"relay-{slot}", "ok", "kill", pid=relay.child.pid,
+                            status=relay.child.popen.returncode)
+
+    def restart(self, slot: str = "a") -> RelayProcess:
+        """Kill the slot (if running) and start it again on the same ledger, on a new port."""
+        self.kill(slot)
+        return self.start(slot)
+
+    def url(self, slot: str = "a") -> str:
+        if slot not in self.relays:
+            raise RelayError(f"relay slot '{slot}' is not running", fix="start() it first")
+        return self.relays[slot].url
+
+    # -- batch commands ----------------------------------------------------------------
+    def resolve(self, min_age_s: float, timeout_s: float = BATCH_TIMEOUT_S) -> BatchResult:
+        return self.run_batch("resolve", ["--min-age", _num(min_age_s)], timeout_s)
+
+    def reprocess(self, max_attempts: int, timeout_s: float = BATCH_TIMEOUT_S) -> BatchResult:
+        return self.run_batch("reprocess", ["--max-attempts", str(int(max_attempts))], timeout_s)
+
+    def purge(self, retention_s: float, timeout_s: float = BATCH_TIMEOUT_S) -> BatchResult:
+        return self.run_batch("purge", ["--retention", _num(retention_s)], timeout_s)
+
+    def start_batch(self, command: str, args: list[str]) -> tuple[Child, float, int]:
+        """Start a batch command without waiting (for two runs at once); finish with wait_batch."""
+        self._batch_seq += 1
+        seq = self._batch_seq
+        argv = list(self.manifest.commands[command]) + args
+        self.history.append(f"batch-{seq}", "invoke", command, argv=argv)
+        child = self._spawn(command, argv, self.workdir / f"batch-{seq:03d}-{command}.log", self.env())
+        self._batches.append(child)
+        return child, time.monotonic(), seq
+
+    def wait_batch(self, command: str, started: tuple[Child, float, int], timeout_s: float) -> BatchResult:
+        child, t0, seq = started
+        try:
+            rc: int | None = child.popen.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            rc = None
+        child.kill()  # the group: nothing the batch forked outlives it
+        result = BatchResult(command, tuple(child.argv), rc, time.monotonic() - t0, child.log_path)
+        self.history.append(f"batch-{seq}", "ok" if rc == 0 else "fail", command, returncode=rc,
+                            duration_s=round(result.duration_s, 4),
+                            **({"timed_out_after_s": timeout_s} if rc is None else {}))
+        return result
+
+    def run_batch(self, command: str, args: list[str], timeout_s: float = BATCH_TIMEOUT_S) -> BatchResult:
+        """Run resolve/reprocess/purge with args to completion (killed at timeout_s)."""
+        return self.wait_batch(command, self.start_batch(command, args), timeout_s)
+
+    def close(self) -> None:
+        """Kill every serve and batch process this supervisor started."""
+        for slot in list(self.relays):
+            self.kill(slot)
+        for child in self._batches:
+            child.kill()
+        self._batches.clear()
+
+
+def _num(seconds: float) -> str:
+    return f"{seconds:g}" if float(seconds) != int(seconds) else str(int(seconds))

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Install what relaychaos needs, once: a virtual environment with the project
+# in it (.venv) and the Toxiproxy server (tools/bin/toxiproxy-server).
+# Safe to run again: each step is skipped when its result is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+TOXIPROXY_VERSION=v2.12.0
+
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "bootstrap: relaychaos needs Python 3.11 or newer; '$python' is $("$python" --version 2>&1 || echo missing)." >&2
+  echo "bootstrap: fix: install Python 3.11+ and run again with PYTHON=/path/to/python3.11." >&2
+  exit 2
+fi
+
+# 1. The virtual environment, rebuilt only when pyproject.toml changes.
+stamp=.venv/.relaychaos-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "bootstrap: installing Python packages into .venv ..."
+  [ -x .venv/bin/python ] || "$python" -m venv .venv
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e .
+  echo "$want" > "$stamp"
+fi
+
+# 2. The Toxiproxy server: skipped when one is configured or already found.
+if [ -n "${TOXIPROXY_URL:-}" ]; then
+  echo "bootstrap: using the Toxiproxy server at TOXIPROXY_URL=$TOXIPROXY_URL"
+elif command -v toxiproxy-server >/dev/null 2>&1; then
+  echo "bootstrap: using $(command -v toxiproxy-server)"
+elif [ -x tools/bin/toxiproxy-server ]; then
+  :
+elif command -v go >/dev/null 2>&1; then
+  echo "bootstrap: building toxiproxy-server $TOXIPROXY_VERSION with Go (about a minute, once) ..."
+  mkdir -p tools/bin
+  GOBIN="$root/tools/bin" GOFLAGS=-mod=mod go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
+  mv tools/bin/server tools/bin/toxiproxy-server
+else
+  echo "bootstrap: no toxiproxy-server and no Go to build it; the harness will try a Docker daemon next." >&2
+  echo "bootstrap: fix: install Go (https://go.dev/dl/) and run again, or set TOXIPROXY_URL to a running server." >&2
+fi
