@@ -90,15 +90,18 @@ class Supervisor:
                                  f"{self.manifest.folder}") from None
 
     # -- serve -------------------------------------------------------------------------
-    def start(self, slot: str = "a") -> RelayProcess:
-        """Start `serve` in slot on a free port and wait for /health; RelayError if it will not."""
+    def start(self, slot: str = "a", port: int | None = None) -> RelayProcess:
+        """Start `serve` in slot on `port` (default: a free one) and wait for /health.
+
+        RelayError, with the relay's last log lines, if it exits, never answers, or the port is busy.
+        """
         if slot in self.relays and self.relays[slot].child.alive():
             raise RelayError(f"relay slot '{slot}' is already running (pid {self.relays[slot].child.pid})",
                              fix="kill() the slot before starting it again")
-        port = free_port()
+        port = port or free_port()
         if port_in_use(port):
-            raise RelayError(f"port {port} was taken between choosing and starting the relay",
-                             fix="run again; if it persists, something is grabbing ports on 127.0.0.1")
+            raise RelayError(f"port {port} on 127.0.0.1 is busy: another process listens there",
+                             fix="stop that process, or let the supervisor choose a free port")
         log_path = self.workdir / f"relay-{slot}.log"
         argv = list(self.manifest.commands["serve"])
         self.history.append(f"relay-{slot}", "invoke", "start", port=port, argv=argv)

@@ -1,0 +1,136 @@
+"""The pytest plugin: options, fixtures and report hooks. The engine is imported lazily.
+
+    pytest scenarios --relay path/to/relay.toml     (or ini `relaychaos_relay`, or RELAYCHAOS_RELAY)
+
+Fixtures: `relay_manifest` (the relay under test), `toxiproxy` and
+`account_system` (one per xdist worker), `stack` (one per test: its own
+proxies, ledger and fixture state) and `make_stack` (for another relay).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+DEFAULT_RELAY = Path(__file__).resolve().parent.parent / "relay_under_test" / "reference" / "relay.toml"
+_STACKS = pytest.StashKey[list]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("relaychaos", "relaychaos: chaos testing of a payment relay")
+    group.addoption("--relay", dest="relaychaos_relay", default=None, metavar="RELAY_TOML",
+                    help="the relay.toml of the relay under test (default: the bundled reference relay)")
+    group.addoption("--relaychaos-results", dest="relaychaos_results", default=None, metavar="PATH",
+                    help="write the run's results JSON (outcome and verdicts per scenario) to PATH")
+    parser.addini("relaychaos_relay", "the relay.toml of the relay under test", default=None)
+
+
+def relay_path(config: pytest.Config) -> Path:
+    """--relay, else the ini value, else RELAYCHAOS_RELAY, else the bundled reference relay."""
+    chosen = (config.getoption("relaychaos_relay") or config.getini("relaychaos_relay")
+              or os.environ.get("RELAYCHAOS_RELAY"))
+    return Path(chosen) if chosen else DEFAULT_RELAY
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = config.getoption("relaychaos_results", None)
+    if path and not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) writes it
+        config.pluginmanager.register(_ResultsRecorder(relay_path(config), Path(path)), "relaychaos-results")
+
+
+class _ResultsRecorder:
+    """Collects every phase report (xdist sends workers' reports here) into the results JSON."""
+
+    def __init__(self, relay: Path, out: Path):
+        from reports.results import RunResults
+
+        self.results, self.out = RunResults(str(relay), relay.parent.name), out
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        import json
+
+        verdicts = [v for k, raw in report.user_properties if k == "relaychaos_verdicts" for v in json.loads(raw)]
+        self.results.add(report.nodeid, report.when, report.outcome, report.duration,
+                         report.longreprtext if report.failed else None, verdicts)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.results.write(self.out)
+
+
+@pytest.fixture(scope="session")
+def relaychaos_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This worker's scratch folder: logs of shared servers, one sub-folder per test."""
+    return tmp_path_factory.mktemp("relaychaos")
+
+
+@pytest.fixture(scope="session")
+def relay_manifest(pytestconfig: pytest.Config):
+    from harness import manifest
+
+    return manifest.load(relay_path(pytestconfig))
+
+
+@pytest.fixture(scope="session")
+def toxiproxy(relaychaos_dir: Path):
+    """The Toxiproxy control for this worker (server found or started as toxiproxy_server says)."""
+    from harness import toxiproxy_server
+
+    server = toxiproxy_server.acquire(relaychaos_dir)
+    yield server.control
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def account_system(relaychaos_dir: Path):
+    """The account-system fixture process for this worker; each stack resets it."""
+    from harness.account_system import AccountSystem
+
+    system = AccountSystem.start(relaychaos_dir)
+    yield system
+    system.close()
+
+
+@pytest.fixture
+def make_stack(request: pytest.FixtureRequest, toxiproxy, account_system, relay_manifest, tmp_path: Path):
+    """make_stack(manifest=None, **options) -> Stack, closed after the test; logs attached on failure."""
+    from harness.stack import Stack
+
+    stacks = request.node.stash.setdefault(_STACKS, [])
+
+    def make(manifest=None, **options) -> Stack:
+        if manifest is not None and not hasattr(manifest, "commands"):
+            from harness import manifest as manifests
+
+            manifest = manifests.load(manifest)
+        stack = Stack(toxiproxy=toxiproxy, account=account_system, manifest=manifest or relay_manifest,
+                      workdir=tmp_path / f"stack{len(stacks)}", name=request.node.name, **options)
+        stacks.append(stack)
+        return stack
+
+    yield make
+    for stack in stacks:
+        stack.close()
+
+
+@pytest.fixture
+def stack(make_stack):
+    """A Stack for the relay under test, its relay not yet started."""
+    return make_stack()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    if call.excinfo is not None:
+        from harness.errors import HarnessError
+
+        if isinstance(call.excinfo.value, HarnessError):
+            report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
+    if report.failed:
+        for i, stack in enumerate(item.stash.get(_STACKS, [])):
+            for log in sorted(stack.workdir.glob("*.log")):
+                from harness.processes import log_tail
+
+                report.sections.append((f"relay log {log.name} (stack {i})", log_tail(log, 30)))

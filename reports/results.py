@@ -1,0 +1,54 @@
+"""The results JSON of a run: one entry per scenario with its outcome and, when it failed, why.
+
+Written by the pytest plugin at the end of a session (`--relaychaos-results PATH`),
+on the xdist controller only, from the reports every worker sent back.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class ScenarioResult:
+    nodeid: str
+    outcome: str  # passed | failed | error | skipped
+    duration_s: float
+    verdicts: list[dict] = field(default_factory=list)
+    message: str | None = None
+
+
+@dataclass
+class RunResults:
+    relay: str
+    relay_name: str
+    started_at: float = field(default_factory=time.time)
+    scenarios: dict[str, ScenarioResult] = field(default_factory=dict)
+
+    def add(self, nodeid: str, when: str, outcome: str, duration: float, message: str | None,
+            verdicts: list[dict] | None = None) -> None:
+        """Fold one pytest phase report in: a failing setup/teardown is an `error` of the scenario."""
+        entry = self.scenarios.setdefault(nodeid, ScenarioResult(nodeid, "passed", 0.0))
+        entry.duration_s += duration
+        if outcome == "failed":
+            entry.outcome = "failed" if when == "call" else "error"
+            entry.message = message
+        elif outcome == "skipped" and entry.outcome == "passed":
+            entry.outcome = "skipped"
+        entry.verdicts += verdicts or []
+
+    def summary(self) -> dict[str, int]:
+        counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+        for s in self.scenarios.values():
+            counts[s.outcome] += 1
+        return counts
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"relay": self.relay, "relay_name": self.relay_name, "started_at": self.started_at,
+                "finished_at": time.time(), "summary": self.summary(),
+                "ok": self.summary()["failed"] == 0 and self.summary()["error"] == 0,
+                "scenarios": [asdict(s) for s in sorted(self.scenarios.values(), key=lambda s: s.nodeid)]}
+        path.write_text(json.dumps(data, indent=2))

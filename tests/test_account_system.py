@@ -1,0 +1,117 @@
+"""The account system follows contract section 2 exactly, deliberately not idempotent."""
+import sqlite3
+import threading
+
+import pytest
+import requests
+
+
+@pytest.fixture
+def bank(account_system, tmp_path):
+    account_system.reset(ledger_path=tmp_path / "ledger.sqlite", accounts={"a": 100, "b": 0})
+    yield account_system
+    account_system.clear_faults()
+
+
+def post(bank, guid, src="a", dst="b", amount=10):
+    return requests.post(f"{bank.url}/transfer", json={"guid": guid, "from": src, "to": dst, "amount": amount})
+
+
+def query(bank, guid):
+    return requests.get(f"{bank.url}/transfer/{guid}")
+
+
+def test_every_post_is_applied_again(bank):
+    assert post(bank, "g1").json() == {"guid": "g1", "code": "0000", "message": "applied"}
+    assert post(bank, "g1").json()["code"] == "0000"
+    stats = bank.stats()
+    assert stats["balances"] == {"a": 80, "b": 20}
+    assert stats["guids"]["g1"] == {"calls": 2, "debits": 2, "codes": ["0000", "0000"], "first_code": "0000"}
+
+
+@pytest.mark.parametrize("kwargs, code", [
+    ({"amount": 1000}, "B201"), ({"dst": "nobody"}, "B202"), ({"amount": 0}, "B203"),
+    ({"amount": -5}, "B203"), ({"amount": 1.5}, "B203"), ({"amount": True}, "B203"),
+])
+def test_definite_refusals_apply_nothing(bank, kwargs, code):
+    resp = post(bank, "g", **kwargs)
+    assert resp.status_code == 200 and resp.json()["code"] == code
+    assert bank.stats()["balances"] == {"a": 100, "b": 0}
+
+
+def test_the_query_api_reports_the_first_processing_or_404(bank):
+    assert query(bank, "g2").status_code == 404
+    assert query(bank, "g2").json() == {"guid": "g2", "found": False}
+    post(bank, "g2", amount=1000)
+    post(bank, "g2", amount=1)
+    assert query(bank, "g2").json() == {"guid": "g2", "found": True, "code": "B201"}
+
+
+def test_e500_for_chosen_guids_and_for_the_next_n_calls(bank):
+    bank.set_faults(e500_guids=["bad"], e500_next=2)
+    assert [post(bank, g).json()["code"] for g in ("bad", "x", "y", "z", "bad")] == \
+        ["E500", "E500", "E500", "0000", "E500"]
+    assert bank.stats()["balances"]["a"] == 90  # only z was applied
+    bank.clear_faults()
+    assert post(bank, "bad").json()["code"] == "0000"
+
+
+def test_a_held_transfer_is_not_found_until_it_has_been_processed(bank):
+    bank.set_faults(hold_guids=["slow"])
+    answer = {}
+    sender = threading.Thread(target=lambda: answer.setdefault("r", post(bank, "slow")))
+    sender.start()
+    assert bank.wait_calls("slow", 1, timeout_s=5) == 1
+    assert query(bank, "slow").status_code == 404, "still being processed: not found yet"
+    assert bank.stats()["guids"]["slow"]["codes"] == [None]
+    bank.release(["slow"])
+    sender.join(5)
+    assert answer["r"].json()["code"] == "0000"
+    assert query(bank, "slow").json()["found"] is True
+
+
+def test_a_processing_delay_holds_each_call(bank):
+    bank.set_faults(delay_ms=200)
+    resp = post(bank, "d")
+    assert resp.elapsed.total_seconds() >= 0.2
+    call = bank.stats()["calls"][0]
+    assert call["answered_at"] - call["received_at"] >= 0.2
+
+
+def test_wait_calls_gives_up_with_the_count_so_far(bank):
+    assert bank.wait_calls("never", 1, timeout_s=0.2) == 0
+
+
+def test_each_call_records_whether_a_committed_sent_row_existed(bank, tmp_path):
+    post(bank, "before-ledger")
+    db = sqlite3.connect(tmp_path / "ledger.sqlite", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("CREATE TABLE ledger (guid TEXT PRIMARY KEY, status TEXT NOT NULL, resp_code TEXT, request TEXT "
+               "NOT NULL, response TEXT, attempts INTEGER NOT NULL, updated_at REAL NOT NULL)")
+    db.execute("INSERT INTO ledger VALUES ('claimed', 'SENT', NULL, '{}', NULL, 1, 0)")
+    db.execute("BEGIN")
+    db.execute("INSERT INTO ledger VALUES ('uncommitted', 'SENT', NULL, '{}', NULL, 1, 0)")
+    post(bank, "claimed")
+    post(bank, "uncommitted")
+    post(bank, "no-row")
+    db.execute("COMMIT")
+    calls = {c["guid"]: c for c in bank.stats()["calls"]}
+    assert calls["before-ledger"]["sent_row"] is None and "does not exist" in calls["before-ledger"]["ledger_error"]
+    assert calls["claimed"]["sent_row"] is True and calls["claimed"]["ledger_status"] == "SENT"
+    assert calls["uncommitted"]["sent_row"] is False, "an uncommitted row is not evidence"
+    assert calls["no-row"]["sent_row"] is False and calls["no-row"]["ledger_status"] is None
+
+
+def test_a_malformed_transfer_is_refused_and_logged(bank):
+    resp = requests.post(f"{bank.url}/transfer", data=b"not json")
+    assert resp.status_code == 400 and resp.json()["code"] == "E400"
+    assert bank.stats()["calls"][0]["code"] == "E400"
+
+
+def test_reset_forgets_everything(bank):
+    post(bank, "r")
+    bank.set_faults(e500_next=5)
+    bank.reset(accounts={"x": 1})
+    stats = bank.stats()
+    assert stats["guids"] == {} and stats["calls"] == [] and stats["balances"] == {"x": 1}
+    assert stats["faults"]["e500_next"] == 0

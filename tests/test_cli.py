@@ -1,0 +1,43 @@
+"""`relaychaos run` is the main job: a report folder, and an exit status CI can act on (0, 1, 2)."""
+import json
+import subprocess
+import sys
+
+from .conftest import BASE, ROOT
+
+
+def run(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "harness.cli", "run", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_reference_passes_and_the_run_folder_holds_results_and_junit(tmp_path):
+    proc = run("--out", str(tmp_path), "--", "-k", "smoke")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["ok"] is True and results["relay_name"] == "reference" and results["summary"]["passed"] >= 2
+    assert "<testsuite" in (tmp_path / "junit.xml").read_text()
+
+
+def test_relay_base_is_caught_and_the_run_exits_1(tmp_path):
+    proc = run("--relay", str(BASE), "--out", str(tmp_path), "--", "-k", "smoke")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    failed = [s for s in json.loads((tmp_path / "results.json").read_text())["scenarios"] if s["outcome"] == "failed"]
+    assert failed and "debited 2 times" in failed[0]["message"]
+
+
+def test_a_bad_manifest_exits_2_with_one_message_before_anything_starts(tmp_path):
+    bad = tmp_path / "relay.toml"
+    bad.write_text('name = "x"\n')
+    proc = run("--relay", str(bad), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "missing table [commands]" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_an_unreachable_toxiproxy_exits_2_naming_the_fix(tmp_path):
+    import os
+
+    env = dict(os.environ, TOXIPROXY_URL="http://127.0.0.1:9")
+    proc = run("--out", str(tmp_path), env=env)
+    assert proc.returncode == 2 and "TOXIPROXY_URL=http://127.0.0.1:9 does not answer" in proc.stderr

@@ -1,0 +1,65 @@
+"""Toxiproxy is the real server, found in the documented order, and every refusal is explained."""
+import pytest
+import requests
+
+from harness import toxiproxy_server
+from harness.errors import ToxiproxyError
+from harness.processes import free_port
+
+
+def test_proxies_forward_and_toxics_are_added_and_removed(toxiproxy, account_system):
+    proxy = toxiproxy.create_proxy("test-adapter-forward", f"127.0.0.1:{account_system.port}")
+    try:
+        assert requests.get(f"{proxy.url}/_control/health", timeout=2).json() == {"ok": True}
+        toxiproxy.add_toxic(proxy, "slow", "latency", latency=300)
+        assert toxiproxy.toxic_names(proxy) == ["slow"]
+        assert requests.get(f"{proxy.url}/_control/health", timeout=2).elapsed.total_seconds() >= 0.3
+        toxiproxy.set_enabled(proxy, False)
+        with pytest.raises(requests.ConnectionError):
+            requests.get(f"{proxy.url}/_control/health", timeout=2)
+        toxiproxy.heal(proxy)
+        assert toxiproxy.toxic_names(proxy) == []
+        assert requests.get(f"{proxy.url}/_control/health", timeout=2).ok
+    finally:
+        toxiproxy.destroy(proxy)
+    assert "test-adapter-forward" not in toxiproxy.proxy_names()
+
+
+def test_refusals_of_the_server_become_clear_errors(toxiproxy):
+    proxy = toxiproxy.create_proxy("test-adapter-dup", "127.0.0.1:9")
+    try:
+        with pytest.raises(ToxiproxyError, match="ProxyExists"):
+            toxiproxy.create_proxy("test-adapter-dup", "127.0.0.1:9")
+        with pytest.raises(ToxiproxyError, match="unknown toxic type 'lag'"):
+            toxiproxy.add_toxic(proxy, "x", "lag")
+        with pytest.raises(ToxiproxyError, match="NotFound"):
+            toxiproxy.remove_toxic(proxy, "never-added")
+    finally:
+        toxiproxy.destroy(proxy)
+
+
+def test_an_unreachable_toxiproxy_url_says_so_and_how_to_fix_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("TOXIPROXY_URL", f"http://127.0.0.1:{free_port()}")
+    with pytest.raises(ToxiproxyError) as e:
+        toxiproxy_server.acquire(tmp_path)
+    assert "does not answer" in str(e.value) and "unset TOXIPROXY_URL" in str(e.value)
+
+
+def test_toxiproxy_url_is_used_as_it_is(monkeypatch, toxiproxy, tmp_path):
+    monkeypatch.setenv("TOXIPROXY_URL", toxiproxy.url)
+    server = toxiproxy_server.acquire(tmp_path)
+    assert server.source == "TOXIPROXY_URL" and server.url == toxiproxy.url
+    server.close()
+    assert toxiproxy.version()  # not stopped: the harness did not start it
+
+
+def test_no_server_anywhere_gives_one_message_with_the_ways_to_install_one(monkeypatch, tmp_path):
+    monkeypatch.delenv("TOXIPROXY_URL", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
+    monkeypatch.setattr(toxiproxy_server, "TOOLS_BIN", tmp_path / "empty")
+    with pytest.raises(ToxiproxyError) as e:
+        toxiproxy_server.acquire(tmp_path)
+    text = str(e.value)
+    assert "no Toxiproxy server found" in text and "no Docker daemon" in text
+    assert "go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0" in text
