@@ -31,6 +31,8 @@ class Manifest:
     name: str
     commands: dict[str, tuple[str, ...]]
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
+    description: str = ""
+    warnings: tuple[str, ...] = ()
 
     @property
     def folder(self) -> Path:
@@ -57,11 +59,15 @@ def load(path: str | Path) -> Manifest:
 
 def _check(path: Path, data: dict) -> Manifest:
     problems: list[str] = []
+    # Keys the contract does not define are reported, not refused: a relay may carry its own.
+    warnings = [f"unknown key `{k}` ignored (known: name, description, [commands], [limits])"
+                for k in data if k not in ("name", "description", "commands", "limits")]
     name = data.get("name", path.parent.name)
     if not isinstance(name, str) or not name.strip():
         problems.append("`name` must be a non-empty string")
-    known = {"name", "commands", "limits"}
-    problems += [f"unknown key `{k}` (known: name, [commands], [limits])" for k in data if k not in known]
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        problems.append("`description` must be a string (one line saying what this relay is)")
     commands = data.get("commands")
     checked: dict[str, tuple[str, ...]] = {}
     if not isinstance(commands, dict):
@@ -76,7 +82,7 @@ def _check(path: Path, data: dict) -> Manifest:
                             f"got {argv!r}")
         else:
             checked[cmd] = tuple(argv)
-    problems += [f"unknown command `{k}` in [commands]" for k in commands if k not in COMMANDS]
+    warnings += [f"unknown command `{k}` in [commands] ignored" for k in commands if k not in COMMANDS]
     limits = data.get("limits", {})
     timeout = DEFAULT_READY_TIMEOUT_S
     if not isinstance(limits, dict):
@@ -87,9 +93,9 @@ def _check(path: Path, data: dict) -> Manifest:
             problems.append(f"[limits].ready_timeout_s must be a number of seconds in (0, 600], got {raw!r}")
         else:
             timeout = float(raw)
-        problems += [f"unknown key `{k}` in [limits]" for k in limits if k != "ready_timeout_s"]
+        warnings += [f"unknown key `{k}` in [limits] ignored" for k in limits if k != "ready_timeout_s"]
     if problems:
         raise ManifestError("this relay manifest cannot be used:\n" + "\n".join(f"  - {p}" for p in problems),
                             where=str(path), fix="correct it as listed (contract section 1); "
                                                  "a manifest looks like:\n" + EXAMPLE)
-    return Manifest(path, name.strip(), checked, timeout)
+    return Manifest(path, name.strip(), checked, timeout, description.strip(), tuple(warnings))

@@ -36,8 +36,8 @@ class Ledger:
     """The relay's ledger file; safe for several processes and read-only peekers at once."""
 
     def __init__(self, path: str):
-        self.db = sqlite3.connect(path, timeout=5.0, isolation_level=None)
-        self.db.execute("PRAGMA busy_timeout = 5000")
+        self.db = sqlite3.connect(path, timeout=1.0, isolation_level=None)
+        self.db.execute("PRAGMA busy_timeout = 1000")
         self.db.execute("PRAGMA journal_mode = WAL")
         self.db.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: commits survive a process kill
         self.db.execute(SCHEMA)

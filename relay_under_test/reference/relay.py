@@ -43,6 +43,8 @@ def parse(raw: bytes) -> dict | None:
 class Relay:
     """Transfers and batch jobs over one ledger and one account client."""
 
+    RESOLVABLE = ("UNKNOWN", "SENT")  # SENT rows old enough were orphaned by a crash
+
     def __init__(self, ledger: Ledger, account: Account):
         self.ledger, self.account = ledger, account
 
@@ -85,7 +87,7 @@ class Relay:
     # -- batch jobs --------------------------------------------------------------------
     async def resolve(self, min_age_s: float) -> None:
         """Ask the query API about UNKNOWN rows, and SENT rows orphaned by a crash, old enough."""
-        for row in self.ledger.older_than(("UNKNOWN", "SENT"), min_age_s):
+        for row in self.ledger.older_than(self.RESOLVABLE, min_age_s):
             found = await self.account.query(row.guid)
             if found is None:
                 continue  # the query failed: leave the row for a later run
