@@ -48,7 +48,7 @@ class RetryPolicy:
 class Outcome:
     """What one attempt learned: `ok` with the relay's answer, or `info` when nothing definite came."""
 
-    guid: str
+    guid: str | None
     attempt: int
     type: str
     status: int | None = None
@@ -119,6 +119,22 @@ class Channel:
         self._record(process, outcome)
         return outcome
 
+    async def send_raw(self, body: bytes, *, guid: str | None = None) -> Outcome:
+        """POST a body verbatim (a malformed request, say), recorded like any other call."""
+        assert self._session is not None, "use `async with Channel(...)`"
+        process = self._process()
+        self.history.append(process, "invoke", "transfer", guid=guid, attempt=1, raw=body.decode(errors="replace"))
+        try:
+            async with self._session.post(self.base_url() + "/transfer", data=body,
+                                          headers={"Content-Type": "application/json"}) as resp:
+                outcome = _answered(guid, 1, resp.status, await resp.read())
+        except asyncio.TimeoutError:
+            outcome = Outcome(guid, 1, "info", error=f"no answer within {self.timeout_s:g} s")
+        except aiohttp.ClientError as e:
+            outcome = Outcome(guid, 1, "info", error=f"{type(e).__name__}: {e}")
+        self._record(process, outcome)
+        return outcome
+
     async def race(self, request: dict, n: int) -> list[Outcome]:
         """Send n copies of one transfer at the same instant, each on its own fresh connection."""
         url = urlsplit(self.base_url())
@@ -158,7 +174,7 @@ class Channel:
             self.history.append(process, "info", "transfer", guid=o.guid, attempt=o.attempt, error=o.error)
 
 
-def _answered(guid: str, attempt: int, status: int, raw: bytes) -> Outcome:
+def _answered(guid: str | None, attempt: int, status: int, raw: bytes) -> Outcome:
     """An HTTP answer: `ok`, with the code if the body is a JSON object that has one."""
     text = raw.decode(errors="replace")
     try:

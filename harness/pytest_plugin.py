@@ -33,7 +33,14 @@ def relay_path(config: pytest.Config) -> Path:
     return Path(chosen) if chosen else DEFAULT_RELAY
 
 
+FAMILIES = {"basic": "the contract's answer table with no fault", "fault": "network faults between the parts",
+            "race": "concurrent duplicates", "crash": "relays killed and restarted",
+            "batch": "resolve, reprocess and purge", "regression": "scenario files in scenarios/regressions"}
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    for family, what in FAMILIES.items():
+        config.addinivalue_line("markers", f"{family}: relaychaos scenarios: {what}")
     path = config.getoption("relaychaos_results", None)
     if path and not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) writes it
         config.pluginmanager.register(_ResultsRecorder(relay_path(config), Path(path)), "relaychaos-results")
@@ -114,6 +121,23 @@ def make_stack(request: pytest.FixtureRequest, toxiproxy, account_system, relay_
 
 
 @pytest.fixture
+def run_chaos(request: pytest.FixtureRequest, make_stack):
+    """run_chaos(scenario, manifest=None) -> ChaosResult: run on a fresh stack, check, record the verdicts."""
+    import json
+
+    from harness.chaos import run_and_check
+
+    def run(scenario, manifest=None):
+        stack = make_stack(manifest, accounts=scenario.accounts, account_timeout_ms=scenario.account_timeout_ms)
+        result = run_and_check(stack, scenario)
+        request.node.user_properties.append(
+            ("relaychaos_verdicts", json.dumps([{**v.to_dict(), "scenario": scenario.name} for v in result.verdicts])))
+        return result
+
+    return run
+
+
+@pytest.fixture
 def stack(make_stack):
     """A Stack for the relay under test, its relay not yet started."""
     return make_stack()
@@ -126,8 +150,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.excinfo is not None:
         from harness.errors import HarnessError
 
+        from harness.chaos import ChaosFailure
+
         if isinstance(call.excinfo.value, HarnessError):
             report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
+        elif isinstance(call.excinfo.value, ChaosFailure):
+            report.longrepr = str(call.excinfo.value)
     if report.failed:
         for i, stack in enumerate(item.stash.get(_STACKS, [])):
             for log in sorted(stack.workdir.glob("*.log")):

@@ -155,7 +155,7 @@ class Supervisor:
         self._batch_seq += 1
         seq = self._batch_seq
         argv = list(self.manifest.commands[command]) + args
-        self.history.append(f"batch-{seq}", "invoke", command, argv=argv)
+        self.history.append(f"batch-{seq}", "invoke", command, argv=argv, wall=time.time())
         child = self._spawn(command, argv, self.workdir / f"batch-{seq:03d}-{command}.log", self.env())
         self._batches.append(child)
         return child, time.monotonic(), seq
@@ -169,7 +169,7 @@ class Supervisor:
         child.kill()  # the group: nothing the batch forked outlives it
         result = BatchResult(command, tuple(child.argv), rc, time.monotonic() - t0, child.log_path)
         self.history.append(f"batch-{seq}", "ok" if rc == 0 else "fail", command, returncode=rc,
-                            duration_s=round(result.duration_s, 4),
+                            duration_s=round(result.duration_s, 4), wall=time.time(),
                             **({"timed_out_after_s": timeout_s} if rc is None else {}))
         return result
 

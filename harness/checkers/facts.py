@@ -1,0 +1,201 @@
+"""Views of a history that the checkers share: channel calls, account calls, snapshots, batches, faults.
+
+Everything here is derived from the history alone (the account system's call
+log arrives in it as the final `account-stats` observation), so checks can be
+re-run on a saved history.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ..history import Event, History
+
+DEFINITE = {"0000", "B201", "B202", "B203", "E500"}
+KNOWN_CODES = DEFINITE | {"E400", "E901", "E902", "E903", "E904"}
+
+
+@dataclass
+class ChannelCall:
+    """One channel request and its completion (None while it never completed)."""
+
+    invoke: Event
+    completion: Event | None
+
+    @property
+    def guid(self) -> str | None:
+        return self.invoke.value.get("guid")
+
+    @property
+    def request(self) -> dict | None:
+        return self.invoke.value.get("request")
+
+    @property
+    def raw(self) -> str | None:
+        return self.invoke.value.get("raw")
+
+    @property
+    def answered(self) -> bool:
+        return self.completion is not None and self.completion.type == "ok"
+
+    @property
+    def code(self) -> str | None:
+        return self.completion.value.get("code") if self.answered else None
+
+    @property
+    def status(self) -> int | None:
+        return self.completion.value.get("status") if self.answered else None
+
+    @property
+    def body(self) -> str | None:
+        return self.completion.value.get("body") if self.answered else None
+
+    @property
+    def events(self) -> tuple[int, ...]:
+        return (self.invoke.index,) + ((self.completion.index,) if self.completion else ())
+
+
+@dataclass
+class Batch:
+    """One run of resolve/reprocess/purge: its argument, wall-clock start, and how it ended."""
+
+    command: str
+    invoke: Event
+    end: Event | None
+
+    @property
+    def argument(self) -> float | None:
+        argv = self.invoke.value.get("argv", [])
+        try:
+            return float(argv[-1])
+        except (ValueError, IndexError):
+            return None
+
+    @property
+    def wall(self) -> float:
+        return self.invoke.value.get("wall", 0.0)
+
+
+@dataclass
+class Facts:
+    """The history, indexed for checking."""
+
+    history: History
+    events: list[Event] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.events = list(self.history)
+
+    @cached_property
+    def scenario(self) -> dict:
+        found = [e.value for e in self.events if e.f == "scenario"]
+        return found[0] if found else {}
+
+    @cached_property
+    def start(self) -> float:
+        return self.events[0].time if self.events else 0.0
+
+    @cached_property
+    def labels(self) -> dict[str, str]:
+        return {real: label for label, real in self.scenario.get("guids", {}).items()}
+
+    @cached_property
+    def channel(self) -> list[ChannelCall]:
+        open_: dict[str, ChannelCall] = {}
+        calls: list[ChannelCall] = []
+        for e in self.events:
+            if e.f != "transfer":
+                continue
+            if e.type == "invoke":
+                open_[e.process] = ChannelCall(e, None)
+                calls.append(open_[e.process])
+            elif e.process in open_:
+                open_.pop(e.process).completion = e
+        return calls
+
+    def channel_for(self, guid: str) -> list[ChannelCall]:
+        return [c for c in self.channel if c.guid == guid]
+
+    @cached_property
+    def stats(self) -> dict:
+        found = [e.value["stats"] for e in self.events if e.f == "account-stats"]
+        return found[-1] if found else {"calls": [], "guids": {}, "balances": {}}
+
+    @cached_property
+    def stats_event(self) -> int | None:
+        found = [e.index for e in self.events if e.f == "account-stats"]
+        return found[-1] if found else None
+
+    @cached_property
+    def account_calls(self) -> list[dict]:
+        return self.stats.get("calls", [])
+
+    def calls_for(self, guid: str) -> list[dict]:
+        return [c for c in self.account_calls if c.get("guid") == guid]
+
+    @cached_property
+    def snapshots(self) -> list[Event]:
+        return [e for e in self.events if e.f == "ledger-snapshot" and e.type == "ok"]
+
+    @cached_property
+    def final_rows(self) -> dict[str, dict]:
+        return self.snapshots[-1].value["rows"] if self.snapshots else {}
+
+    @cached_property
+    def batches(self) -> list[Batch]:
+        open_: dict[str, Batch] = {}
+        out: list[Batch] = []
+        for e in self.events:
+            if not e.process.startswith("batch-"):
+                continue
+            if e.type == "invoke":
+                open_[e.process] = Batch(e.f, e, None)
+                out.append(open_[e.process])
+            elif e.process in open_:
+                open_.pop(e.process).end = e
+        return out
+
+    @cached_property
+    def channel_guids(self) -> dict[str, dict]:
+        """Every GUID the channel sent as a well-formed request, with its first request body."""
+        out: dict[str, dict] = {}
+        for c in self.channel:
+            if c.request is not None and c.guid not in out:
+                out[c.guid] = c.request
+        return out
+
+    def events_for(self, guid: str) -> tuple[int, ...]:
+        """Every history event naming the GUID, plus fault and process events, in order."""
+        out = []
+        for e in self.events:
+            if e.guid == guid or guid in (e.value.get("hold_guids") or ()) or guid in (e.value.get("guids") or ()):
+                out.append(e.index)
+            elif e.process == "nemesis" or e.process.startswith(("relay-", "batch-")):
+                out.append(e.index)
+        return tuple(out)
+
+    def call_seqs(self, guid: str) -> tuple[int, ...]:
+        return tuple(c["seq"] for c in self.calls_for(guid))
+
+    def faults_at(self, t: float) -> dict:
+        """The fault state at monotonic time t: toxics per proxy, disabled proxies."""
+        toxics: dict[str, dict[str, dict]] = {}
+        disabled: set[str] = set()
+        for e in self.events:
+            if e.time > t:
+                break
+            if e.process != "nemesis":
+                continue
+            v = e.value
+            if e.f == "add-toxic" and e.type == "invoke":
+                toxics.setdefault(v["proxy"], {})[v["toxic"]] = v
+            elif e.f == "remove-toxic":
+                toxics.get(v["proxy"], {}).pop(v["toxic"], None)
+            elif e.f == "disable-proxy":
+                disabled.add(v["proxy"])
+            elif e.f == "enable-proxy":
+                disabled.discard(v["proxy"])
+            elif e.f == "heal":
+                toxics.clear()
+                disabled.clear()
+        return {"toxics": toxics, "disabled": disabled}

@@ -1,0 +1,89 @@
+"""Checkers of the money: one account call and one debit per GUID, nothing lost, balances that add up."""
+from __future__ import annotations
+
+from ..verdict import Verdict
+from .facts import Facts
+
+
+def one_account_call(f: Facts) -> list[Verdict]:
+    out = []
+    for guid in sorted({c["guid"] for c in f.account_calls if c.get("guid")}):
+        calls = f.calls_for(guid)
+        if len(calls) > 1:
+            codes = ", ".join(str(c.get("code")) for c in calls)
+            out.append(Verdict("one-account-call", guid,
+                               f"the account system received {len(calls)} calls for this GUID (answers: {codes}); "
+                               "a relay may send a GUID at most once", f.events_for(guid), f.call_seqs(guid)))
+    return out
+
+
+def one_debit(f: Facts) -> list[Verdict]:
+    out = []
+    for guid, summary in f.stats.get("guids", {}).items():
+        if summary.get("debits", 0) > 1:
+            out.append(Verdict("one-debit", guid, f"this GUID was debited {summary['debits']} times",
+                               f.events_for(guid), f.call_seqs(guid)))
+    return out
+
+
+def guid_preserved(f: Facts) -> list[Verdict]:
+    """Every account call carries a GUID the channel sent, with the channel's own request."""
+    out = []
+    sent = f.channel_guids
+    for call in f.account_calls:
+        guid, req = call.get("guid"), call.get("request")
+        if guid not in sent:
+            out.append(Verdict("guid-preserved", guid,
+                               f"the account system received GUID {guid}, which the channel never sent "
+                               f"(request {req}); a relay must resend with the same GUID", (), (call["seq"],)))
+        elif req != sent[guid]:
+            out.append(Verdict("guid-preserved", guid,
+                               f"the account system received {req} for this GUID, but the channel sent {sent[guid]}",
+                               f.events_for(guid), (call["seq"],)))
+    return out
+
+
+def exactly_once(f: Facts) -> list[Verdict]:
+    """What the channel was told definitely matches what the account system did."""
+    out = []
+    for guid in f.channel_guids:
+        debits = f.stats.get("guids", {}).get(guid, {}).get("debits", 0)
+        told = {c.code for c in f.channel_for(guid) if c.code and c.request == f.channel_guids[guid]}
+        if "0000" in told and debits == 0:
+            out.append(Verdict("exactly-once", guid, "the channel was told 0000 (applied) but the account system "
+                               "never debited this GUID: the transfer was lost", f.events_for(guid), f.call_seqs(guid)))
+        refused = told & {"B201", "B202", "B203", "E500"}
+        if refused and debits > 0:
+            out.append(Verdict("exactly-once", guid, f"the channel was told {'/'.join(sorted(refused))} (nothing "
+                               f"applied) but the account system debited this GUID {debits} time(s)",
+                               f.events_for(guid), f.call_seqs(guid)))
+    return out
+
+
+def balances(f: Facts) -> list[Verdict]:
+    """Final balances equal the initial ones moved once by every applied channel GUID, and sum the same."""
+    initial = dict(f.scenario.get("accounts", {}))
+    actual = f.stats.get("balances", {})
+    if not initial or not actual:
+        return []
+    expected = dict(initial)
+    for guid, req in f.channel_guids.items():
+        if f.stats.get("guids", {}).get(guid, {}).get("debits", 0) >= 1:
+            expected[req["from"]] = expected.get(req["from"], 0) - req["amount"]
+            expected[req["to"]] = expected.get(req["to"], 0) + req["amount"]
+    out = []
+    if sum(actual.values()) != sum(initial.values()):
+        out.append(Verdict("balances", None, f"money was created or destroyed: balances sum to "
+                           f"{sum(actual.values())}, started at {sum(initial.values())}", (), ()))
+    if actual != expected:
+        off = {a: (expected.get(a), actual.get(a)) for a in sorted(set(actual) | set(expected))
+               if expected.get(a) != actual.get(a)}
+        extra = sorted(g for g, s in f.stats.get("guids", {}).items()
+                       if s.get("debits", 0) > 1 or (s.get("debits", 0) and g not in f.channel_guids))
+        seqs = tuple(c["seq"] for c in f.account_calls if c.get("guid") in extra and c.get("applied"))
+        out.append(Verdict("balances", extra[0] if len(extra) == 1 else None,
+                           "final balances differ from what the applied GUIDs imply (account: expected, actual): "
+                           + ", ".join(f"{a}: {e}, {x}" for a, (e, x) in off.items())
+                           + (f"; debited more than once or under a GUID the channel never sent: {', '.join(extra)}"
+                              if extra else ""), (), seqs))
+    return out

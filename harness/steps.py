@@ -1,0 +1,205 @@
+"""The steps a scenario is made of: plain frozen dataclasses, one per thing the harness can do.
+
+A scenario is data: an ordered tuple of these steps (written in Python, drawn by
+Hypothesis, or loaded from a scenario file). GUIDs in steps are *labels* ("g1");
+the runner maps each label to a GUID unique to the run. `STEP_KINDS` maps the
+name used in scenario files to the class.
+"""
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, field, fields
+
+PROXIES_HELP = "'account' (relay → account system) or 'hub-a' / 'hub-b' (channel → relay slot)"
+
+
+@dataclass(frozen=True)
+class Send:
+    """The channel sends one transfer (resending the same GUID up to `attempts` times)."""
+
+    guid: str
+    amount: int = 10
+    src: str = "alice"
+    dst: str = "bob"
+    slot: str = "a"
+    attempts: int = 1
+    background: bool = False  # do not wait for the answer (see AwaitSends)
+    via_hub: bool = True
+    raw: str | None = None  # send this body verbatim instead (malformed requests)
+    timeout_s: float | None = None  # the channel's own time-out; default: ACCOUNT_TIMEOUT_MS + 1.5 s
+    careless: bool = False  # a careless client: mints a new GUID for each retry (client-side incident)
+
+
+@dataclass(frozen=True)
+class Race:
+    """N copies of one transfer released together, each on its own connection, split over slots."""
+
+    guid: str
+    n: int = 32
+    amount: int = 10
+    src: str = "alice"
+    dst: str = "bob"
+    slots: tuple[str, ...] = ("a",)
+
+
+@dataclass(frozen=True)
+class AddToxic:
+    """A Toxiproxy toxic on a proxy, toxicity 1.0 (see harness.toxiproxy_control for the kinds)."""
+
+    proxy: str
+    kind: str
+    stream: str = "downstream"
+    name: str | None = None
+    attributes: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RemoveToxic:
+    proxy: str
+    name: str
+
+
+@dataclass(frozen=True)
+class DisableProxy:
+    """The proxy stops listening: new connections are refused, live ones dropped."""
+
+    proxy: str
+
+
+@dataclass(frozen=True)
+class EnableProxy:
+    proxy: str
+
+
+@dataclass(frozen=True)
+class ServerFault:
+    """Account-system faults: processing delay, E500 for GUIDs or the next N calls, GUIDs held until released."""
+
+    delay_ms: float | None = None
+    e500_guids: tuple[str, ...] = ()
+    e500_next: int | None = None
+    hold_guids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Release:
+    """Let held GUIDs (all, when none are named) be processed by the account system."""
+
+    guids: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class WaitCalls:
+    """Wait until the account system has received `count` calls for the GUID (or the time-out passes)."""
+
+    guid: str
+    count: int = 1
+    timeout_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class WaitRow:
+    """Wait until the ledger shows the GUID's row with this status (or the time-out passes)."""
+
+    guid: str
+    status: str = "SENT"
+    timeout_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class Kill:
+    """SIGKILL the serve process in this slot."""
+
+    slot: str = "a"
+
+
+@dataclass(frozen=True)
+class Start:
+    """Start serve in this slot on the same ledger (a restart after Kill, or a second relay)."""
+
+    slot: str = "a"
+
+
+@dataclass(frozen=True)
+class Resolve:
+    min_age_s: float
+
+
+@dataclass(frozen=True)
+class Reprocess:
+    """Run reprocess; `parallel` runs at once."""
+
+    max_attempts: int
+    parallel: int = 1
+
+
+@dataclass(frozen=True)
+class Purge:
+    retention_s: float
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Let real time pass: for ages (min-age, retention), never to order events."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class AwaitSends:
+    """Wait for every background send to have its answer (or its time-out)."""
+
+
+@dataclass(frozen=True)
+class Heal:
+    """Remove every toxic, enable every proxy, clear the account system's faults (releasing held GUIDs)."""
+
+
+Step = (Send | Race | AddToxic | RemoveToxic | DisableProxy | EnableProxy | ServerFault | Release | WaitCalls
+        | WaitRow | Kill | Start | Resolve | Reprocess | Purge | Wait | AwaitSends | Heal)
+
+STEP_KINDS: dict[str, type] = {
+    "send": Send, "race": Race, "add_toxic": AddToxic, "remove_toxic": RemoveToxic,
+    "disable_proxy": DisableProxy, "enable_proxy": EnableProxy, "server_fault": ServerFault,
+    "release": Release, "wait_calls": WaitCalls, "wait_row": WaitRow, "kill": Kill, "start": Start,
+    "resolve": Resolve, "reprocess": Reprocess, "purge": Purge, "wait": Wait, "await_sends": AwaitSends,
+    "heal": Heal,
+}
+KIND_OF = {cls: kind for kind, cls in STEP_KINDS.items()}
+
+
+def kind(step) -> str:
+    return KIND_OF[type(step)]
+
+
+def describe(step) -> str:
+    """`send guid=g1 amount=20`: the kind and the fields that differ from their defaults."""
+    parts = [kind(step)]
+    for f in fields(step):
+        value = getattr(step, f.name)
+        default = f.default if f.default is not MISSING else (
+            f.default_factory() if f.default_factory is not MISSING else MISSING)
+        if value != default:
+            parts.append(f"{f.name}={value}")
+    return " ".join(parts)
+
+
+def guids_of(step) -> list[str]:
+    """The GUID labels a step names."""
+    out = [getattr(step, "guid")] if hasattr(step, "guid") else []
+    for attr in ("e500_guids", "hold_guids", "guids"):
+        out += list(getattr(step, attr, None) or ())
+    return out
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named, ordered list of steps; the runner adds the final heal-and-converge phase."""
+
+    name: str
+    steps: tuple
+    family: str = "basic"
+    description: str = ""
+    accounts: dict = field(default_factory=lambda: {"alice": 1000, "bob": 1000})
+    account_timeout_ms: int = 300
+    max_attempts: int = 3  # the attempt cap of the final reprocess
+    relays: tuple[str, ...] = ("a",)  # slots started before the first step

@@ -1,0 +1,18 @@
+"""Scenarios for concurrent duplicates: many copies of one GUID at once, on one relay or two."""
+from harness.steps import Race, Release, Scenario, Send, ServerFault, Start, WaitCalls
+
+SCENARIOS = [
+    Scenario("race-32-one-relay", family="race",
+             description="32 copies of one transfer released together on one relay: one call",
+             steps=(Race("g1", n=32), Race("g2", n=32, amount=7), Send("g1"))),
+    Scenario("race-32-two-relays", family="race", relays=("a", "b"),
+             description="32 copies split across two relays on one ledger: one call",
+             steps=(Race("g1", n=32, slots=("a", "b")), Race("g2", n=32, slots=("a", "b")), Send("g1", slot="b"))),
+    Scenario("race-while-held-two-relays", family="race", relays=("a", "b"), account_timeout_ms=2000,
+             description="while the first call is held at the account system, duplicates reach both relays",
+             steps=(ServerFault(hold_guids=("g1",)), Send("g1", background=True), WaitCalls("g1"),
+                    Race("g1", n=16, slots=("a", "b")), Release(("g1",)))),
+    Scenario("second-relay-joins", family="race",
+             description="a second relay starts on the same ledger and serves resends of the first's GUIDs",
+             steps=(Send("g1"), Start("b"), Send("g1", slot="b"), Send("g2", slot="b"), Send("g2"))),
+]
