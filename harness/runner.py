@@ -220,7 +220,7 @@ class Runner:
         request = self._request(step.guid, step.amount, step.src, step.dst)
         per_slot = [step.n // len(step.slots) + (i < step.n % len(step.slots)) for i in range(len(step.slots))]
 
-        chans = [self._channel(slot, True, None) for slot in step.slots]
+        chans = [self._channel(slot, step.via_hub, None) for slot in step.slots]
 
         async def go():
             await asyncio.gather(*(ch.race(request, k) for ch, k in zip(chans, per_slot)))
@@ -293,7 +293,7 @@ class Runner:
         sup = self.stack.supervisor
         runs = [sup.start_batch(command, args) for _ in range(parallel)]
         for run in runs:
-            sup.wait_batch(command, run, timeout_s=30)
+            sup.wait_batch(command, run, timeout_s=self.scenario.batch_timeout_s)
 
     def _wait(self, step: S.Wait) -> None:
         time.sleep(step.seconds)

@@ -31,7 +31,10 @@ class Send:
 
 @dataclass(frozen=True)
 class Race:
-    """N copies of one transfer released together, each on its own connection, split over slots."""
+    """N copies of one transfer released together, each on its own connection, split over slots.
+
+    They go straight to the relays (not through the hub proxies), so that they arrive together.
+    """
 
     guid: str
     n: int = 32
@@ -39,6 +42,7 @@ class Race:
     src: str = "alice"
     dst: str = "bob"
     slots: tuple[str, ...] = ("a",)
+    via_hub: bool = False
 
 
 @dataclass(frozen=True)
@@ -203,3 +207,4 @@ class Scenario:
     account_timeout_ms: int = 300
     max_attempts: int = 3  # the attempt cap of the final reprocess
     relays: tuple[str, ...] = ("a",)  # slots started before the first step
+    batch_timeout_s: float = 30.0  # a batch command still running then is killed (and that is a verdict)

@@ -40,17 +40,42 @@ def _describe_event(e: Event) -> str:
             return f"channel gets HTTP {v.get('status')} code {v.get('code')}"
         return f"channel gets no answer: {v.get('error')}"
     if e.process == "nemesis":
-        extra = " ".join(f"{k}={val}" for k, val in v.items())
+        if e.f == "add-toxic":
+            return f"fault: {v['kind']} toxic on the {v['proxy']} proxy ({v['stream']}, {v.get('attributes')})"
+        extra = " ".join(f"{k}={val}" for k, val in v.items() if val not in (None, [], {}))
         return f"fault: {e.f} {extra}".rstrip()
     if e.process.startswith("relay-"):
-        return f"relay {e.process[6:]} {e.f} {'' if e.type == 'ok' else e.type} {v.get('error', '')}".rstrip()
+        slot = e.process[6:]
+        if e.type == "fail":
+            return f"relay {slot} failed to {e.f}: {str(v.get('error', '')).splitlines()[0]}"
+        return {"start": f"relay {slot} started (serve, pid {v.get('pid')})",
+                "kill": f"relay {slot} killed with SIGKILL"}.get(e.f, f"relay {slot} {e.f}")
     if e.process.startswith("batch-"):
         if e.type == "invoke":
             return f"{' '.join(v.get('argv', [])[-3:])} starts"
         return f"{e.f} ends with status {v.get('returncode')}"
     if e.f == "step":
         return f"step {v.get('n')}: {v.get('step')}"
+    if e.f == "wait-calls":
+        return f"harness waits until the account system has received {v.get('wanted')} call(s): {v.get('calls')}"
+    if e.f == "wait-row":
+        return f"harness waits until the ledger row is {v.get('wanted')}: {v.get('status')}"
     return f"{e.process} {e.type} {e.f}"
+
+
+def _ledger_moves(guid: str, history: History) -> list[tuple[float, str]]:
+    """The GUID's ledger row changes, as seen by the snapshots after each step."""
+    out, last = [], None
+    for e in history:
+        if e.f != "ledger-snapshot" or e.type != "ok":
+            continue
+        row = e.value["rows"].get(guid)
+        now = (row["status"], row.get("resp_code"), row.get("attempts")) if row else None
+        if now != last:
+            shown = "deleted" if now is None else f"{now[0]} (code {now[1]}, attempts {now[2]})"
+            out.append((e.time, f"#{e.index:<4} ledger row is now {shown}, after {e.value.get('kind')}"))
+            last = now
+    return out
 
 
 def timeline(verdict: Verdict, history: History, account_calls: list[dict], start: float,
@@ -73,6 +98,8 @@ def timeline(verdict: Verdict, history: History, account_calls: list[dict], star
         if c.get("answered_at") is not None:
             what = "applied: debited" if c.get("applied") else "nothing applied"
             entries.append((c["answered_at"], f"acct#{seq:<2} account system answers {c.get('code')} ({what})"))
+    if verdict.guid is not None:
+        entries += _ledger_moves(verdict.guid, history)
     entries.sort(key=lambda x: x[0])
     lines = [f"  +{t - start:7.3f}s  {text}" for t, text in entries]
     if len(lines) > limit:

@@ -45,10 +45,22 @@ class RunResults:
             counts[s.outcome] += 1
         return counts
 
+    def by_rule(self) -> dict[str, dict]:
+        """Per rule of the rule book: held or not, and which scenarios broke it (a grader's score sheet)."""
+        from harness.checkers import RULES
+
+        broken: dict[str, set[str]] = {}
+        for s in self.scenarios.values():
+            for v in s.verdicts:
+                broken.setdefault(v["rule"], set()).add(v.get("scenario") or s.nodeid)
+        return {rule: {"what": what, "held": rule not in broken, "broken_in": sorted(broken.get(rule, ()))}
+                for rule, what in RULES.items()}
+
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         data = {"relay": self.relay, "relay_name": self.relay_name, "started_at": self.started_at,
                 "finished_at": time.time(), "summary": self.summary(),
                 "ok": self.summary()["failed"] == 0 and self.summary()["error"] == 0,
+                "rules": self.by_rule(),
                 "scenarios": [asdict(s) for s in sorted(self.scenarios.values(), key=lambda s: s.nodeid)]}
         path.write_text(json.dumps(data, indent=2))

@@ -12,7 +12,7 @@ def run(*args, env=None):
 
 
 def test_the_reference_passes_and_the_run_folder_holds_results_and_junit(tmp_path):
-    proc = run("--out", str(tmp_path), "--", "-k", "smoke")
+    proc = run("--out", str(tmp_path), "--", "-k", "happy-path or dropped-response-to-channel")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["ok"] is True and results["relay_name"] == "reference" and results["summary"]["passed"] >= 2
@@ -20,10 +20,15 @@ def test_the_reference_passes_and_the_run_folder_holds_results_and_junit(tmp_pat
 
 
 def test_relay_base_is_caught_and_the_run_exits_1(tmp_path):
-    proc = run("--relay", str(BASE), "--out", str(tmp_path), "--", "-k", "smoke")
+    proc = run("--relay", str(BASE), "--out", str(tmp_path), "--", "-k", "happy-path or dropped-response-to-channel")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     failed = [s for s in json.loads((tmp_path / "results.json").read_text())["scenarios"] if s["outcome"] == "failed"]
-    assert failed and "debited 2 times" in failed[0]["message"]
+    assert [s["nodeid"].split("[")[1] for s in failed] == ["dropped-response-to-channel]"]
+    assert "[one-account-call] GUID g1-" in failed[0]["message"]
+    verdict = failed[0]["verdicts"][0]
+    assert verdict["rule"] == "one-account-call" and verdict["scenario"] == "dropped-response-to-channel"
+    rules = json.loads((tmp_path / "results.json").read_text())["rules"]
+    assert rules["one-account-call"]["held"] is False and rules["write-before-send"]["held"] is True
 
 
 def test_a_bad_manifest_exits_2_with_one_message_before_anything_starts(tmp_path):

@@ -170,7 +170,8 @@ class Facts:
         for e in self.events:
             if e.guid == guid or guid in (e.value.get("hold_guids") or ()) or guid in (e.value.get("guids") or ()):
                 out.append(e.index)
-            elif e.process == "nemesis" or e.process.startswith(("relay-", "batch-")):
+            elif (e.process == "nemesis" and not (e.f == "add-toxic" and e.type == "ok")) or \
+                    (e.process.startswith("relay-") and e.type != "invoke") or e.process.startswith("batch-"):
                 out.append(e.index)
         return tuple(out)
 
@@ -178,9 +179,11 @@ class Facts:
         return tuple(c["seq"] for c in self.calls_for(guid))
 
     def faults_at(self, t: float) -> dict:
-        """The fault state at monotonic time t: toxics per proxy, disabled proxies."""
+        """The fault state at monotonic time t: toxics per proxy, disabled proxies, held GUIDs, delay."""
         toxics: dict[str, dict[str, dict]] = {}
         disabled: set[str] = set()
+        held: set[str] = set()
+        delay_ms = 0.0
         for e in self.events:
             if e.time > t:
                 break
@@ -195,7 +198,14 @@ class Facts:
                 disabled.add(v["proxy"])
             elif e.f == "enable-proxy":
                 disabled.discard(v["proxy"])
+            elif e.f == "server-fault":
+                held |= set(v.get("hold_guids") or ())
+                delay_ms = float(v.get("delay_ms", delay_ms) or 0)
+            elif e.f == "release":
+                held = set() if v.get("guids") is None else held - set(v["guids"])
             elif e.f == "heal":
                 toxics.clear()
                 disabled.clear()
-        return {"toxics": toxics, "disabled": disabled}
+                held.clear()
+                delay_ms = 0.0
+        return {"toxics": toxics, "disabled": disabled, "held": held, "delay_ms": delay_ms}

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import time
+from contextlib import closing
 
 from relay_under_test.reference.account import Account, Outcome, answer
 from relay_under_test.reference.ledger import Ledger, Row
@@ -20,12 +22,16 @@ class CheckThenInsert(Relay):
     """Reads the ledger, then inserts, instead of one atomic claim: concurrent duplicates all get through."""
 
     async def handle(self, req: dict, text: str) -> str:
-        if self.ledger.get(req["guid"]) is None:
-            await asyncio.sleep(0)  # an async database driver yields here; other requests run
+        if await asyncio.to_thread(self._exists, req["guid"]) is False:
             self.ledger.db.execute("INSERT OR REPLACE INTO ledger (guid, status, request, attempts, updated_at) "
                                    "VALUES (?, 'SENT', ?, 1, ?)", (req["guid"], text, time.time()))
             return await self.send(req)
         return await super().handle(req, text)
+
+    def _exists(self, guid: str) -> bool:
+        """The check, on a worker thread with its own connection, as an async database driver does it."""
+        with closing(sqlite3.connect(self.ledger.path, timeout=1.0)) as db:
+            return db.execute("SELECT 1 FROM ledger WHERE guid = ?", (guid,)).fetchone() is not None
 
 
 class WriteAfterCall(Relay):

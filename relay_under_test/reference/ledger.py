@@ -36,6 +36,7 @@ class Ledger:
     """The relay's ledger file; safe for several processes and read-only peekers at once."""
 
     def __init__(self, path: str):
+        self.path = path
         self.db = sqlite3.connect(path, timeout=1.0, isolation_level=None)
         self.db.execute("PRAGMA busy_timeout = 1000")
         self.db.execute("PRAGMA journal_mode = WAL")

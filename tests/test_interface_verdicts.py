@@ -1,0 +1,63 @@
+"""A relay that breaks the contract's interface gets a verdict naming the rule, not a harness stack trace."""
+import dataclasses
+import json
+import sys
+
+import pytest
+
+from harness.steps import Reprocess, Resolve, Scenario, Send
+
+from .conftest import ROOT
+
+BROKEN = ROOT / "tests" / "relays" / "broken_relay.py"
+SCENARIO = Scenario("interface-probe", steps=(Send("g1"), Resolve(min_age_s=60), Reprocess(max_attempts=3)),
+                    batch_timeout_s=1.0)
+
+
+@pytest.fixture
+def broken(tmp_path):
+    def manifest(mode: str, serve: list[str] | None = None) -> str:
+        folder = tmp_path / mode
+        folder.mkdir()
+        cmd = lambda c: json.dumps([sys.executable, str(BROKEN), mode, c])  # noqa: E731
+        (folder / "relay.toml").write_text(
+            f'name = "broken-{mode}"\n[commands]\nserve = {json.dumps(serve) if serve else cmd("serve")}\n'
+            f'resolve = {cmd("resolve")}\nreprocess = {cmd("reprocess")}\npurge = {cmd("purge")}\n'
+            "[limits]\nready_timeout_s = 2\n")
+        return folder / "relay.toml"
+    return manifest
+
+
+def rules(result) -> set[str]:
+    return {v.rule for v in result.verdicts}
+
+
+def test_an_answer_that_is_not_json_breaks_the_interface_rule(run_chaos, broken):
+    result = run_chaos(SCENARIO, manifest=broken("non-json"))
+    assert "interface" in rules(result)
+    assert "the answer is not a JSON object: 'OK, done'" in result.report(limit=20)
+
+
+def test_a_wrong_http_status_breaks_the_interface_rule(run_chaos, broken):
+    result = run_chaos(SCENARIO, manifest=broken("http-500"))
+    assert "code 0000 came with HTTP 500" in result.report(limit=20)
+
+
+def test_a_ledger_without_the_contract_table_is_named(run_chaos, broken):
+    result = run_chaos(SCENARIO, manifest=broken("no-table"))
+    assert "ledger-schema" in rules(result)
+    assert "lacks table `ledger`" in result.report(limit=20)
+
+
+def test_batch_commands_that_hang_or_crash_are_named(run_chaos, broken):
+    hung = run_chaos(SCENARIO, manifest=broken("hang"))
+    assert "was killed at its time limit" in hung.report(limit=20)
+    crashed = run_chaos(SCENARIO, manifest=broken("crash"))
+    assert "exited with status 3" in crashed.report(limit=20)
+
+
+def test_a_relay_without_health_gets_the_serve_ready_verdict(run_chaos, broken):
+    no_health = [sys.executable, "-c", "import time; time.sleep(60)"]
+    result = run_chaos(dataclasses.replace(SCENARIO, steps=(Send("g1"),)), manifest=broken("x", serve=no_health))
+    assert rules(result) >= {"serve-ready"}
+    assert "did not answer" in result.report(limit=20) and "GET /health" in result.report(limit=20)
