@@ -90,12 +90,17 @@ class Channel:
         return f"{self.name}-{next(self._procs)}"
 
     # -- sending -----------------------------------------------------------------------
-    async def send(self, request: dict, policy: RetryPolicy = RetryPolicy()) -> list[Outcome]:
-        """Send one transfer, resending the same GUID as the policy says; every attempt's outcome."""
+    async def send(self, request: dict, policy: RetryPolicy = RetryPolicy(), *, intent: str | None = None
+                   ) -> list[Outcome]:
+        """Send one transfer, resending the same GUID as the policy says; every attempt's outcome.
+
+        `intent` names the payment the client means to make (recorded with each call), so that
+        a client that changes GUIDs between attempts can still be held to one debit per payment.
+        """
         process = self._process()
         outcomes: list[Outcome] = []
         for attempt in range(1, policy.attempts + 1):
-            outcome = await self.send_once(request, attempt=attempt, process=process)
+            outcome = await self.send_once(request, attempt=attempt, process=process, intent=intent)
             outcomes.append(outcome)
             if outcome.kind not in policy.retry_on:
                 break
@@ -103,12 +108,14 @@ class Channel:
                 await asyncio.sleep(policy.backoff_s)
         return outcomes
 
-    async def send_once(self, request: dict, *, attempt: int = 1, process: str | None = None) -> Outcome:
+    async def send_once(self, request: dict, *, attempt: int = 1, process: str | None = None,
+                        intent: str | None = None) -> Outcome:
         """One POST /transfer, recorded as invoke then ok/info."""
         assert self._session is not None, "use `async with Channel(...)`"
         process = process or self._process()
         guid = str(request.get("guid"))
-        self.history.append(process, "invoke", "transfer", guid=guid, attempt=attempt, request=request)
+        self.history.append(process, "invoke", "transfer", guid=guid, attempt=attempt, request=request,
+                            **({"intent": intent} if intent else {}))
         try:
             async with self._session.post(self.base_url() + "/transfer", json=request) as resp:
                 outcome = _answered(guid, attempt, resp.status, await resp.read())

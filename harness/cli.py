@@ -1,6 +1,7 @@
 """`relaychaos`: the command line. `relaychaos run` is the main job.
 
     relaychaos run [--relay relay.toml] [--out DIR] [-n N] [-- extra pytest args]
+    relaychaos replay incident.yaml [--relay relay.toml]
 
 Runs the chaos suite (scenarios/) against a relay (the bundled reference by
 default) and writes results.json and junit.xml into a fresh run folder.
@@ -58,6 +59,39 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 2
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Run one scenario file against a relay and print the verdict with its per-GUID timeline."""
+    from . import manifest, scenario_file, toxiproxy_server
+    from .account_system import AccountSystem
+    from .chaos import run_and_check
+    from .stack import Stack
+
+    relay = Path(args.relay).resolve() if args.relay else DEFAULT_RELAY
+    out = (Path(args.out) if args.out else Path("runs") / f"replay-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
+    server = account = None
+    try:
+        loaded = scenario_file.load(args.file)  # every problem in the file is found before anything starts
+        m = manifest.load(relay)
+        out.mkdir(parents=True, exist_ok=True)
+        server = toxiproxy_server.acquire(out)
+        account = AccountSystem.start(out)
+        sc = loaded.scenario
+        with Stack(toxiproxy=server.control, account=account, manifest=m, workdir=out, name=sc.name,
+                   accounts=sc.accounts, account_timeout_ms=sc.account_timeout_ms) as stack:
+            result = run_and_check(stack, sc)
+    except HarnessError as e:
+        print(f"relaychaos: {e}", file=sys.stderr)
+        return 2
+    finally:
+        if account:
+            account.close()
+        if server:
+            server.close()
+    print(f"relaychaos: replayed {args.file} against relay '{m.name}' ({relay})")
+    print(result.report(limit=args.limit))
+    return 0 if result.ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="relaychaos", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -68,6 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("-n", "--workers", default="2", help="pytest-xdist workers; 0 runs in one process")
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments, after --")
     run.set_defaults(func=cmd_run)
+    replay = sub.add_parser("replay", help="run one scenario file and print the verdict with its timeline")
+    replay.add_argument("file", help="the scenario file (YAML), e.g. an incident written down")
+    replay.add_argument("--relay", help="the relay.toml to replay it on (default: the bundled reference relay)")
+    replay.add_argument("--out", help="where to keep the history and logs (default: runs/replay-YYYYmmdd-HHMMSS)")
+    replay.add_argument("--limit", type=int, default=10, help="how many verdicts to print in full")
+    replay.set_defaults(func=cmd_replay)
     args = parser.parse_args(argv)
     return args.func(args)
 

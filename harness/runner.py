@@ -64,10 +64,25 @@ class Runner:
         if not LABEL.fullmatch(label):
             raise HarnessError(f"GUID label {label!r} in scenario '{self.scenario.name}' is not 1-40 characters "
                                "of A-Z a-z 0-9 - _", fix="rename it")
-        return self.guids.setdefault(label, f"{label}-{self.tag}")
+        if label not in self.guids:
+            self.guids[label] = f"{label}-{self.tag}"
+            self.history.append("runner", "ok", "guid", label=label, guid=self.guids[label])
+        return self.guids[label]
 
     # -- the run -----------------------------------------------------------------------
     def run(self) -> History:
+        """Run every step, then the final phase; the history holds it all."""
+        try:
+            if self.begin():
+                for n, step in enumerate(self.scenario.steps, 1):
+                    if not self.do(step, n):
+                        break
+        finally:
+            self.finish()
+        return self.history
+
+    def begin(self) -> bool:
+        """Record the scenario and start its relays (those not already running); False if one would not."""
         sc = self.scenario
         for step in sc.steps:
             for label in S.guids_of(step):
@@ -75,34 +90,13 @@ class Runner:
         self.history.append("runner", "ok", "scenario", name=sc.name, family=sc.family, description=sc.description,
                             accounts=sc.accounts, account_timeout_ms=sc.account_timeout_ms,
                             max_attempts=sc.max_attempts, safe_min_age_s=safe_min_age_s(sc), guids=dict(self.guids),
-                            steps=[S.describe(s) for s in sc.steps], relay=self.stack.manifest.name)
-        try:
-            if self._start_relays():
-                self._steps()
-            self._converge()
-        finally:
-            self._collect(timeout_s=30)
-            self._close_channels()
-            self.loop.close()
-        self.stack.ledger_rows()
-        self._schema_observation()
-        self.stack.account_stats()
-        return self.history
+                            steps=[S.describe(s) for s in sc.steps], relay=self.stack.manifest.name, tag=self.tag)
+        return all(self.do(S.Start(slot), "start") for slot in sc.relays if slot not in self.stack.supervisor.relays)
 
-    def _start_relays(self) -> bool:
-        for slot in self.scenario.relays:
-            if not self._do("start", S.Start(slot)):
-                return False
-        return True
-
-    def _steps(self) -> bool:
-        for n, step in enumerate(self.scenario.steps, 1):
-            if not self._do(n, step):
-                return False
-        return True
-
-    def _do(self, n, step) -> bool:
+    def do(self, step, n=None) -> bool:
         """Run one step, record it, snapshot the ledger; False when the run cannot go on."""
+        for label in S.guids_of(step):
+            self.guid(label)
         self.history.append("runner", "invoke", "step", n=n, step=S.describe(step))
         try:
             getattr(self, "_" + S.kind(step))(step)
@@ -113,9 +107,26 @@ class Runner:
         self._snapshot(n, S.kind(step))
         return True
 
+    def finish(self) -> None:
+        """The final phase (heal, collect, resolve, reprocess), then the final observations."""
+        try:
+            self._converge()
+        finally:
+            self._collect(timeout_s=30)
+            self._close_channels()
+            self.loop.close()
+        self._snapshot("end", "end")
+        self._schema_observation()
+        self.stack.account_stats()
+
+    def rows(self) -> dict[str, dict]:
+        """This run's ledger rows (GUIDs carry the run's tag, so a shared ledger is no problem)."""
+        suffix = f"-{self.tag}"
+        return {g: r for g, r in read_ledger(self.stack.ledger_path).items() if g.endswith(suffix)}
+
     def _snapshot(self, n, kind: str) -> None:
         try:
-            rows = read_ledger(self.stack.ledger_path)
+            rows = self.rows()
         except Exception as e:  # sqlite3 errors: a missing table or column is the relay's fault
             self.history.append("observer", "fail", "ledger-snapshot", after_step=n, kind=kind, error=str(e))
             return
@@ -138,27 +149,27 @@ class Runner:
     # -- the final phase ---------------------------------------------------------------
     def _converge(self) -> None:
         self.history.append("runner", "invoke", "converge")
-        self._do("final", S.Heal())
+        self.do(S.Heal(), "final")
         self._collect(timeout_s=30)
         min_age = safe_min_age_s(self.scenario)
         if self._age_undecided(min_age):
-            self._do("final", S.Resolve(min_age))
+            self.do(S.Resolve(min_age), "final")
         if self._has_rows("FAILED"):
-            self._do("final", S.Reprocess(self.scenario.max_attempts))
+            self.do(S.Reprocess(self.scenario.max_attempts), "final")
         if self._age_undecided(min_age):
-            self._do("final", S.Resolve(min_age))
+            self.do(S.Resolve(min_age), "final")
         self.history.append("runner", "ok", "converge")
 
     def _has_rows(self, *statuses: str) -> bool:
         try:
-            return any(r.get("status") in statuses for r in read_ledger(self.stack.ledger_path).values())
+            return any(r.get("status") in statuses for r in self.rows().values())
         except Exception:
             return False
 
     def _age_undecided(self, min_age_s: float) -> bool:
         """Wait until every undecided row is at least min_age_s old; whether there were any."""
         try:
-            rows = read_ledger(self.stack.ledger_path)
+            rows = self.rows()
         except Exception:
             return False
         ages = [r["updated_at"] for r in rows.values() if r.get("status") in UNDECIDED]
@@ -201,7 +212,8 @@ class Runner:
         elif step.careless:
             coro = self._careless(ch, step)
         else:
-            coro = ch.send(self._request(step.guid, step.amount, step.src, step.dst), RetryPolicy(step.attempts))
+            coro = ch.send(self._request(step.guid, step.amount, step.src, step.dst), RetryPolicy(step.attempts),
+                           intent=step.guid)
         future = self.loop.submit(coro)
         if step.background:
             self.pending.append(future)
@@ -212,7 +224,8 @@ class Runner:
         """A client that mints a new GUID for every retry: the client-side incident."""
         for attempt in range(1, step.attempts + 1):
             label = step.guid if attempt == 1 else f"{step.guid}-retry{attempt}"
-            outcome = await ch.send_once(self._request(label, step.amount, step.src, step.dst), attempt=attempt)
+            outcome = await ch.send_once(self._request(label, step.amount, step.src, step.dst), attempt=attempt,
+                                         intent=step.guid)
             if outcome.kind not in RetryPolicy().retry_on:
                 return
 
@@ -265,7 +278,7 @@ class Runner:
         status = None
         while time.monotonic() < deadline:
             try:
-                status = read_ledger(self.stack.ledger_path).get(guid, {}).get("status")
+                status = self.rows().get(guid, {}).get("status")
             except Exception:
                 status = None
             if status == step.status:

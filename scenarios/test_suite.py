@@ -1,10 +1,18 @@
-"""Every named scenario, run against the relay under test; a broken rule fails with its incident report."""
+"""Every named scenario and regression file, run against the relay under test; a broken rule fails
+with its incident report."""
 import pytest
 
-from scenarios import ALL
+from harness import scenario_file
+from scenarios import ALL, REGRESSION_FILES
 
 
 @pytest.mark.parametrize("scenario", [pytest.param(s, marks=getattr(pytest.mark, s.family), id=s.name)
                                       for s in ALL.values()])
 def test_scenario(run_chaos, scenario):
     run_chaos(scenario).assert_holds()
+
+
+@pytest.mark.regression
+@pytest.mark.parametrize("path", REGRESSION_FILES, ids=[p.stem for p in REGRESSION_FILES])
+def test_regression_file(run_chaos, path):
+    run_chaos(scenario_file.load(path).scenario).assert_holds()

@@ -17,6 +17,7 @@ RULES: dict[str, str] = {
     "one-account-call": "at most one account call per GUID",
     "one-debit": "at most one applied debit per GUID",
     "guid-preserved": "every account call carries a GUID the channel sent, with the channel's request",
+    "one-debit-per-payment": "a payment the client meant once is debited once, whatever GUIDs it carried",
     "exactly-once": "what the channel was told definitely matches what the account system did",
     "balances": "balances are conserved and equal what the applied GUIDs imply",
     "write-before-send": "a committed SENT row exists whenever the account system receives a transfer",
@@ -37,7 +38,7 @@ RULES: dict[str, str] = {
 }
 
 CHECKERS: list[Callable[[Facts], list[Verdict]]] = [
-    money.one_account_call, money.one_debit, money.guid_preserved, money.exactly_once, money.balances,
+    money.one_account_call, money.one_debit, money.guid_preserved, money.one_debit_per_payment, money.exactly_once, money.balances,
     ledger_rules.write_before_send, ledger_rules.converged, ledger_rules.ledger_agrees, ledger_rules.transitions,
     ledger_rules.resolve_min_age, ledger_rules.purge_retention, ledger_rules.attempt_cap,
     answers.done_replay, answers.e903_at_once, answers.answer_codes, answers.answered_in_time, answers.interface,

@@ -97,7 +97,19 @@ class Facts:
 
     @cached_property
     def labels(self) -> dict[str, str]:
-        return {real: label for label, real in self.scenario.get("guids", {}).items()}
+        """Real GUID -> the scenario's label for it."""
+        out = {real: label for label, real in self.scenario.get("guids", {}).items()}
+        out.update({e.value["guid"]: e.value["label"] for e in self.events if e.f == "guid"})
+        return out
+
+    @cached_property
+    def intents(self) -> dict[str, set[str]]:
+        """The payment each channel request meant (its intent label) -> the GUIDs it was sent under."""
+        out: dict[str, set[str]] = {}
+        for c in self.channel:
+            if c.request is not None:
+                out.setdefault(c.invoke.value.get("intent") or c.guid, set()).add(c.guid)
+        return out
 
     @cached_property
     def channel(self) -> list[ChannelCall]:
@@ -168,6 +180,8 @@ class Facts:
         """Every history event naming the GUID, plus fault and process events, in order."""
         out = []
         for e in self.events:
+            if e.f == "guid":
+                continue
             if e.guid == guid or guid in (e.value.get("hold_guids") or ()) or guid in (e.value.get("guids") or ()):
                 out.append(e.index)
             elif (e.process == "nemesis" and not (e.f == "add-toxic" and e.type == "ok")) or \

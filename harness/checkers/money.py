@@ -33,9 +33,14 @@ def guid_preserved(f: Facts) -> list[Verdict]:
     for call in f.account_calls:
         guid, req = call.get("guid"), call.get("request")
         if guid not in sent:
+            body = {k: v for k, v in (req or {}).items() if k != "guid"}
+            origin = [g for g, r in sent.items() if {k: v for k, v in r.items() if k != "guid"} == body]
+            events = tuple(sorted({i for g in origin for i in f.events_for(g)}))
+            seqs = tuple(sorted({call["seq"], *(s for g in origin for s in f.call_seqs(g))}))
+            came_from = f" (the channel's request looks like {', '.join(origin)})" if origin else ""
             out.append(Verdict("guid-preserved", guid,
-                               f"the account system received GUID {guid}, which the channel never sent "
-                               f"(request {req}); a relay must resend with the same GUID", (), (call["seq"],)))
+                               f"the account system received GUID {guid}, which the channel never sent{came_from}; "
+                               "a relay must resend with the same GUID", events, seqs))
         elif req != sent[guid]:
             out.append(Verdict("guid-preserved", guid,
                                f"the account system received {req} for this GUID, but the channel sent {sent[guid]}",
@@ -86,4 +91,22 @@ def balances(f: Facts) -> list[Verdict]:
                            + ", ".join(f"{a}: {e}, {x}" for a, (e, x) in off.items())
                            + (f"; debited more than once or under a GUID the channel never sent: {', '.join(extra)}"
                               if extra else ""), (), seqs))
+    return out
+
+
+def one_debit_per_payment(f: Facts) -> list[Verdict]:
+    """A payment the client meant to make once is debited at most once, whatever GUIDs it was sent under."""
+    out = []
+    guids = f.stats.get("guids", {})
+    for intent, sent in sorted(f.intents.items()):
+        if len(sent) < 2:
+            continue
+        debited = sorted(g for g in sent if guids.get(g, {}).get("debits", 0))
+        if len(debited) > 1:
+            events = tuple(sorted({i for g in sent for i in f.events_for(g)}))
+            seqs = tuple(sorted(s for g in sent for s in f.call_seqs(g)))
+            out.append(Verdict("one-debit-per-payment", debited[0],
+                               f"the client's one payment {intent!r} went out under {len(sent)} GUIDs "
+                               f"({', '.join(sorted(sent))}) and {len(debited)} of them were debited: the client "
+                               "minted a new GUID instead of resending the same one", events, seqs))
     return out
