@@ -131,7 +131,6 @@ def wait_http_ok(url: str, *, timeout_s: float, child: Child | None = None) -> s
     """
     deadline = time.monotonic() + timeout_s
     last = "no attempt"
-    delay = 0.005
     while True:
         if child is not None and not child.alive():
             return f"exited with status {child.popen.returncode} before answering {url}"
@@ -146,8 +145,7 @@ def wait_http_ok(url: str, *, timeout_s: float, child: Child | None = None) -> s
             last = str(getattr(e, "reason", e))
         if time.monotonic() >= deadline:
             return f"did not answer {url} with HTTP 200 within {timeout_s:g} s (last: {last})"
-        time.sleep(delay)
-        delay = min(delay * 2, 0.1)
+        time.sleep(0.01)
 
 
 def reap_all() -> None:

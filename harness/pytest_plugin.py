@@ -35,10 +35,27 @@ def relay_path(config: pytest.Config) -> Path:
 
 FAMILIES = {"basic": "the contract's answer table with no fault", "fault": "network faults between the parts",
             "race": "concurrent duplicates", "crash": "relays killed and restarted",
-            "batch": "resolve, reprocess and purge", "regression": "scenario files in scenarios/regressions"}
+            "batch": "resolve, reprocess and purge", "regression": "scenario files in scenarios/regressions",
+            "stateful": "the Hypothesis state machine"}
 
 
+def register_hypothesis_profiles(config: pytest.Config) -> None:
+    """quick (local work, the default here), nightly (deeper), ci (Hypothesis loads it itself when CI is set)."""
+    from hypothesis import HealthCheck, settings
+    from hypothesis._settings import is_in_ci
+
+    common = dict(deadline=None, suppress_health_check=list(HealthCheck))
+    settings.register_profile("quick", max_examples=8, stateful_step_count=8, **common)
+    settings.register_profile("nightly", max_examples=300, stateful_step_count=20, **common)
+    settings.register_profile("ci", max_examples=12, stateful_step_count=8, derandomize=True, database=None,
+                              print_blob=True, **common)
+    if not config.getoption("hypothesis_profile", None) and not is_in_ci():
+        settings.load_profile("quick")
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    register_hypothesis_profiles(config)
     for family, what in FAMILIES.items():
         config.addinivalue_line("markers", f"{family}: relaychaos scenarios: {what}")
     path = config.getoption("relaychaos_results", None)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import json
 import re
 import time
@@ -27,7 +28,7 @@ from .loop_thread import LoopThread
 from .stack import Stack, read_ledger
 
 LABEL = re.compile(r"[A-Za-z0-9_-]{1,40}")
-SAFETY_MARGIN_S = 0.25
+SAFETY_MARGIN_S = 0.15
 UNDECIDED = ("SENT", "UNKNOWN", "RECEIVED")
 
 
@@ -58,6 +59,7 @@ class Runner:
         self.loop = LoopThread()
         self.channels: dict[tuple, Channel] = {}
         self.pending: list[concurrent.futures.Future] = []
+        self.executed: list = []  # every step run, in order (the final phase's included)
 
     # -- labels ------------------------------------------------------------------------
     def guid(self, label: str) -> str:
@@ -98,6 +100,7 @@ class Runner:
         for label in S.guids_of(step):
             self.guid(label)
         self.history.append("runner", "invoke", "step", n=n, step=S.describe(step))
+        self.executed.append(step)
         try:
             getattr(self, "_" + S.kind(step))(step)
         except RelayError as e:
@@ -151,7 +154,7 @@ class Runner:
         self.history.append("runner", "invoke", "converge")
         self.do(S.Heal(), "final")
         self._collect(timeout_s=30)
-        min_age = safe_min_age_s(self.scenario)
+        min_age = safe_min_age_s(dataclasses.replace(self.scenario, steps=self.scenario.steps + tuple(self.executed)))
         if self._age_undecided(min_age):
             self.do(S.Resolve(min_age), "final")
         if self._has_rows("FAILED"):

@@ -38,6 +38,7 @@ class Stack:
         self.account_timeout_ms = account_timeout_ms
         self.prefix = f"rc{os.getpid()}-{next(_stack_ids)}-{re.sub(r'[^A-Za-z0-9_-]', '_', name)[:40]}"
         self.proxies: dict[str, ProxyRef] = {}
+        self._touched: set[str] = set()  # proxies given a toxic or disabled since the last heal
         workdir.mkdir(parents=True, exist_ok=True)
         self.ledger_path = workdir / "ledger.sqlite"
         account.reset(ledger_path=self.ledger_path, accounts=accounts)
@@ -100,6 +101,7 @@ class Stack:
         name = name or f"{kind}_{stream}"
         self.history.append("nemesis", "invoke", "add-toxic", proxy=proxy, toxic=name, kind=kind, stream=stream,
                             attributes=attributes)
+        self._touched.add(proxy)
         self.toxiproxy.add_toxic(self.proxies[proxy], name, kind, stream=stream, **attributes)
         self.history.append("nemesis", "ok", "add-toxic", proxy=proxy, toxic=name)
         return name
@@ -109,13 +111,15 @@ class Stack:
         self.history.append("nemesis", "ok", "remove-toxic", proxy=proxy, toxic=name)
 
     def set_proxy_enabled(self, proxy: str, enabled: bool) -> None:
+        self._touched.add(proxy)
         self.toxiproxy.set_enabled(self.proxies[proxy], enabled)
         self.history.append("nemesis", "ok", "enable-proxy" if enabled else "disable-proxy", proxy=proxy)
 
     def heal(self) -> None:
         """Remove every toxic, enable every proxy, clear server-side faults."""
-        for proxy in self.proxies.values():
-            self.toxiproxy.heal(proxy)
+        for key in sorted(self._touched & set(self.proxies)):  # the others are as they were created
+            self.toxiproxy.heal(self.proxies[key])
+        self._touched.clear()
         self.account.clear_faults()
         self.history.append("nemesis", "ok", "heal")
 

@@ -9,12 +9,9 @@ import os
 import sqlite3
 import sys
 
-from aiohttp import web
-
 from .account import Account
 from .ledger import Ledger
 from .relay import Relay
-from .serve import make_app
 
 
 def main(argv: list[str] | None = None, *, relay_cls: type[Relay] = Relay, ledger_cls: type[Ledger] = Ledger,
@@ -38,16 +35,20 @@ def main(argv: list[str] | None = None, *, relay_cls: type[Relay] = Relay, ledge
         logging.error("missing environment variable %s (see the relay contract, section 1)", e)
         return 1
 
-    def relay() -> Relay:
-        return relay_cls(ledger, account_cls(env["ACCOUNT_URL"], int(env["ACCOUNT_TIMEOUT_MS"])))
+    def relay(pooled: bool = True) -> Relay:
+        return relay_cls(ledger, account_cls(env["ACCOUNT_URL"], int(env["ACCOUNT_TIMEOUT_MS"]), pooled=pooled))
 
     if args.command == "serve":
+        from aiohttp import web
+
+        from .serve import make_app
+
         web.run_app(make_app(relay), host=env["RELAY_HOST"], port=int(env["RELAY_PORT"]),
                     access_log=None, print=None)
         return 0
 
     async def batch() -> None:
-        r = relay()
+        r = relay(pooled=False)  # a batch is short and sequential: no aiohttp, a fast start
         try:
             if args.command == "resolve":
                 await r.resolve(args.min_age)

@@ -1,0 +1,241 @@
+"""The stateful chaos machine: Hypothesis draws sequences of the scenario engine's steps.
+
+Every rule is one or a few steps of harness.steps, run by the same Runner as
+the named scenarios, so a failing example is a scenario and is written out as a
+scenario file. Invariants (no second account call, no second debit, money
+conserved) are checked after every step; the full rule book after the final
+heal and convergence, in teardown.
+
+Examples share the relay processes and the ledger file (restarting them for
+each example would cost more than the example), and are isolated by their
+GUIDs (each run has its own tag) and by a fresh account-system state.
+The harness draws every random choice; every toxic has toxicity 1.0.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import event
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, rule
+
+from harness import checkers, scenario_file
+from harness import steps as S
+from harness.history import History
+from harness.runner import Runner, safe_min_age_s
+from harness.stack import Stack
+
+TIMEOUT_MS = 200
+ACCOUNTS = {"alice": 10_000, "bob": 10_000}
+FAULTS = {
+    "drop-answer": S.AddToxic("account", "timeout", name="drop-answer", attributes={"timeout": 0}),
+    "drop-request": S.AddToxic("account", "limit_data", stream="upstream", name="drop-request",
+                               attributes={"bytes": 16}),
+    "reset-after-send": S.AddToxic("account", "limit_data", name="reset-after-send", attributes={"bytes": 1}),
+    "slow-answer": S.AddToxic("account", "latency", name="slow-answer", attributes={"latency": TIMEOUT_MS + 100}),
+    "account-down": S.DisableProxy("account"),
+    "channel-loses-answer": S.AddToxic("hub-a", "timeout", name="channel-loses-answer", attributes={"timeout": 0}),
+    "account-e500": S.ServerFault(e500_next=1),
+}
+# Every example's scenario (its steps are drawn as it runs)...
+PLAN = S.Scenario("stateful", steps=(), family="stateful", account_timeout_ms=TIMEOUT_MS, accounts=ACCOUNTS,
+                  description="steps drawn by Hypothesis")
+# ...and the --min-age its resolve rule uses: safe for the longest delay any rule injects.
+MIN_AGE_S = safe_min_age_s(S.Scenario("plan", steps=tuple(FAULTS.values()), account_timeout_ms=TIMEOUT_MS))
+
+
+@dataclass
+class Context:
+    """What the machine runs against: one long-lived stack (relays and proxies reused across examples)."""
+
+    stack: Stack
+    found_dir: Path | None = None
+    examples: int = 0
+    failures: list[str] = field(default_factory=list)
+    first_failure_at: tuple[int, float] | None = None
+    started: float = field(default_factory=time.monotonic)
+    last_file: Path | None = None
+
+
+class ChaosMachine(RuleBasedStateMachine):
+    """Random stories over the scenario engine's steps; see the module doc."""
+
+    context: Context  # set by whoever runs the machine (bind())
+
+    transfers = Bundle("transfers")
+
+    def __init__(self) -> None:
+        super().__init__()
+        ctx = self.context
+        ctx.examples += 1
+        stack = ctx.stack
+        stack.history = History()
+        stack.supervisor.history = stack.history
+        stack.account.reset(ledger_path=stack.ledger_path, accounts=ACCOUNTS)
+        self.runner = Runner(stack, PLAN)
+        self.steps: list = []
+        self.active: set[str] = set()
+        self.retired: set[str] = set()
+        self.labels = 0
+        self.second = False
+        self.failed = False
+        self.runner.begin()
+
+    # -- helpers -----------------------------------------------------------------------
+    def _do(self, *steps) -> None:
+        for step in steps:
+            event(f"step: {S.kind(step)}")
+            self.steps.append(step)
+            self.runner.do(step, len(self.steps))
+
+    def _label(self) -> str:
+        self.labels += 1
+        return f"t{self.labels}"
+
+    def _timeout(self) -> float | None:
+        return 0.25 if "channel-loses-answer" in self.active else None
+
+    def _slots(self) -> tuple[str, ...]:
+        return ("a", "b") if self.second else ("a",)
+
+    # -- rules -------------------------------------------------------------------------
+    @rule(target=transfers, amount=st.integers(1, 100))
+    def new_transfer(self, amount):
+        label = self._label()
+        self._do(S.Send(label, amount=amount, timeout_s=self._timeout()))
+        return (label, amount)
+
+    @rule(t=transfers)
+    def resend(self, t):
+        if t[0] not in self.retired:
+            self._do(S.Send(t[0], amount=t[1], timeout_s=self._timeout()))
+
+    # Races are always 32 wide: a narrower race that shrinking would prefer lets a real bug slip by
+    # on the replay, and a flaky replay is a wrong verdict.
+    @rule(target=transfers, amount=st.integers(1, 100))
+    def race_new(self, amount):
+        label = self._label()
+        self._do(S.Race(label, n=32, amount=amount, slots=self._slots()))
+        return (label, amount)
+
+    @rule(t=transfers)
+    def race_resend(self, t):
+        if t[0] not in self.retired:
+            self._do(S.Race(t[0], n=32, amount=t[1], slots=self._slots()))
+
+    @rule(target=transfers, name=st.sampled_from(sorted(FAULTS) + ["kill-relay", "kill-mid-transfer"]),
+          amount=st.integers(1, 100))
+    def fault(self, name, amount):
+        """A network or server fault (healed by heal), or SIGKILL of relay a and a restart on the same
+        ledger, optionally while a new transfer is held at the account system."""
+        event(f"fault: {name}")
+        if name == "kill-relay":
+            self._do(S.Kill("a"), S.Start("a"))
+        elif name == "kill-mid-transfer" and not self.active & {"account-down", "drop-request"}:
+            label = self._label()
+            self._do(S.ServerFault(hold_guids=(label,)), S.Send(label, amount=amount, background=True),
+                     S.WaitCalls(label, timeout_s=1.0), S.Kill("a"), S.Start("a"))
+            self.active.add("held")
+            return (label, amount)
+        elif name in FAULTS and name not in self.active:
+            self.active.add(name)
+            self._do(FAULTS[name])
+        return multiple()
+
+    @rule()
+    def second_relay(self):
+        """A second relay on the same ledger; races are split over both from then on.
+
+        Relay b may still be up from an earlier example (it is reused, not restarted): the rule
+        is then only recorded, so that a written file starts it too.
+        """
+        if self.second:
+            return
+        self.second = True
+        if "b" in self.runner.stack.supervisor.relays:
+            event("step: start")
+            self.steps.append(S.Start("b"))
+        else:
+            self._do(S.Start("b"))
+
+    @rule()
+    def heal(self):
+        self.active.clear()
+        self._do(S.Heal())
+
+    @rule(command=st.sampled_from(["resolve", "reprocess", "purge"]))
+    def batch(self, command):
+        """One batch run, with the arguments a careful operator uses."""
+        if command == "resolve":
+            self._do(S.Resolve(MIN_AGE_S))
+        elif command == "reprocess":
+            self._do(S.Reprocess(max_attempts=3))
+        else:
+            self._do(S.Purge(retention_s=0))
+            rows = self.runner.rows()
+            # A purged GUID is forgotten by design: the channel must not resend it (its retention is over).
+            self.retired |= {label for label, guid in self.runner.guids.items() if guid not in rows}
+
+    @rule(seconds=st.sampled_from([0.01, 0.05]))
+    def wait(self, seconds):
+        self._do(S.Wait(seconds))
+
+    # -- checks ------------------------------------------------------------------------
+    @invariant()
+    def one_call_one_debit_money_conserved(self):
+        stats = self.runner.stack.account.stats()
+        bad = [g for g, s in stats["guids"].items() if s["calls"] > 1 or s["debits"] > 1]
+        if bad or sum(stats["balances"].values()) != sum(ACCOUNTS.values()):
+            self.runner.stack.account_stats()  # record the observation, then explain it
+            self._fail(checkers.check(self.runner.history), "invariant after the last step")
+
+    def teardown(self):
+        try:
+            self.runner.finish()
+        except Exception:
+            if not self.failed:
+                raise
+        if not self.failed:
+            verdicts = checkers.check(self.runner.history)
+            if verdicts:
+                self._fail(verdicts, "full check after the final heal and convergence")
+
+    def _fail(self, verdicts, where: str) -> None:
+        self.failed = True
+        ctx = self.context
+        if ctx.first_failure_at is None:
+            ctx.first_failure_at = (ctx.examples, time.monotonic() - ctx.started)
+        text = checkers.report(self.runner.history, verdicts, limit=2)
+        rules = sorted({v.rule for v in verdicts})
+        ctx.failures.append(",".join(rules))
+        path = self._write(rules)
+        raise AssertionError(f"{where}: {', '.join(rules)}\n{text}" + (f"\n\nwritten to {path}" if path else ""))
+
+    def _write(self, rules) -> Path | None:
+        ctx = self.context
+        if ctx.found_dir is None:
+            return None
+        relay = ctx.stack.manifest.name
+        sc = S.Scenario(f"found-{relay}", steps=tuple(self.steps), family="regression",
+                        description=f"found by the stateful machine against {relay}: breaks {', '.join(rules)}",
+                        account_timeout_ms=TIMEOUT_MS, accounts=ACCOUNTS)
+        ctx.found_dir.mkdir(parents=True, exist_ok=True)
+        path = ctx.found_dir / f"found-{relay}.yaml"
+        text = scenario_file.dump(sc, comment=f"Found by relaychaos' stateful machine; {len(self.steps)} steps "
+                                              "after shrinking (the last failing example Hypothesis ran).")
+        path.write_text(text)
+        ctx.last_file = path
+        return path
+
+
+def bind(context: Context) -> type[ChaosMachine]:
+    """A machine class bound to one context (one relay's long-lived stack)."""
+    return type("ChaosMachineFor_" + context.stack.manifest.name.replace("-", "_"), (ChaosMachine,),
+                {"context": context})
+
+
+def found_dir() -> Path:
+    return Path(os.environ.get("RELAYCHAOS_FOUND_DIR", "runs/found"))
