@@ -79,27 +79,23 @@ def converged(f: Facts) -> list[Verdict]:
             for guid, row in sorted(f.final_rows.items()) if row.get("status") in UNDECIDED]
 
 
-def _around(f: Facts, batch):
-    """The ledger snapshots just before and just after a batch run."""
-    before = [s for s in f.snapshots if s.index < batch.invoke.index]
-    after = [s for s in f.snapshots if s.index > (batch.end.index if batch.end else batch.invoke.index)]
-    return (before[-1] if before else None), (after[0] if after else None)
+def _batch_windows(f: Facts, command: str):
+    """(batch, wall time it ended, ledger rows just before it, just after it) for each finished run."""
+    for b in f.batches:
+        if b.command != command or b.argument is None or b.end is None:
+            continue
+        before = [s for s in f.snapshots if s.index < b.invoke.index]
+        after = [s for s in f.snapshots if s.index > b.end.index]
+        if before and after:
+            yield b, b.end.value.get("wall", b.wall), before[-1].value["rows"], after[0].value["rows"]
 
 
 def purge_retention(f: Facts) -> list[Verdict]:
     out = []
-    for b in f.batches:
-        if b.command != "purge" or b.argument is None or b.end is None:
-            continue
-        before, after = _around(f, b)
-        if not before or not after:
-            continue
-        end_wall = b.end.value.get("wall", b.wall)
-        for guid, row in before.value["rows"].items():
-            if guid in after.value["rows"] or row.get("status") != "DONE":
-                continue
+    for b, end_wall, rows0, rows1 in _batch_windows(f, "purge"):
+        for guid, row in rows0.items():
             age = end_wall - row["updated_at"]
-            if age < b.argument - CLOCK_SLACK_S:
+            if guid not in rows1 and row.get("status") == "DONE" and age < b.argument - CLOCK_SLACK_S:
                 out.append(Verdict("purge-retention", guid, f"purge --retention {b.argument:g} deleted this DONE row "
                                    f"when it was only {age:.2f} s old", f.events_for(guid), f.call_seqs(guid)))
     return out
@@ -107,19 +103,11 @@ def purge_retention(f: Facts) -> list[Verdict]:
 
 def resolve_min_age(f: Facts) -> list[Verdict]:
     out = []
-    for b in f.batches:
-        if b.command != "resolve" or b.argument is None or b.end is None:
-            continue
-        before, after = _around(f, b)
-        if not before or not after:
-            continue
-        end_wall = b.end.value.get("wall", b.wall)
-        for guid, row in before.value["rows"].items():
-            new = after.value["rows"].get(guid, {}).get("status")
-            if row.get("status") != "UNKNOWN" or new == "UNKNOWN":
-                continue
+    for b, end_wall, rows0, rows1 in _batch_windows(f, "resolve"):
+        for guid, row in rows0.items():
+            new = rows1.get(guid, {}).get("status")
             age = end_wall - row["updated_at"]
-            if age < b.argument - CLOCK_SLACK_S:
+            if row.get("status") == "UNKNOWN" and new != "UNKNOWN" and age < b.argument - CLOCK_SLACK_S:
                 out.append(Verdict("resolve-min-age", guid, f"resolve --min-age {b.argument:g} settled this UNKNOWN "
                                    f"row as {new} when it was only {age:.2f} s old; the account system may still "
                                    "have been processing it", f.events_for(guid), f.call_seqs(guid)))
@@ -128,15 +116,10 @@ def resolve_min_age(f: Facts) -> list[Verdict]:
 
 def attempt_cap(f: Facts) -> list[Verdict]:
     out = []
-    for b in f.batches:
-        if b.command != "reprocess" or b.argument is None or b.end is None:
-            continue
-        before, after = _around(f, b)
-        if not before or not after:
-            continue
+    for b, _, rows0, rows1 in _batch_windows(f, "reprocess"):
         cap = int(b.argument)
-        for guid, row in before.value["rows"].items():
-            later = after.value["rows"].get(guid, {})
+        for guid, row in rows0.items():
+            later = rows1.get(guid, {})
             resent_by_channel = any(b.invoke.time <= c.invoke.time <= b.end.time for c in f.channel_for(guid))
             if (row.get("status") == "FAILED" and row["attempts"] >= cap and later.get("attempts", 0) > row["attempts"]
                     and not resent_by_channel):
