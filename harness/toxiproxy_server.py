@@ -47,12 +47,17 @@ class ToxiproxyServer:
         self._stop = lambda: None
 
 
+def tools_bin() -> Path:
+    """The project's tools folder (RELAYCHAOS_TOOLS_BIN overrides it)."""
+    return Path(os.environ.get("RELAYCHAOS_TOOLS_BIN", TOOLS_BIN))
+
+
 def find_binary() -> str | None:
     """The toxiproxy-server the harness would spawn, or None."""
     found = shutil.which("toxiproxy-server")
     if found:
         return found
-    local = TOOLS_BIN / "toxiproxy-server"
+    local = tools_bin() / "toxiproxy-server"
     return str(local) if os.access(local, os.X_OK) else None
 
 
@@ -76,7 +81,7 @@ def acquire(log_dir: Path) -> ToxiproxyServer:
         return _run_container()
     raise ToxiproxyError(
         "no Toxiproxy server found: TOXIPROXY_URL is not set, no toxiproxy-server on PATH or in "
-        f"{TOOLS_BIN}, and no Docker daemon ({docker_reason})", fix=INSTALL_FIX)
+        f"{tools_bin()}, and no Docker daemon ({docker_reason})", fix=INSTALL_FIX)
 
 
 def _spawn_binary(binary: str, log_dir: Path) -> ToxiproxyServer:

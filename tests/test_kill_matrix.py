@@ -96,3 +96,11 @@ def test_a_verdict_reads_like_an_incident_report(run_chaos):
     assert sum("account system answers 0000 (applied: debited)" in line for line in lines) == 3
     times = [float(line.split("s", 1)[0].strip().lstrip("+")) for line in lines]
     assert times == sorted(times), "the timeline is in time order"
+
+
+def test_checks_can_be_run_again_on_a_saved_history(run_chaos):
+    from harness.chaos import recheck
+
+    result = run_chaos(ALL["purge-retention"], manifest=BROKEN["purge_ignores_retention"])
+    again = recheck(result.history_path)
+    assert [v.to_dict() for v in again] == [v.to_dict() for v in result.verdicts] and again

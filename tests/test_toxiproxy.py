@@ -57,7 +57,7 @@ def test_no_server_anywhere_gives_one_message_with_the_ways_to_install_one(monke
     monkeypatch.delenv("TOXIPROXY_URL", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
-    monkeypatch.setattr(toxiproxy_server, "TOOLS_BIN", tmp_path / "empty")
+    monkeypatch.setenv("RELAYCHAOS_TOOLS_BIN", str(tmp_path / "empty"))
     with pytest.raises(ToxiproxyError) as e:
         toxiproxy_server.acquire(tmp_path)
     text = str(e.value)
