@@ -111,34 +111,28 @@ class Channel:
     async def send_once(self, request: dict, *, attempt: int = 1, process: str | None = None,
                         intent: str | None = None) -> Outcome:
         """One POST /transfer, recorded as invoke then ok/info."""
-        assert self._session is not None, "use `async with Channel(...)`"
         process = process or self._process()
         guid = str(request.get("guid"))
         self.history.append(process, "invoke", "transfer", guid=guid, attempt=attempt, request=request,
                             **({"intent": intent} if intent else {}))
+        return await self._post(process, guid, attempt, json=request)
+
+    async def send_raw(self, body: bytes, *, guid: str | None = None) -> Outcome:
+        """POST a body verbatim (a malformed request, say), recorded like any other call."""
+        process = self._process()
+        self.history.append(process, "invoke", "transfer", guid=guid, attempt=1, raw=body.decode(errors="replace"))
+        return await self._post(process, guid, 1, data=body, headers={"Content-Type": "application/json"})
+
+    async def _post(self, process: str, guid: str | None, attempt: int, **kwargs) -> Outcome:
+        """The POST itself and the recording of its completion."""
+        assert self._session is not None, "use `async with Channel(...)`"
         try:
-            async with self._session.post(self.base_url() + "/transfer", json=request) as resp:
+            async with self._session.post(self.base_url() + "/transfer", **kwargs) as resp:
                 outcome = _answered(guid, attempt, resp.status, await resp.read())
         except asyncio.TimeoutError:
             outcome = Outcome(guid, attempt, "info", error=f"no answer within {self.timeout_s:g} s")
         except aiohttp.ClientError as e:
             outcome = Outcome(guid, attempt, "info", error=f"{type(e).__name__}: {e}")
-        self._record(process, outcome)
-        return outcome
-
-    async def send_raw(self, body: bytes, *, guid: str | None = None) -> Outcome:
-        """POST a body verbatim (a malformed request, say), recorded like any other call."""
-        assert self._session is not None, "use `async with Channel(...)`"
-        process = self._process()
-        self.history.append(process, "invoke", "transfer", guid=guid, attempt=1, raw=body.decode(errors="replace"))
-        try:
-            async with self._session.post(self.base_url() + "/transfer", data=body,
-                                          headers={"Content-Type": "application/json"}) as resp:
-                outcome = _answered(guid, 1, resp.status, await resp.read())
-        except asyncio.TimeoutError:
-            outcome = Outcome(guid, 1, "info", error=f"no answer within {self.timeout_s:g} s")
-        except aiohttp.ClientError as e:
-            outcome = Outcome(guid, 1, "info", error=f"{type(e).__name__}: {e}")
         self._record(process, outcome)
         return outcome
 

@@ -17,6 +17,7 @@ import concurrent.futures
 import dataclasses
 import json
 import re
+import sqlite3
 import time
 import uuid
 
@@ -137,8 +138,6 @@ class Runner:
                             rows=rows)
 
     def _schema_observation(self) -> None:
-        import sqlite3
-
         try:
             conn = sqlite3.connect(f"file:{self.stack.ledger_path}?mode=ro", uri=True)
             cols = [r[1] for r in conn.execute("PRAGMA table_info(ledger)")]
