@@ -22,16 +22,16 @@ class CheckThenInsert(Relay):
     """Reads the ledger, then inserts, instead of one atomic claim: concurrent duplicates all get through."""
 
     async def handle(self, req: dict, text: str) -> str:
-        if await asyncio.to_thread(self._exists, req["guid"]) is False:
-            self.ledger.db.execute("INSERT OR REPLACE INTO ledger (guid, status, request, attempts, updated_at) "
-                                   "VALUES (?, 'SENT', ?, 1, ?)", (req["guid"], text, time.time()))
+        # Both statements go through a worker thread, as with an async database driver.
+        if await asyncio.to_thread(self._sql, "SELECT 1 FROM ledger WHERE guid = ?", req["guid"]) is None:
+            await asyncio.to_thread(self._sql, "INSERT OR REPLACE INTO ledger (guid, status, request, attempts, "
+                                               "updated_at) VALUES (?, 'SENT', ?, 1, ?)", req["guid"], text, time.time())
             return await self.send(req)
         return await super().handle(req, text)
 
-    def _exists(self, guid: str) -> bool:
-        """The check, on a worker thread with its own connection, as an async database driver does it."""
-        with closing(sqlite3.connect(self.ledger.path, timeout=1.0)) as db:
-            return db.execute("SELECT 1 FROM ledger WHERE guid = ?", (guid,)).fetchone() is not None
+    def _sql(self, statement: str, *args):
+        with closing(sqlite3.connect(self.ledger.path, timeout=1.0, isolation_level=None)) as db:
+            return db.execute(statement, args).fetchone()
 
 
 class WriteAfterCall(Relay):
