@@ -4,7 +4,7 @@
     relaychaos replay incident.yaml [--relay relay.toml]
 
 Runs the chaos suite (scenarios/) against a relay (the bundled reference by
-default) and writes results.json and junit.xml into a fresh run folder.
+default) and writes results.json, junit.xml and report.html into a fresh run folder.
 Exit status: 0 every check held, 1 a check failed, 2 the harness could not run.
 """
 from __future__ import annotations
@@ -51,6 +51,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     rc = subprocess.call(argv, cwd=ROOT)
     results = out / "results.json"
     if rc in (0, 1) and results.exists():
+        from reports.html import write as write_html
+
+        write_html(results)
         summary = json.loads(results.read_text())["summary"]
         print(f"relaychaos: {summary['passed']} passed, {summary['failed']} failed, {summary['error']} errors; "
               f"report in {out}")

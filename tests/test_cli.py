@@ -29,6 +29,9 @@ def test_relay_base_is_caught_and_the_run_exits_1(tmp_path):
     assert verdict["rule"] == "one-account-call" and verdict["scenario"] == "dropped-response-to-channel"
     rules = json.loads((tmp_path / "results.json").read_text())["rules"]
     assert rules["one-account-call"]["held"] is False and rules["write-before-send"]["held"] is True
+    page = (tmp_path / "report.html").read_text()
+    assert "rules were broken" in page and "<code>one-account-call</code>" in page
+    assert "[one-account-call] GUID g1-" in page, "the incident report is on the page"
 
 
 def test_a_bad_manifest_exits_2_with_one_message_before_anything_starts(tmp_path):
