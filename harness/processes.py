@@ -17,7 +17,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
@@ -66,7 +66,6 @@ class Child:
     argv: list[str]
     log_path: Path
     popen: subprocess.Popen
-    started_at: float = field(default_factory=time.monotonic)
 
     @property
     def pid(self) -> int:

@@ -125,8 +125,7 @@ class Runner:
 
     def rows(self) -> dict[str, dict]:
         """This run's ledger rows (GUIDs carry the run's tag, so a shared ledger is no problem)."""
-        suffix = f"-{self.tag}"
-        return {g: r for g, r in read_ledger(self.stack.ledger_path).items() if g.endswith(suffix)}
+        return read_ledger(self.stack.ledger_path, suffix=f"-{self.tag}")
 
     def _snapshot(self, n, kind: str) -> None:
         try:

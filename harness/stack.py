@@ -157,13 +157,18 @@ class Stack:
         return rows
 
 
-def read_ledger(path: Path) -> dict[str, dict]:
-    """Every ledger row by GUID, read through a read-only connection; {} when there is no file yet."""
+def read_ledger(path: Path, suffix: str | None = None) -> dict[str, dict]:
+    """The ledger's rows by GUID (only GUIDs ending in `suffix`, if given), read through a read-only
+    connection; {} when there is no file yet."""
     if not path.exists():
         return {}
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
     try:
         conn.row_factory = sqlite3.Row
-        return {r["guid"]: dict(r) for r in conn.execute("SELECT * FROM ledger")}
+        if suffix is None:
+            rows = conn.execute("SELECT * FROM ledger")
+        else:
+            rows = conn.execute("SELECT * FROM ledger WHERE substr(guid, -?) = ?", (len(suffix), suffix))
+        return {r["guid"]: dict(r) for r in rows}
     finally:
         conn.close()

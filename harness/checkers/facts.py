@@ -134,11 +134,6 @@ class Facts:
         return found[-1] if found else {"calls": [], "guids": {}, "balances": {}}
 
     @cached_property
-    def stats_event(self) -> int | None:
-        found = [e.index for e in self.events if e.f == "account-stats"]
-        return found[-1] if found else None
-
-    @cached_property
     def account_calls(self) -> list[dict]:
         return self.stats.get("calls", [])
 
