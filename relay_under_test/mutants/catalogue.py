@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import time
-from contextlib import closing
 
 from relay_under_test.reference.account import Account, Outcome, answer
 from relay_under_test.reference.ledger import Ledger, Row
@@ -21,17 +19,16 @@ from relay_under_test.reference.relay import Relay
 class CheckThenInsert(Relay):
     """Reads the ledger, then inserts, instead of one atomic claim: concurrent duplicates all get through."""
 
+    ROUND_TRIP_S = 0.02  # between the SELECT and the INSERT, as with a database across the network
+
     async def handle(self, req: dict, text: str) -> str:
-        # Both statements go through a worker thread, as with an async database driver.
-        if await asyncio.to_thread(self._sql, "SELECT 1 FROM ledger WHERE guid = ?", req["guid"]) is None:
-            await asyncio.to_thread(self._sql, "INSERT OR REPLACE INTO ledger (guid, status, request, attempts, "
-                                               "updated_at) VALUES (?, 'SENT', ?, 1, ?)", req["guid"], text, time.time())
+        found = self.ledger.get(req["guid"])
+        await asyncio.sleep(self.ROUND_TRIP_S)  # every duplicate arriving meanwhile reads the same "no row"
+        if found is None:
+            self.ledger.db.execute("INSERT OR REPLACE INTO ledger (guid, status, request, attempts, updated_at) "
+                                   "VALUES (?, 'SENT', ?, 1, ?)", (req["guid"], text, time.time()))
             return await self.send(req)
         return await super().handle(req, text)
-
-    def _sql(self, statement: str, *args):
-        with closing(sqlite3.connect(self.ledger.path, timeout=1.0, isolation_level=None)) as db:
-            return db.execute(statement, args).fetchone()
 
 
 class WriteAfterCall(Relay):
