@@ -12,7 +12,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import time
+import types
 import uuid
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import urlsplit
@@ -41,7 +44,6 @@ class RetryPolicy:
 
     attempts: int = 1
     retry_on: frozenset[str] = DEFAULT_RETRY_ON
-    backoff_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,9 @@ class Outcome:
     code: str | None = None
     body: str | None = None
     error: str | None = None
+    timed_out: bool = False  # the channel gave up waiting (an `info` outcome)
+    sent_at: float | None = None  # when the request was written on an established connection
+    retransmits: int = 0  # TCP retransmits after the request was written (an overflowing accept queue)
 
     @property
     def kind(self) -> str:
@@ -70,12 +75,16 @@ class Channel:
     target: str | Callable[[], str]
     timeout_s: float = 2.0
     name: str = "channel"
+    accept_allowance_s: float = 0.0  # racers wait this much longer (see harness.tolerances)
     _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
     _procs: itertools.count = field(default_factory=itertools.count, init=False, repr=False)
 
     async def __aenter__(self) -> "Channel":
+        trace = aiohttp.TraceConfig()
+        trace.on_request_headers_sent.append(_note_sent)
         self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=256),
-                                              timeout=aiohttp.ClientTimeout(total=self.timeout_s))
+                                              timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+                                              trace_configs=[trace])
         return self
 
     async def __aexit__(self, *exc) -> None:
@@ -104,8 +113,6 @@ class Channel:
             outcomes.append(outcome)
             if outcome.kind not in policy.retry_on:
                 break
-            if policy.backoff_s and attempt < policy.attempts:
-                await asyncio.sleep(policy.backoff_s)
         return outcomes
 
     async def send_once(self, request: dict, *, attempt: int = 1, process: str | None = None,
@@ -126,13 +133,15 @@ class Channel:
     async def _post(self, process: str, guid: str | None, attempt: int, **kwargs) -> Outcome:
         """The POST itself and the recording of its completion."""
         assert self._session is not None, "use `async with Channel(...)`"
+        sent = types.SimpleNamespace(at=None)
         try:
-            async with self._session.post(self.base_url() + "/transfer", **kwargs) as resp:
+            async with self._session.post(self.base_url() + "/transfer", trace_request_ctx=sent, **kwargs) as resp:
                 outcome = _answered(guid, attempt, resp.status, await resp.read())
         except asyncio.TimeoutError:
-            outcome = Outcome(guid, attempt, "info", error=f"no answer within {self.timeout_s:g} s")
+            outcome = Outcome(guid, attempt, "info", error=f"no answer within {self.timeout_s:g} s", timed_out=True)
         except aiohttp.ClientError as e:
             outcome = Outcome(guid, attempt, "info", error=f"{type(e).__name__}: {e}")
+        outcome = dataclasses.replace(outcome, sent_at=sent.at)
         self._record(process, outcome)
         return outcome
 
@@ -144,21 +153,28 @@ class Channel:
         guid = str(request.get("guid"))
         conns = await asyncio.gather(*(raw_http.connect(host, port) for _ in range(n)), return_exceptions=True)
         barrier = asyncio.Event()
+        wait_s = self.timeout_s + self.accept_allowance_s
 
         async def racer(conn) -> Outcome:
             process = self._process()
+            wire = raw_http.Wire()
+            if not isinstance(conn, BaseException):
+                wire.retransmits_at_connect = raw_http.tcp_retransmits(conn[1])
             await barrier.wait()
             self.history.append(process, "invoke", "transfer", guid=guid, attempt=1, request=request, race=n)
             if isinstance(conn, BaseException):
                 outcome = Outcome(guid, 1, "info", error=f"connect failed: {conn!r}")
             else:
                 try:
-                    raw = await asyncio.wait_for(raw_http.exchange(*conn, data), self.timeout_s)
+                    raw = await asyncio.wait_for(raw_http.exchange(*conn, data, wire), wait_s)
                     outcome = _answered(guid, 1, raw.status, raw.body)
                 except asyncio.TimeoutError:
-                    outcome = Outcome(guid, 1, "info", error=f"no answer within {self.timeout_s:g} s")
+                    outcome = Outcome(guid, 1, "info", error=f"no answer within {wait_s:g} s", timed_out=True)
                 except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as e:
                     outcome = Outcome(guid, 1, "info", error=f"{type(e).__name__}: {e}")
+            outcome = dataclasses.replace(outcome, sent_at=wire.sent_at, retransmits=wire.retransmits)
+            if wire.retransmits:
+                self.history.append(process, "ok", "accept-delay", guid=guid, retransmits=wire.retransmits, race=n)
             self._record(process, outcome)
             return outcome
 
@@ -168,11 +184,20 @@ class Channel:
         return list(await asyncio.gather(*tasks))
 
     def _record(self, process: str, o: Outcome) -> None:
+        wire = dict(sent_at=o.sent_at, retransmits=o.retransmits)
         if o.type == "ok":
             self.history.append(process, "ok", "transfer", guid=o.guid, attempt=o.attempt, code=o.code,
-                                 status=o.status, body=o.body)
+                                status=o.status, body=o.body, **wire)
         else:
-            self.history.append(process, "info", "transfer", guid=o.guid, attempt=o.attempt, error=o.error)
+            self.history.append(process, "info", "transfer", guid=o.guid, attempt=o.attempt, error=o.error,
+                                timed_out=o.timed_out, **wire)
+
+
+async def _note_sent(session, trace_config_ctx, params) -> None:
+    """aiohttp trace hook: the request's headers are written on an established connection."""
+    ctx = trace_config_ctx.trace_request_ctx
+    if ctx is not None and ctx.at is None:
+        ctx.at = time.monotonic()
 
 
 def _answered(guid: str | None, attempt: int, status: int, raw: bytes) -> Outcome:

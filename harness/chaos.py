@@ -1,7 +1,7 @@
 """Run a scenario, keep its history, check it: the one entry point the suite, the CLI and Hypothesis share."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import checkers
@@ -25,6 +25,7 @@ class ChaosResult:
     verdicts: list[Verdict]
     history_path: Path
     relay: str
+    notes: list[str] = field(default_factory=list)  # what was noticed that is not a verdict
 
     @property
     def ok(self) -> bool:
@@ -32,6 +33,8 @@ class ChaosResult:
 
     def report(self, limit: int = 5) -> str:
         text = checkers.report(self.history, self.verdicts, limit)
+        if self.notes:
+            text += "\n\nnotes (not verdicts):\n" + "\n".join(f"  - {n}" for n in self.notes)
         return f"{text}\n\nhistory: {self.history_path}" if self.verdicts else text
 
     def assert_holds(self) -> None:
@@ -44,7 +47,8 @@ def run_and_check(stack: Stack, scenario: Scenario, tag: str | None = None) -> C
     history = run_scenario(stack, scenario, tag)
     path = stack.workdir / "history.jsonl"
     history.save(path)
-    return ChaosResult(scenario, history, checkers.check(history), path, stack.manifest.name)
+    return ChaosResult(scenario, history, checkers.check(history), path, stack.manifest.name,
+                       checkers.notes(history))
 
 
 def recheck(path: Path) -> list[Verdict]:

@@ -53,9 +53,21 @@ def register_hypothesis_profiles(config: pytest.Config) -> None:
         settings.load_profile("quick")
 
 
+# A test using any of these fixtures needs the real stack; it gets the `stack` marker by itself,
+# so that `pytest -m "not stack"` is the fast subset.
+STACK_FIXTURES = frozenset({"toxiproxy", "account_system", "make_stack", "stack", "run_chaos"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if STACK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.stack)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     register_hypothesis_profiles(config)
+    config.addinivalue_line("markers", "stack: needs the real stack (Toxiproxy, the account system, a relay)")
     for family, what in FAMILIES.items():
         config.addinivalue_line("markers", f"{family}: relaychaos scenarios: {what}")
     path = config.getoption("relaychaos_results", None)
@@ -75,8 +87,9 @@ class _ResultsRecorder:
         import json
 
         verdicts = [v for k, raw in report.user_properties if k == "relaychaos_verdicts" for v in json.loads(raw)]
+        notes = [n for k, raw in report.user_properties if k == "relaychaos_notes" for n in json.loads(raw)]
         self.results.add(report.nodeid, report.when, report.outcome, report.duration,
-                         report.longreprtext if report.failed else None, verdicts)
+                         report.longreprtext if report.failed else None, verdicts, notes)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.results.write(self.out)
@@ -149,6 +162,8 @@ def run_chaos(request: pytest.FixtureRequest, make_stack):
         result = run_and_check(stack, scenario)
         request.node.user_properties.append(
             ("relaychaos_verdicts", json.dumps([{**v.to_dict(), "scenario": scenario.name} for v in result.verdicts])))
+        if result.notes:
+            request.node.user_properties.append(("relaychaos_notes", json.dumps(result.notes)))
         return result
 
     return run

@@ -9,6 +9,35 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import struct
+import time
+from dataclasses import dataclass
+
+TCPI_TOTAL_RETRANS = 100  # offset of tcpi_total_retrans in Linux's struct tcp_info
+
+
+@dataclass
+class Wire:
+    """What the socket saw of one exchange: when the request was written, and TCP retransmits since connect.
+
+    Retransmits on loopback mean the peer's kernel dropped our segments: its accept
+    queue was full, so the request reached the relay later than it was written.
+    """
+
+    sent_at: float | None = None
+    retransmits_at_connect: int = 0
+    retransmits: int = 0
+
+
+def tcp_retransmits(writer: asyncio.StreamWriter) -> int:
+    """Segments this connection has retransmitted so far (0 where TCP_INFO is not available)."""
+    sock = writer.get_extra_info("socket")
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCPI_TOTAL_RETRANS + 4)
+        return struct.unpack_from("I", info, TCPI_TOTAL_RETRANS)[0]
+    except (OSError, AttributeError, struct.error):
+        return 0
 
 
 class RawResponse:
@@ -29,11 +58,15 @@ def request_bytes(host: str, port: int, path: str, payload: dict) -> bytes:
     return head.encode() + body
 
 
-async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, data: bytes) -> RawResponse:
-    """Write one request, read the whole answer (Content-Length, chunked, or to EOF)."""
+async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, data: bytes,
+                   wire: Wire | None = None) -> RawResponse:
+    """Write one request, read the whole answer (Content-Length, chunked, or to EOF); `wire` is filled in
+    even when the exchange fails or is cancelled."""
+    wire = wire or Wire()
     try:
         writer.write(data)
         await writer.drain()
+        wire.sent_at = time.monotonic()
         head = await reader.readuntil(b"\r\n\r\n")
         status_line, *header_lines = head.decode("latin-1").split("\r\n")
         status = int(status_line.split()[1])
@@ -46,6 +79,7 @@ async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, d
             body = await reader.read()
         return RawResponse(status, body)
     finally:
+        wire.retransmits = max(0, tcp_retransmits(writer) - wire.retransmits_at_connect)
         writer.close()
 
 

@@ -21,15 +21,17 @@ import sqlite3
 import time
 import uuid
 
+from . import contract
 from . import steps as S
 from .channel import Channel, RetryPolicy, transfer
 from .errors import HarnessError, RelayError
 from .history import History
 from .loop_thread import LoopThread
 from .stack import Stack, read_ledger
+from .tolerances import CURRENT as TOLERANCES
 
 LABEL = re.compile(r"[A-Za-z0-9_-]{1,40}")
-SAFETY_MARGIN_S = 0.15
+GUID_PLACEHOLDER = "${guid}"  # in a raw body: replaced by the run's GUID for the step's label
 UNDECIDED = ("SENT", "UNKNOWN", "RECEIVED")
 
 
@@ -46,7 +48,7 @@ def max_injected_delay_s(scenario: S.Scenario) -> float:
 
 def safe_min_age_s(scenario: S.Scenario) -> float:
     """A --min-age the contract calls safe: ACCOUNT_TIMEOUT_MS plus the longest injected delay, plus a margin."""
-    return scenario.account_timeout_ms / 1000 + max_injected_delay_s(scenario) + SAFETY_MARGIN_S
+    return scenario.account_timeout_ms / 1000 + max_injected_delay_s(scenario) + TOLERANCES.min_age_margin_s
 
 
 class Runner:
@@ -93,7 +95,8 @@ class Runner:
         self.history.append("runner", "ok", "scenario", name=sc.name, family=sc.family, description=sc.description,
                             accounts=sc.accounts, account_timeout_ms=sc.account_timeout_ms,
                             max_attempts=sc.max_attempts, safe_min_age_s=safe_min_age_s(sc), guids=dict(self.guids),
-                            steps=[S.describe(s) for s in sc.steps], relay=self.stack.manifest.name, tag=self.tag)
+                            steps=[S.describe(s) for s in sc.steps], relay=self.stack.manifest.name, tag=self.tag,
+                            contract=contract.VERSION, tolerances=TOLERANCES.as_dict())
         return all(self.do(S.Start(slot), "start") for slot in sc.relays if slot not in self.stack.supervisor.relays)
 
     def do(self, step, n=None) -> bool:
@@ -116,7 +119,7 @@ class Runner:
         try:
             self._converge()
         finally:
-            self._collect(timeout_s=30)
+            self._collect(timeout_s=TOLERANCES.collect_timeout_s)
             self._close_channels()
             self.loop.close()
         self._snapshot("end", "end")
@@ -151,7 +154,7 @@ class Runner:
     def _converge(self) -> None:
         self.history.append("runner", "invoke", "converge")
         self.do(S.Heal(), "final")
-        self._collect(timeout_s=30)
+        self._collect(timeout_s=TOLERANCES.collect_timeout_s)
         min_age = safe_min_age_s(dataclasses.replace(self.scenario, steps=self.scenario.steps + tuple(self.executed)))
         if self._age_undecided(min_age):
             self.do(S.Resolve(min_age), "final")
@@ -184,10 +187,11 @@ class Runner:
 
     # -- the channel -------------------------------------------------------------------
     def _channel(self, slot: str, via_hub: bool, timeout_s: float | None) -> Channel:
-        timeout = timeout_s if timeout_s is not None else self.scenario.account_timeout_ms / 1000 + 1.5
+        timeout = timeout_s if timeout_s is not None else TOLERANCES.channel_timeout_s(self.scenario.account_timeout_ms)
         key = (slot, via_hub, timeout)
         if key not in self.channels:
             ch = self.stack.channel(slot, via_hub=via_hub, timeout_s=timeout)
+            ch.accept_allowance_s = TOLERANCES.race_accept_allowance_s
             ch.name = f"channel-{slot}{'' if via_hub else '-direct'}-{len(self.channels)}"
             self.loop.run(ch.__aenter__())
             self.channels[key] = ch
@@ -209,7 +213,8 @@ class Runner:
     def _send(self, step: S.Send) -> None:
         ch = self._channel(step.slot, step.via_hub, step.timeout_s)
         if step.raw is not None:
-            coro = ch.send_raw(step.raw.encode(), guid=self.guid(step.guid))
+            body = step.raw.replace(GUID_PLACEHOLDER, self.guid(step.guid))
+            coro = ch.send_raw(body.encode(), guid=self.guid(step.guid))
         elif step.careless:
             coro = self._careless(ch, step)
         else:
@@ -313,7 +318,7 @@ class Runner:
         time.sleep(step.seconds)
 
     def _await_sends(self, step: S.AwaitSends) -> None:
-        self._collect(timeout_s=30)
+        self._collect(timeout_s=TOLERANCES.collect_timeout_s)
 
     def _heal(self, step: S.Heal) -> None:
         self.stack.heal()

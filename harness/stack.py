@@ -20,10 +20,11 @@ from .channel import Channel, Outcome, RetryPolicy
 from .history import History
 from .manifest import Manifest
 from .supervisor import RelayProcess, Supervisor
+from .tolerances import CURRENT as TOLERANCES
+from .tolerances import DEFAULT_ACCOUNT_TIMEOUT_MS
 from .toxiproxy_control import ProxyRef, Toxiproxy
 
 _stack_ids = itertools.count(1)
-DEFAULT_ACCOUNT_TIMEOUT_MS = 500
 
 
 class Stack:
@@ -126,7 +127,7 @@ class Stack:
     # -- the channel -------------------------------------------------------------------
     def channel(self, slot: str = "a", *, via_hub: bool = True, timeout_s: float | None = None) -> Channel:
         """A Channel aimed at slot's current address (use with `async with`)."""
-        timeout = timeout_s if timeout_s is not None else self.account_timeout_ms / 1000 + 1.5
+        timeout = timeout_s if timeout_s is not None else TOLERANCES.channel_timeout_s(self.account_timeout_ms)
         return Channel(self.history, lambda: self.relay_url(slot, via_hub=via_hub), timeout_s=timeout)
 
     def send(self, request: dict, policy: RetryPolicy = RetryPolicy(), *, slot: str = "a",

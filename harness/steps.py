@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
 
+from .tolerances import DEFAULT_ACCOUNT_TIMEOUT_MS
+
 PROXIES_HELP = "'account' (relay → account system) or 'hub-a' / 'hub-b' (channel → relay slot)"
 
 
@@ -24,7 +26,7 @@ class Send:
     attempts: int = 1
     background: bool = False  # do not wait for the answer (see AwaitSends)
     via_hub: bool = True
-    raw: str | None = None  # send this body verbatim instead (malformed requests)
+    raw: str | None = None  # send this body verbatim instead (malformed requests); ${guid} = the label's GUID
     timeout_s: float | None = None  # the channel's own time-out; default: ACCOUNT_TIMEOUT_MS + 1.5 s
     careless: bool = False  # a careless client: mints a new GUID for each retry (client-side incident)
 
@@ -204,7 +206,8 @@ class Scenario:
     family: str = "basic"
     description: str = ""
     accounts: dict = field(default_factory=lambda: {"alice": 1000, "bob": 1000})
-    account_timeout_ms: int = 300
+    account_timeout_ms: int = DEFAULT_ACCOUNT_TIMEOUT_MS
     max_attempts: int = 3  # the attempt cap of the final reprocess
     relays: tuple[str, ...] = ("a",)  # slots started before the first step
     batch_timeout_s: float = 30.0  # a batch command still running then is killed (and that is a verdict)
+    covers: tuple[str, ...] = ()  # the contract clauses (harness.contract ids) this scenario exercises

@@ -13,7 +13,8 @@ from .history import Event, History
 
 @dataclass(frozen=True)
 class Verdict:
-    """A broken rule. `events` are history indices; `calls` are account-call sequence numbers."""
+    """A broken rule. `events` are history indices; `calls` are account-call sequence numbers;
+    `clause` the contract clause broken (harness.contract; None: the rule's first)."""
 
     rule: str
     guid: str | None
@@ -21,6 +22,7 @@ class Verdict:
     events: tuple[int, ...] = ()
     calls: tuple[int, ...] = ()
     details: dict = field(default_factory=dict)
+    clause: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -115,7 +117,14 @@ def render(verdict: Verdict, history: History, account_calls: list[dict], start:
     who = "the run" if verdict.guid is None else f"GUID {verdict.guid}"
     label = (labels or {}).get(verdict.guid or "")
     head = f"[{verdict.rule}] {who}" + (f" (scenario label {label})" if label else "")
-    lines = [head, f"  rule: {RULES.get(verdict.rule, '')}", f"  what happened: {verdict.summary}"]
+    from .contract import CLAUSES  # noqa: PLC0415
+
+    rule = RULES.get(verdict.rule)
+    cited = CLAUSES.get(verdict.clause or (rule.contract[0] if rule else ""))
+    lines = [head, f"  rule: {rule.text if rule else ''}"]
+    if cited:
+        lines.append(f"  contract {cited.cite()}")
+    lines.append(f"  what happened: {verdict.summary}")
     tl = timeline(verdict, history, account_calls, start)
     if tl:
         lines.append("  timeline (seconds since the scenario started):")

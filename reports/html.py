@@ -37,12 +37,17 @@ def render(results: dict) -> str:
            f"<span class={'held' if results['ok'] else 'broken'}>{verdict}</span></h1>",
            f"<p>Manifest: <code>{_e(results['relay'])}</code>. Scenarios: {s['passed']} passed, {s['failed']} "
            f"failed, {s['error']} could not run, {s['skipped']} skipped.</p>", "<h2>Rules</h2>",
-           "<table><tr><th>rule</th><th>what must hold</th><th>result</th><th>broken in</th></tr>"]
+           "<table><tr><th>rule</th><th>what must hold</th><th>contract</th><th>result</th><th>broken in</th></tr>"]
     for rule, r in results.get("rules", {}).items():
         state = "<span class=held>held</span>" if r["held"] else "<span class=broken>broken</span>"
-        out.append(f"<tr><td><code>{_e(rule)}</code></td><td>{_e(r['what'])}</td><td>{state}</td>"
-                   f"<td>{_e(', '.join(r['broken_in']))}</td></tr>")
-    out += ["</table>", "<h2>Scenarios</h2>", "<table><tr><th>scenario</th><th>outcome</th><th>seconds</th></tr>"]
+        out.append(f"<tr><td><code>{_e(rule)}</code></td><td>{_e(r['what'])}</td><td>{_e(r.get('contract', ''))}</td>"
+                   f"<td>{state}</td><td>{_e(', '.join(r['broken_in']))}</td></tr>")
+    out.append("</table>")
+    if results.get("notes"):
+        out += ["<h2>Notes on the relay (not verdicts)</h2>", "<ul>"]
+        out += [f"<li>{_e(n)}</li>" for n in results["notes"]]
+        out.append("</ul>")
+    out += ["<h2>Scenarios</h2>", "<table><tr><th>scenario</th><th>outcome</th><th>seconds</th></tr>"]
     for sc in results["scenarios"]:
         name = sc["nodeid"].split("::")[-1]
         cls = "held" if sc["outcome"] == "passed" else "broken"

@@ -18,6 +18,7 @@ class ScenarioResult:
     duration_s: float
     verdicts: list[dict] = field(default_factory=list)
     message: str | None = None
+    notes: list[str] = field(default_factory=list)  # observations that are not verdicts
 
 
 @dataclass
@@ -28,7 +29,7 @@ class RunResults:
     scenarios: dict[str, ScenarioResult] = field(default_factory=dict)
 
     def add(self, nodeid: str, when: str, outcome: str, duration: float, message: str | None,
-            verdicts: list[dict] | None = None) -> None:
+            verdicts: list[dict] | None = None, notes: list[str] | None = None) -> None:
         """Fold one pytest phase report in: a failing setup/teardown is an `error` of the scenario."""
         entry = self.scenarios.setdefault(nodeid, ScenarioResult(nodeid, "passed", 0.0))
         entry.duration_s += duration
@@ -38,6 +39,7 @@ class RunResults:
         elif outcome == "skipped" and entry.outcome == "passed":
             entry.outcome = "skipped"
         entry.verdicts += verdicts or []
+        entry.notes += [n for n in notes or [] if n not in entry.notes]
 
     def summary(self) -> dict[str, int]:
         counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
@@ -53,14 +55,20 @@ class RunResults:
         for s in self.scenarios.values():
             for v in s.verdicts:
                 broken.setdefault(v["rule"], set()).add(v.get("scenario") or s.nodeid)
-        return {rule: {"what": what, "held": rule not in broken, "broken_in": sorted(broken.get(rule, ()))}
-                for rule, what in RULES.items()}
+        return {rule.id: {"what": rule.text, "contract": rule.sections, "held": rule.id not in broken,
+                          "broken_in": sorted(broken.get(rule.id, ()))}
+                for rule in RULES.values()}
+
+    def notes(self) -> list[str]:
+        """Every scenario's notes on the relay, each once, with the scenario it came from."""
+        return [f"{s.nodeid.split('::')[-1]}: {n}" for s in sorted(self.scenarios.values(), key=lambda s: s.nodeid)
+                for n in s.notes]
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         data = {"relay": self.relay, "relay_name": self.relay_name, "started_at": self.started_at,
                 "finished_at": time.time(), "summary": self.summary(),
                 "ok": self.summary()["failed"] == 0 and self.summary()["error"] == 0,
-                "rules": self.by_rule(),
+                "rules": self.by_rule(), "notes": self.notes(),
                 "scenarios": [asdict(s) for s in sorted(self.scenarios.values(), key=lambda s: s.nodeid)]}
         path.write_text(json.dumps(data, indent=2))

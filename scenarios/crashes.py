@@ -7,13 +7,14 @@ SCENARIOS = [
                          "system; restarted, the resend gets E903 and resolve settles the orphan",
              steps=(AddToxic("account", "latency", stream="upstream", name="slow", attributes={"latency": 400}),
                     Send("g1", background=True), WaitRow("g1", "SENT"), Kill(), RemoveToxic("account", "slow"),
-                    Start(), Send("g1"))),
+                    Start(), Send("g1")), covers=("1.sigkill", "5.resolve-asks", "5.resolve-404")),
     Scenario("kill-after-applied-before-done", family="crash", account_timeout_ms=1000,
              description="the account system applied the debit but the relay dies before writing DONE; "
                          "restarted, a resend must not send it again",
              steps=(AddToxic("account", "timeout", name="hold-answer", attributes={"timeout": 0}),
-                    Send("g1", background=True), WaitCalls("g1"), Kill(), Heal(), Start(), Send("g1"), Send("g1"))),
+                    Send("g1", background=True), WaitCalls("g1"), Kill(), Heal(), Start(), Send("g1"), Send("g1")),
+             covers=("1.sigkill", "5.resolve-asks", "5.resolve-found")),
     Scenario("restart-keeps-the-ledger", family="crash",
              description="after a clean transfer and a restart, resends are answered from the ledger",
-             steps=(Send("g1"), Kill(), Start(), Send("g1"), Send("g2"))),
+             steps=(Send("g1"), Kill(), Start(), Send("g1"), Send("g2")), covers=("1.sigkill",)),
 ]

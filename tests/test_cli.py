@@ -3,7 +3,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from .conftest import BASE, ROOT
+
+pytestmark = pytest.mark.stack  # relaychaos run starts the whole stack
 
 
 def run(*args, env=None):

@@ -9,6 +9,8 @@ from scenarios import INCIDENT_FILES, REGRESSION_FILES
 
 from .conftest import ROOT
 
+pytestmark = pytest.mark.stack  # replays run the whole stack
+
 FILES = REGRESSION_FILES + INCIDENT_FILES
 CASES = [(path, relay, rules) for path in FILES for relay, rules in scenario_file.load(path).breaks.items()]
 HOLDS = [(path, relay) for path in FILES for relay in scenario_file.load(path).holds_on]

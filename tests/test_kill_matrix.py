@@ -29,6 +29,7 @@ MEANT_FOR = {
     "no_attempt_cap": ["reprocess-attempt-cap"],
     "resolve_ignores_min_age": ["min-age-trap"],
     "resolve_skips_orphans": ["kill-after-applied-before-done"],
+    "query_failure_as_not_found": ["resolve-query-fails"],
     "purge_undecided": ["purge-keeps-undecided"],
     "purge_ignores_retention": ["purge-retention"],
 }
@@ -76,6 +77,7 @@ def _caught_rules(result) -> set:
     ("no_attempt_cap", "reprocess-attempt-cap", "attempt-cap"),
     ("resolve_ignores_min_age", "min-age-trap", "resolve-min-age"),
     ("resolve_skips_orphans", "kill-after-applied-before-done", "converged"),
+    ("query_failure_as_not_found", "resolve-query-fails", "resolve-keeps-unanswered"),
     ("purge_undecided", "purge-keeps-undecided", "transitions"),
     ("purge_ignores_retention", "purge-retention", "purge-retention"),
 ])

@@ -15,6 +15,8 @@ from harness.supervisor import Supervisor
 
 from .conftest import BASE, REFERENCE
 
+pytestmark = pytest.mark.stack  # real relay processes
+
 
 def supervisor(path, tmp_path, history=None):
     return Supervisor(manifest.load(path), workdir=tmp_path / "run", account_url="http://127.0.0.1:9",

@@ -6,6 +6,8 @@ from harness import toxiproxy_server
 from harness.errors import ToxiproxyError
 from harness.processes import free_port
 
+pytestmark = pytest.mark.stack  # the real Toxiproxy server
+
 
 def test_proxies_forward_and_toxics_are_added_and_removed(toxiproxy, account_system):
     proxy = toxiproxy.create_proxy("test-adapter-forward", f"127.0.0.1:{account_system.port}")

@@ -6,33 +6,86 @@ re-run on a saved history.
 """
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..history import Event, History
+from ..tolerances import Tolerances
 
 DEFINITE = {"0000", "B201", "B202", "B203", "E500"}
 KNOWN_CODES = DEFINITE | {"E400", "E901", "E902", "E903", "E904"}
+TRANSFER_FIELDS = ("guid", "from", "to", "amount")
+GUID_FORM = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def classify_body(raw: str) -> tuple[dict | None, tuple[str, ...]]:
+    """(the transfer, its extra field names) when a body is well-formed per contract §3, else (None, ()).
+
+    Malformed means: not a JSON object, a missing field, a field of the wrong type, or
+    a value outside the ranges (guid 1-64 of A-Z a-z 0-9 - _, amount an integer > 0).
+    Fields beyond the four do not make a body malformed (v1.1): they are returned apart.
+    """
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return None, ()
+    if not isinstance(body, dict):
+        return None, ()
+    guid, src, dst, amount = (body.get(k) for k in TRANSFER_FIELDS)
+    if not (isinstance(guid, str) and GUID_FORM.fullmatch(guid) and isinstance(src, str) and isinstance(dst, str)
+            and type(amount) is int and amount > 0):
+        return None, ()
+    return {k: body[k] for k in TRANSFER_FIELDS}, tuple(sorted(set(body) - set(TRANSFER_FIELDS)))
 
 
 @dataclass
 class ChannelCall:
-    """One channel request and its completion (None while it never completed)."""
+    """One channel request and its completion (None while it never completed).
+
+    A raw body that is a well-formed transfer counts as a send of its GUID (with extra
+    fields set aside); only a malformed one is `malformed`.
+    """
 
     invoke: Event
     completion: Event | None
+    request: dict | None = field(init=False)
+    extra_fields: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.request, self.extra_fields = self.invoke.value.get("request"), ()
+        if self.raw is not None:
+            self.request, self.extra_fields = classify_body(self.raw)
 
     @property
     def guid(self) -> str | None:
-        return self.invoke.value.get("guid")
-
-    @property
-    def request(self) -> dict | None:
-        return self.invoke.value.get("request")
+        return self.request["guid"] if self.request else self.invoke.value.get("guid")
 
     @property
     def raw(self) -> str | None:
         return self.invoke.value.get("raw")
+
+    @property
+    def malformed(self) -> bool:
+        return self.raw is not None and self.request is None
+
+    @property
+    def sent_at(self) -> float | None:
+        """When the request was on an established connection (None: it never was); invoke time in old histories."""
+        if self.completion is None or "sent_at" not in self.completion.value:
+            return self.invoke.time
+        return self.completion.value["sent_at"]
+
+    @property
+    def delayed_accept(self) -> bool:
+        """Whether the connection needed TCP retransmits (the relay's accept queue overflowed)."""
+        return bool(self.completion and self.completion.value.get("retransmits"))
+
+    @property
+    def timing_judged(self) -> bool:
+        """Whether this call's time to answer is judged (contract §3 v1.1: counted once the request reached it)."""
+        return self.completion is not None and self.sent_at is not None and not self.delayed_accept
 
     @property
     def answered(self) -> bool:
@@ -90,6 +143,15 @@ class Facts:
     def scenario(self) -> dict:
         found = [e.value for e in self.events if e.f == "scenario"]
         return found[0] if found else {}
+
+    @cached_property
+    def tolerances(self) -> Tolerances:
+        """The tolerances this history was recorded under (see harness.tolerances)."""
+        return Tolerances.from_dict(self.scenario.get("tolerances"))
+
+    @cached_property
+    def timeout_ms(self) -> float:
+        return float(self.scenario.get("account_timeout_ms", 0))
 
     @cached_property
     def start(self) -> float:
@@ -186,6 +248,17 @@ class Facts:
 
     def call_seqs(self, guid: str) -> tuple[int, ...]:
         return tuple(c["seq"] for c in self.calls_for(guid))
+
+    def account_states(self, t0: float, t1: float) -> list[tuple[bool, set[tuple[str, str]]]]:
+        """The account proxy's states from t0 to t1: (disabled, {(toxic kind, stream)}) at t0 and at each fault
+        event up to t1."""
+        moments = [t0] + [e.time for e in self.events if e.process == "nemesis" and t0 <= e.time <= t1]
+        states = []
+        for t in moments:
+            faults = self.faults_at(t)
+            toxics = {(x["kind"], x["stream"]) for x in faults["toxics"].get("account", {}).values()}
+            states.append(("account" in faults["disabled"], toxics))
+        return states
 
     def faults_at(self, t: float) -> dict:
         """The fault state at monotonic time t: toxics per proxy, disabled proxies, held GUIDs, delay."""

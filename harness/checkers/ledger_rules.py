@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from ..verdict import Verdict
 from .facts import Facts
+from .rulebook import rule
 
-REQUIRED_COLUMNS = ("guid", "status", "resp_code", "request", "response", "attempts", "updated_at")
 UNDECIDED = {"SENT", "UNKNOWN", "RECEIVED"}
 # status before -> statuses any step may lead to (claims, sends and their outcomes; background calls included)
 ANY_STEP = {None: {"RECEIVED", "SENT", "DONE", "UNKNOWN", "FAILED"}, "RECEIVED": {"SENT", "DONE", "UNKNOWN", "FAILED"},
             "SENT": {"DONE", "UNKNOWN", "FAILED"}, "FAILED": {"SENT", "DONE", "UNKNOWN"}}
 BY_RESOLVE = {"UNKNOWN": {"DONE", "FAILED"}, "SENT": {"DONE", "FAILED"}, "RECEIVED": {"DONE", "FAILED"}}
-CLOCK_SLACK_S = 0.05
 
 
+@rule("write-before-send", "a committed SENT row exists whenever the account system receives a transfer",
+      contract=("3.claim-new", "3.failed-resend", "5.reprocess"))
 def write_before_send(f: Facts) -> list[Verdict]:
     out = []
     for call in f.account_calls:
@@ -23,10 +24,12 @@ def write_before_send(f: Facts) -> list[Verdict]:
         out.append(Verdict("write-before-send", call["guid"],
                            f"the account system received this transfer when no committed SENT row existed "
                            f"({seen}): the relay sent before writing its ledger",
-                           f.events_for(call["guid"]), (call["seq"],)))
+                           f.events_for(call["guid"]), (call["seq"],), clause="3.claim-new"))
     return out
 
 
+@rule("ledger-agrees", "the ledger's status and code agree with what the account system did",
+      contract=("3.definite", "3.refused", "5.resolve-found", "5.resolve-404"))
 def ledger_agrees(f: Facts) -> list[Verdict]:
     out = []
     for guid, row in f.final_rows.items():
@@ -34,19 +37,22 @@ def ledger_agrees(f: Facts) -> list[Verdict]:
         debits = sum(1 for c in calls if c.get("applied"))
         first = calls[0].get("code") if calls else None
         status, code = row.get("status"), row.get("resp_code")
-        problem = None
+        problem, cited = None, "3.definite"
         if status == "DONE" and first is None:
             problem = f"the ledger says DONE with {code}, but the account system never processed this GUID"
         elif status == "DONE" and code != first:
             problem = f"the ledger says DONE with {code}, but the account system answered {first}"
         elif status == "FAILED" and calls:
+            cited = "5.resolve-404"
             problem = (f"the ledger says FAILED (definitely not sent), but the account system received it "
                        f"{len(calls)} time(s) and debited it {debits} time(s)")
         if problem:
-            out.append(Verdict("ledger-agrees", guid, problem, f.events_for(guid), f.call_seqs(guid)))
+            out.append(Verdict("ledger-agrees", guid, problem, f.events_for(guid), f.call_seqs(guid), clause=cited))
     return out
 
 
+@rule("transitions", "ledger statuses move only along the contract's transitions",
+      contract=("3.unknown", "3.done-replay", "5.purge-keeps", "5.reprocess-not-unknown"))
 def transitions(f: Facts) -> list[Verdict]:
     """Between consecutive snapshots, each row moves only along the contract's transitions."""
     out, flagged = [], set()
@@ -69,13 +75,27 @@ def transitions(f: Facts) -> list[Verdict]:
                 what = "deleted" if s1 is None else f"moved to {s1}"
                 out.append(Verdict("transitions", guid, f"the ledger row went from {s0} and was {what} {via}; "
                                    f"the contract allows {s0} → {', '.join(sorted(map(str, allowed))) or 'nothing'} "
-                                   "there", f.events_for(guid) + (before.index, after.index), f.call_seqs(guid)))
+                                   "there", f.events_for(guid) + (before.index, after.index), f.call_seqs(guid),
+                                   clause=_broken_clause(s0, s1, kind)))
     return out
 
 
+def _broken_clause(before: str | None, after: str | None, kind: str) -> str:
+    """The contract sentence a forbidden move breaks."""
+    if after is None:
+        return "5.purge-keeps"
+    if before == "DONE":
+        return "3.done-replay"
+    if before == "UNKNOWN" and kind == "reprocess":
+        return "5.reprocess-not-unknown"
+    return "3.unknown"
+
+
+@rule("converged", "after the final heal, resolve and reprocess, no row is left SENT or UNKNOWN",
+      contract=("5.resolve-asks", "5.resolve-found", "5.resolve-404"))
 def converged(f: Facts) -> list[Verdict]:
     return [Verdict("converged", guid, f"after the final heal, resolve and reprocess the row is still {row['status']}",
-                    f.events_for(guid), f.call_seqs(guid))
+                    f.events_for(guid), f.call_seqs(guid), clause="5.resolve-asks")
             for guid, row in sorted(f.final_rows.items()) if row.get("status") in UNDECIDED]
 
 
@@ -90,30 +110,96 @@ def _batch_windows(f: Facts, command: str):
             yield b, b.end.value.get("wall", b.wall), before[-1].value["rows"], after[0].value["rows"]
 
 
+@rule("purge-retention", "purge deletes the DONE rows at least --retention old, and no younger ones",
+      contract=("5.purge",))
 def purge_retention(f: Facts) -> list[Verdict]:
     out = []
+    tol = f.tolerances
     for b, end_wall, rows0, rows1 in _batch_windows(f, "purge"):
         for guid, row in rows0.items():
+            if row.get("status") != "DONE":
+                continue
             age = end_wall - row["updated_at"]
-            if guid not in rows1 and row.get("status") == "DONE" and age < b.argument - CLOCK_SLACK_S:
+            if guid not in rows1 and age < b.argument - tol.clock_slack_s:
                 out.append(Verdict("purge-retention", guid, f"purge --retention {b.argument:g} deleted this DONE row "
-                                   f"when it was only {age:.2f} s old", f.events_for(guid), f.call_seqs(guid)))
+                                   f"when it was only {age:.2f} s old", f.events_for(guid), f.call_seqs(guid),
+                                   clause="5.purge"))
+            old = b.wall - row["updated_at"]
+            if guid in rows1 and rows1[guid].get("updated_at") == row["updated_at"] and \
+                    old >= b.argument + tol.retention_slack_s:
+                out.append(Verdict("purge-retention", guid, f"purge --retention {b.argument:g} kept this DONE row "
+                                   f"although it was {old:.2f} s old when purge started", f.events_for(guid),
+                                   f.call_seqs(guid), clause="5.purge"))
     return out
 
 
+@rule("resolve-min-age", "resolve leaves rows younger than --min-age alone", contract=("5.resolve-min-age",))
 def resolve_min_age(f: Facts) -> list[Verdict]:
     out = []
     for b, end_wall, rows0, rows1 in _batch_windows(f, "resolve"):
         for guid, row in rows0.items():
             new = rows1.get(guid, {}).get("status")
             age = end_wall - row["updated_at"]
-            if row.get("status") == "UNKNOWN" and new != "UNKNOWN" and age < b.argument - CLOCK_SLACK_S:
+            if row.get("status") == "UNKNOWN" and new != "UNKNOWN" and age < b.argument - f.tolerances.clock_slack_s:
                 out.append(Verdict("resolve-min-age", guid, f"resolve --min-age {b.argument:g} settled this UNKNOWN "
                                    f"row as {new} when it was only {age:.2f} s old; the account system may still "
-                                   "have been processing it", f.events_for(guid), f.call_seqs(guid)))
+                                   "have been processing it", f.events_for(guid), f.call_seqs(guid),
+                                   clause="5.resolve-min-age"))
     return out
 
 
+@rule("resolve-keeps-unanswered", "resolve leaves a row as it is when its query fails or times out",
+      contract=("5.resolve-query-fails",))
+def resolve_keeps_unanswered(f: Facts) -> list[Verdict]:
+    """While the query API cannot answer (account proxy down, or answers held), resolve changes no row."""
+    out = []
+    for b, _, rows0, rows1 in _batch_windows(f, "resolve"):
+        if not _queries_cannot_answer(f, b.invoke.time, b.end.time):
+            continue
+        for guid, row in rows0.items():
+            after = rows1.get(guid)
+            if row.get("status") == "UNKNOWN" and (after or {}).get("status") != "UNKNOWN":
+                now = "deleted" if after is None else f"{after['status']} (code {after.get('resp_code')})"
+                out.append(Verdict("resolve-keeps-unanswered", guid, f"resolve ran while the account system's query "
+                                   f"API could not answer, and moved this UNKNOWN row to {now}; a query that fails "
+                                   "or times out leaves the row as it is", f.events_for(guid), f.call_seqs(guid),
+                                   clause="5.resolve-query-fails"))
+    return out
+
+
+def _queries_cannot_answer(f: Facts, t0: float, t1: float) -> bool:
+    """Whether, from t0 to t1 throughout, the account proxy was down or held every answer (timeout toxic)."""
+    return all(down or ("timeout", "downstream") in toxics for down, toxics in f.account_states(t0, t1))
+
+
+@rule("malformed-no-effect", "a malformed request (or one refused with E400) leaves no ledger row and makes no "
+      "account call", contract=("3.malformed",))
+def malformed_no_effect(f: Facts) -> list[Verdict]:
+    """For GUIDs the channel only ever sent malformed or had refused with E400: no row, no account call.
+
+    A malformed body's GUID is matched as a substring, so that bodies padded around
+    the run's GUID (an over-long or spaced GUID) are caught too.
+    """
+    out = []
+    by_guid: dict[str, list] = {}
+    for c in f.channel:
+        if c.invoke.value.get("guid"):
+            by_guid.setdefault(c.invoke.value["guid"], []).append(c)
+    for guid, calls in by_guid.items():
+        if not all(c.malformed or (c.answered and c.code == "E400") for c in calls):
+            continue
+        rows = sorted({g for s in f.snapshots for g in s.value["rows"] if guid in g})
+        sent = [c for c in f.account_calls if guid in str(c.get("guid"))]
+        if rows or sent:
+            what = ", ".join(([f"a ledger row ({', '.join(rows)})"] if rows else []) +
+                             ([f"{len(sent)} account call(s)"] if sent else []))
+            out.append(Verdict("malformed-no-effect", guid, f"every request of this GUID was malformed or answered "
+                               f"E400, yet it left {what}", f.events_for(guid), tuple(c["seq"] for c in sent),
+                               clause="3.malformed"))
+    return out
+
+
+@rule("attempt-cap", "reprocess stops at --max-attempts", contract=("5.reprocess",))
 def attempt_cap(f: Facts) -> list[Verdict]:
     out = []
     for b, _, rows0, rows1 in _batch_windows(f, "reprocess"):
@@ -125,21 +211,6 @@ def attempt_cap(f: Facts) -> list[Verdict]:
                     and not resent_by_channel):
                 out.append(Verdict("attempt-cap", guid, f"reprocess --max-attempts {cap} tried this GUID again "
                                    f"although it had already been tried {row['attempts']} time(s) "
-                                   f"(attempts went to {later['attempts']})", f.events_for(guid), f.call_seqs(guid)))
-    return out
-
-
-def ledger_schema(f: Facts) -> list[Verdict]:
-    out = []
-    for e in f.events:
-        if e.f == "ledger-schema":
-            missing = [c for c in REQUIRED_COLUMNS if c not in e.value.get("columns", [])]
-            if missing:
-                why = e.value.get("error") or "the table exists"
-                out.append(Verdict("ledger-schema", None, f"the ledger at LEDGER_PATH lacks table `ledger` or its "
-                                   f"columns {', '.join(missing)} ({why}); contract section 4", (e.index,)))
-        elif e.f == "ledger-snapshot" and e.type == "fail":
-            out.append(Verdict("ledger-schema", None, f"the ledger could not be read after step "
-                               f"{e.value.get('after_step')}: {e.value.get('error')}; contract section 4", (e.index,)))
-            break
+                                   f"(attempts went to {later['attempts']})", f.events_for(guid), f.call_seqs(guid),
+                                   clause="5.reprocess"))
     return out

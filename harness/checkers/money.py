@@ -2,9 +2,18 @@
 from __future__ import annotations
 
 from ..verdict import Verdict
-from .facts import Facts
+from .facts import TRANSFER_FIELDS, Facts
+from .rulebook import rule
 
 
+def _transfer(request: dict | None) -> dict:
+    """The four fields of a transfer (a relay may drop fields beyond them, or forward them)."""
+    return {k: (request or {}).get(k) for k in TRANSFER_FIELDS}
+
+
+@rule("one-account-call", "at most one account call per GUID",
+      contract=("3.claim-new", "3.unknown", "3.e903", "1.sigkill", "1.two-serves", "5.reprocess-not-unknown",
+                "5.reprocess-races", "5.resolve-min-age", "5.purge-keeps"))
 def one_account_call(f: Facts) -> list[Verdict]:
     out = []
     for guid in sorted({c["guid"] for c in f.account_calls if c.get("guid")}):
@@ -13,19 +22,23 @@ def one_account_call(f: Facts) -> list[Verdict]:
             codes = ", ".join(str(c.get("code")) for c in calls)
             out.append(Verdict("one-account-call", guid,
                                f"the account system received {len(calls)} calls for this GUID (answers: {codes}); "
-                               "a relay may send a GUID at most once", f.events_for(guid), f.call_seqs(guid)))
+                               "a relay may send a GUID at most once", f.events_for(guid), f.call_seqs(guid),
+                               clause="3.claim-new"))
     return out
 
 
+@rule("one-debit", "at most one applied debit per GUID", contract=("3.claim-new", "1.two-serves", "5.reprocess-races"))
 def one_debit(f: Facts) -> list[Verdict]:
     out = []
     for guid, summary in f.stats.get("guids", {}).items():
         if summary.get("debits", 0) > 1:
             out.append(Verdict("one-debit", guid, f"this GUID was debited {summary['debits']} times",
-                               f.events_for(guid), f.call_seqs(guid)))
+                               f.events_for(guid), f.call_seqs(guid), clause="3.claim-new"))
     return out
 
 
+@rule("guid-preserved", "every account call carries a GUID the channel sent, with the channel's request",
+      contract=("3.failed-resend", "5.reprocess"))
 def guid_preserved(f: Facts) -> list[Verdict]:
     """Every account call carries a GUID the channel sent, with the channel's own request."""
     out = []
@@ -33,21 +46,23 @@ def guid_preserved(f: Facts) -> list[Verdict]:
     for call in f.account_calls:
         guid, req = call.get("guid"), call.get("request")
         if guid not in sent:
-            body = {k: v for k, v in (req or {}).items() if k != "guid"}
-            origin = [g for g, r in sent.items() if {k: v for k, v in r.items() if k != "guid"} == body]
+            body = {**_transfer(req), "guid": None}
+            origin = [g for g, r in sent.items() if {**_transfer(r), "guid": None} == body]
             events = tuple(sorted({i for g in origin for i in f.events_for(g)}))
             seqs = tuple(sorted({call["seq"], *(s for g in origin for s in f.call_seqs(g))}))
             came_from = f" (the channel's request looks like {', '.join(origin)})" if origin else ""
             out.append(Verdict("guid-preserved", guid,
                                f"the account system received GUID {guid}, which the channel never sent{came_from}; "
-                               "a relay must resend with the same GUID", events, seqs))
-        elif req != sent[guid]:
+                               "a relay must resend with the same GUID", events, seqs, clause="5.reprocess"))
+        elif _transfer(req) != _transfer(sent[guid]):
             out.append(Verdict("guid-preserved", guid,
                                f"the account system received {req} for this GUID, but the channel sent {sent[guid]}",
-                               f.events_for(guid), (call["seq"],)))
+                               f.events_for(guid), (call["seq"],), clause="5.reprocess"))
     return out
 
 
+@rule("exactly-once", "what the channel was told definitely matches what the account system did",
+      contract=("3.definite", "3.done-replay"))
 def exactly_once(f: Facts) -> list[Verdict]:
     """What the channel was told definitely matches what the account system did."""
     out = []
@@ -56,15 +71,18 @@ def exactly_once(f: Facts) -> list[Verdict]:
         told = {c.code for c in f.channel_for(guid) if c.code and c.request == f.channel_guids[guid]}
         if "0000" in told and debits == 0:
             out.append(Verdict("exactly-once", guid, "the channel was told 0000 (applied) but the account system "
-                               "never debited this GUID: the transfer was lost", f.events_for(guid), f.call_seqs(guid)))
+                               "never debited this GUID: the transfer was lost", f.events_for(guid), f.call_seqs(guid),
+                               clause="3.definite"))
         refused = told & {"B201", "B202", "B203", "E500"}
         if refused and debits > 0:
             out.append(Verdict("exactly-once", guid, f"the channel was told {'/'.join(sorted(refused))} (nothing "
                                f"applied) but the account system debited this GUID {debits} time(s)",
-                               f.events_for(guid), f.call_seqs(guid)))
+                               f.events_for(guid), f.call_seqs(guid), clause="3.definite"))
     return out
 
 
+@rule("balances", "balances are conserved and equal what the applied GUIDs imply",
+      contract=("3.claim-new", "1.two-serves"))
 def balances(f: Facts) -> list[Verdict]:
     """Final balances equal the initial ones moved once by every applied channel GUID, and sum the same."""
     initial = dict(f.scenario.get("accounts", {}))
@@ -79,7 +97,7 @@ def balances(f: Facts) -> list[Verdict]:
     out = []
     if sum(actual.values()) != sum(initial.values()):
         out.append(Verdict("balances", None, f"money was created or destroyed: balances sum to "
-                           f"{sum(actual.values())}, started at {sum(initial.values())}", (), ()))
+                           f"{sum(actual.values())}, started at {sum(initial.values())}", (), (), clause="3.claim-new"))
     if actual != expected:
         off = {a: (expected.get(a), actual.get(a)) for a in sorted(set(actual) | set(expected))
                if expected.get(a) != actual.get(a)}
@@ -90,10 +108,12 @@ def balances(f: Facts) -> list[Verdict]:
                            "final balances differ from what the applied GUIDs imply (account: expected, actual): "
                            + ", ".join(f"{a}: {e}, {x}" for a, (e, x) in off.items())
                            + (f"; debited more than once or under a GUID the channel never sent: {', '.join(extra)}"
-                              if extra else ""), (), seqs))
+                              if extra else ""), (), seqs, clause="3.claim-new"))
     return out
 
 
+@rule("one-debit-per-payment", "a payment the client meant once is debited once, whatever GUIDs it carried "
+      "(a rule for the client: a new GUID is a new transfer to the relay)", contract=("3.claim-new",))
 def one_debit_per_payment(f: Facts) -> list[Verdict]:
     """A payment the client meant to make once is debited at most once, whatever GUIDs it was sent under."""
     out = []
@@ -108,5 +128,6 @@ def one_debit_per_payment(f: Facts) -> list[Verdict]:
             out.append(Verdict("one-debit-per-payment", debited[0],
                                f"the client's one payment {intent!r} went out under {len(sent)} GUIDs "
                                f"({', '.join(sorted(sent))}) and {len(debited)} of them were debited: the client "
-                               "minted a new GUID instead of resending the same one", events, seqs))
+                               "minted a new GUID instead of resending the same one", events, seqs,
+                               clause="3.claim-new"))
     return out

@@ -194,6 +194,14 @@ class ResolveSkipsOrphans(Relay):
     RESOLVABLE = ("UNKNOWN",)
 
 
+class QueryFailureAsNotFound(Account):
+    """Resolve takes a query that failed or timed out as 'not found': the row goes FAILED and reprocess resends it."""
+
+    async def query(self, guid: str) -> str | None | bool:
+        found = await super().query(guid)
+        return False if found is None else found
+
+
 class PurgeUndecided(Relay):
     """Purge deletes old rows of every status, UNKNOWN and FAILED included: a resend then goes out again."""
 
@@ -224,6 +232,7 @@ MUTANTS: dict[str, dict[str, type]] = {
     "no_attempt_cap": {"relay_cls": NoAttemptCap},
     "resolve_ignores_min_age": {"relay_cls": ResolveIgnoresMinAge},
     "resolve_skips_orphans": {"relay_cls": ResolveSkipsOrphans},
+    "query_failure_as_not_found": {"account_cls": QueryFailureAsNotFound},
     "purge_undecided": {"relay_cls": PurgeUndecided},
     "purge_ignores_retention": {"relay_cls": PurgeIgnoresRetention},
 }

@@ -1,0 +1,99 @@
+"""Checkers of the contract's interface: answers that parse, the ledger table, batch commands, /health."""
+from __future__ import annotations
+
+import json
+
+from ..verdict import Verdict
+from .facts import KNOWN_CODES, Facts
+from .rulebook import rule
+
+REQUIRED_COLUMNS = ("guid", "status", "resp_code", "request", "response", "attempts", "updated_at")
+
+
+@rule("interface", "answers are JSON objects with guid and a known code, with the right HTTP status",
+      contract=("3.answer", "3.malformed"))
+def interface(f: Facts) -> list[Verdict]:
+    """Every answer is HTTP 200 with a JSON object holding guid and a known code; E400 comes with HTTP 400.
+
+    The contract asks for `guid` in the HTTP 200 answers only: an E400 answer to a
+    body that had no usable GUID may leave it out.
+    """
+    for c in f.channel:
+        if not c.answered:
+            continue
+        problem, cited = None, "3.answer"
+        try:
+            body = json.loads(c.body or "")
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            problem = f"the answer is not a JSON object: {str(c.body)[:80]!r}"
+        elif "code" not in body:
+            problem = f"the answer lacks code: {c.body[:80]!r}"
+        elif body["code"] not in KNOWN_CODES:
+            problem = f"the answer's code {body['code']!r} is not one of the contract's"
+        elif body["code"] == "E400":
+            if c.status != 400:
+                problem, cited = f"code E400 came with HTTP {c.status}", "3.malformed"
+        elif "guid" not in body:
+            problem = f"the answer lacks guid: {c.body[:80]!r}"
+        elif c.status != 200:
+            problem = f"code {body['code']} came with HTTP {c.status}"
+        if problem:
+            return [Verdict("interface", c.guid, problem, c.events, clause=cited)]
+    return []
+
+
+@rule("ledger-schema", "the ledger has the contract's table and columns, and can be read",
+      contract=("4.schema", "4.readers"))
+def ledger_schema(f: Facts) -> list[Verdict]:
+    out = []
+    for e in f.events:
+        if e.f == "ledger-schema":
+            missing = [c for c in REQUIRED_COLUMNS if c not in e.value.get("columns", [])]
+            if missing:
+                why = e.value.get("error") or "the table exists"
+                out.append(Verdict("ledger-schema", None, f"the ledger at LEDGER_PATH lacks table `ledger` or its "
+                                   f"columns {', '.join(missing)} ({why})", (e.index,), clause="4.schema"))
+        elif e.f == "ledger-snapshot" and e.type == "fail":
+            out.append(Verdict("ledger-schema", None, f"the ledger could not be read after step "
+                               f"{e.value.get('after_step')}: {e.value.get('error')}", (e.index,), clause="4.readers"))
+            break
+    return out
+
+
+@rule("batch-runs", "resolve, reprocess and purge run through and exit 0", contract=("1.batch-exit",))
+def batch_runs(f: Facts) -> list[Verdict]:
+    """A batch command exits 0 when it ran through; one killed at its time limit never did.
+
+    A non-zero exit while the account system was unreachable is accepted: whether a
+    batch "could not run" without it is the relay's call (the contract does not say).
+    """
+    out = []
+    for b in f.batches:
+        rc = b.end.value.get("returncode") if b.end else None
+        if b.end is not None and rc == 0:
+            continue
+        if b.end is not None and rc is not None and _account_unreachable(f, b.invoke.time, b.end.time):
+            continue
+        how = "was killed at its time limit" if b.end and rc is None else f"exited with status {rc}"
+        out.append(Verdict("batch-runs", None, f"`{' '.join(b.invoke.value.get('argv', []))}` {how}; a batch "
+                           "command exits 0 when it ran through", (b.invoke.index,) + ((b.end.index,) if b.end else ()),
+                           clause="1.batch-exit"))
+    return out
+
+
+def _account_unreachable(f: Facts, t0: float, t1: float) -> bool:
+    """Whether the account proxy was down, or cut or held answers, at some moment between t0 and t1."""
+    return any(down or any(kind in ("timeout", "limit_data", "reset_peer") for kind, _ in toxics)
+               for down, toxics in f.account_states(t0, t1))
+
+
+@rule("serve-ready", "serve starts and answers GET /health", contract=("1.ready", "3.health"))
+def serve_ready(f: Facts) -> list[Verdict]:
+    for e in f.events:
+        if e.f == "step" and e.type == "fail":
+            return [Verdict("serve-ready", None, f"step {e.value.get('step')} failed: "
+                            f"{str(e.value.get('error')).splitlines()[0]}", (e.index,),
+                            details={"error": e.value.get("error")}, clause="3.health")]
+    return []
