@@ -61,3 +61,34 @@ def test_a_relay_without_health_gets_the_serve_ready_verdict(run_chaos, broken):
     result = run_chaos(dataclasses.replace(SCENARIO, steps=(Send("g1"),)), manifest=broken("x", serve=no_health))
     assert rules(result) >= {"serve-ready"}
     assert "did not answer" in result.report(limit=20) and "GET /health" in result.report(limit=20)
+
+
+@pytest.fixture
+def lenient(tmp_path):
+    """A manifest for the reference relay changed only to ignore fields beyond the four."""
+    script = ROOT / "tests" / "relays" / "lenient_relay.py"
+    cmd = lambda c: json.dumps([sys.executable, str(script), c])  # noqa: E731
+    (tmp_path / "relay.toml").write_text(f'name = "lenient"\n[commands]\nserve = {cmd("serve")}\n'
+                                         f'resolve = {cmd("resolve")}\nreprocess = {cmd("reprocess")}\n'
+                                         f'purge = {cmd("purge")}\n')
+    return tmp_path / "relay.toml"
+
+
+@pytest.mark.parametrize("relay, answer", [("reference", "E400"), ("lenient", "0000")])
+def test_a_body_with_an_extra_field_may_be_refused_or_processed(run_chaos, lenient, relay, answer):
+    """Contract v1.1: fields beyond the four are the relay's to ignore or refuse; no verdict either way."""
+    from scenarios import ALL
+
+    manifest = lenient if relay == "lenient" else ROOT / "relay_under_test" / "reference" / "relay.toml"
+    result = run_chaos(ALL["malformed-requests"], manifest=manifest)
+    assert result.ok, result.report()
+    extra = [e for e in result.history
+             if e.f == "transfer" and e.type == "invoke" and '"extra"' in str(e.value.get("raw"))]
+    answers = [e.value.get("code") for e in result.history if e.f == "transfer" and e.type == "ok"
+               and e.process == extra[0].process]
+    assert answers == [answer], "the relay took the path this test is about"
+
+
+def test_an_e400_with_http_200_still_breaks_the_interface_rule(run_chaos, broken):
+    result = run_chaos(dataclasses.replace(SCENARIO, steps=(Send("m1", raw="not json"),)), manifest=broken("e400-200"))
+    assert "interface" in rules(result), result.report()

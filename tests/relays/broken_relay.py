@@ -2,7 +2,7 @@
 
     python broken_relay.py MODE COMMAND [...]
 
-MODE: non-json (answers text), http-500 (answers HTTP 500), no-table (never creates the ledger table),
+MODE: non-json (answers text), http-500 (answers HTTP 500), e400-200 (answers E400 with HTTP 200), no-table (never creates the ledger table),
 hang (batch commands never end), crash (batch commands exit 3). Otherwise it forwards like relay_base.
 """
 import os
@@ -18,6 +18,8 @@ SCHEMA = ("CREATE TABLE IF NOT EXISTS ledger (guid TEXT PRIMARY KEY, status TEXT
 
 
 async def transfer(request: web.Request) -> web.Response:
+    if MODE == "e400-200":
+        return web.json_response({"guid": None, "code": "E400"}, status=200)
     body = await request.json()
     if MODE == "non-json":
         return web.Response(text="OK, done")

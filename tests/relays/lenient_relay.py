@@ -1,0 +1,30 @@
+"""The reference relay, except that it ignores fields beyond the four instead of refusing them with E400.
+
+Contract v1.1 allows both; the harness's tests run this and the reference side by side.
+    python lenient_relay.py {serve|resolve|reprocess|purge} [...]
+"""
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from relay_under_test.reference.__main__ import main  # noqa: E402
+from relay_under_test.reference.relay import FIELDS, Relay  # noqa: E402
+
+
+class IgnoresExtraFields(Relay):
+    """Drops the fields beyond guid/from/to/amount before judging the body."""
+
+    async def transfer(self, raw: bytes) -> tuple[int, str]:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if isinstance(body, dict) and set(body) > FIELDS:
+            raw = json.dumps({k: body[k] for k in FIELDS}).encode()
+        return await super().transfer(raw)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:], relay_cls=IgnoresExtraFields))
