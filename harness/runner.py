@@ -48,7 +48,7 @@ def max_injected_delay_s(scenario: S.Scenario) -> float:
 
 def safe_min_age_s(scenario: S.Scenario) -> float:
     """A --min-age the contract calls safe: ACCOUNT_TIMEOUT_MS plus the longest injected delay, plus a margin."""
-    return scenario.account_timeout_ms / 1000 + max_injected_delay_s(scenario) + TOLERANCES.min_age_margin_s
+    return round(scenario.account_timeout_ms / 1000 + max_injected_delay_s(scenario) + TOLERANCES.min_age_margin_s, 3)
 
 
 class Runner:

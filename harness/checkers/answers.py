@@ -67,7 +67,8 @@ def e903_at_once(f: Facts) -> list[Verdict]:
                 if d is claimants[-1] or not d.answered or not d.timing_judged or d.request != f.channel_guids[guid]:
                     continue
                 t = d.sent_at
-                if not call["received_at"] < t or t + tol.e903_window_s >= min(answered, deadline):
+                if not call["received_at"] < t or t + tol.e903_window_s >= min(answered, deadline) or \
+                        f.hub_disturbed(d.invoke.time, d.completion.time):
                     continue
                 took = d.completion.time - t
                 if d.code != "E903" or took > tol.e903_at_once_s:
@@ -162,8 +163,7 @@ def answered_in_time(f: Facts) -> list[Verdict]:
         if not c.timing_judged:
             continue
         t0, t1 = c.sent_at, c.completion.time
-        faults = f.faults_at(c.invoke.time)
-        if any(p.startswith("hub-") for p in list(faults["toxics"]) + list(faults["disabled"])):
+        if f.hub_disturbed(c.invoke.time, t1):
             continue
         if any(t0 <= k <= t1 for k in kills) or any(e.f == "heal" and t0 <= e.time <= t1 for e in f.events):
             continue

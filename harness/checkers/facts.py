@@ -67,6 +67,15 @@ class ChannelCall:
         return self.invoke.value.get("raw")
 
     @property
+    def body_guid(self) -> str | None:
+        """The `guid` field of a raw body, as written (even when it is malformed)."""
+        try:
+            body = json.loads(self.raw or "")
+        except ValueError:
+            return None
+        return body.get("guid") if isinstance(body, dict) and isinstance(body.get("guid"), str) else None
+
+    @property
     def malformed(self) -> bool:
         return self.raw is not None and self.request is None
 
@@ -226,12 +235,22 @@ class Facts:
 
     @cached_property
     def channel_guids(self) -> dict[str, dict]:
-        """Every GUID the channel sent as a well-formed request, with its first request body."""
+        """Every GUID the channel sent as a well-formed request, with its first request body.
+
+        A body refused with E400 for fields beyond the four (v1.1) left nothing behind: it
+        does not make its GUID used.
+        """
         out: dict[str, dict] = {}
         for c in self.channel:
-            if c.request is not None and c.guid not in out:
+            refused = c.extra_fields and c.answered and c.code == "E400"
+            if c.request is not None and c.guid not in out and not refused:
                 out[c.guid] = c.request
         return out
+
+    def hub_disturbed(self, t0: float, t1: float) -> bool:
+        """Whether a hub proxy (channel → relay) had a toxic or was down at some moment from t0 to t1."""
+        return any(any(p.startswith("hub-") for p in list(faults["toxics"]) + list(faults["disabled"]))
+                   for faults in self._fault_moments(t0, t1))
 
     def events_for(self, guid: str) -> tuple[int, ...]:
         """Every history event naming the GUID, plus fault and process events, in order."""
@@ -249,13 +268,16 @@ class Facts:
     def call_seqs(self, guid: str) -> tuple[int, ...]:
         return tuple(c["seq"] for c in self.calls_for(guid))
 
+    def _fault_moments(self, t0: float, t1: float) -> list[dict]:
+        """The fault state at t0 and after each fault event up to t1."""
+        moments = [t0] + [e.time for e in self.events if e.process == "nemesis" and t0 <= e.time <= t1]
+        return [self.faults_at(t) for t in moments]
+
     def account_states(self, t0: float, t1: float) -> list[tuple[bool, set[tuple[str, str]]]]:
         """The account proxy's states from t0 to t1: (disabled, {(toxic kind, stream)}) at t0 and at each fault
         event up to t1."""
-        moments = [t0] + [e.time for e in self.events if e.process == "nemesis" and t0 <= e.time <= t1]
         states = []
-        for t in moments:
-            faults = self.faults_at(t)
+        for faults in self._fault_moments(t0, t1):
             toxics = {(x["kind"], x["stream"]) for x in faults["toxics"].get("account", {}).values()}
             states.append(("account" in faults["disabled"], toxics))
         return states
@@ -276,6 +298,8 @@ class Facts:
                 toxics.setdefault(v["proxy"], {})[v["toxic"]] = v
             elif e.f == "remove-toxic":
                 toxics.get(v["proxy"], {}).pop(v["toxic"], None)
+                if not toxics.get(v["proxy"], True):
+                    del toxics[v["proxy"]]
             elif e.f == "disable-proxy":
                 disabled.add(v["proxy"])
             elif e.f == "enable-proxy":

@@ -94,6 +94,6 @@ def serve_ready(f: Facts) -> list[Verdict]:
     for e in f.events:
         if e.f == "step" and e.type == "fail":
             return [Verdict("serve-ready", None, f"step {e.value.get('step')} failed: "
-                            f"{str(e.value.get('error')).splitlines()[0]}", (e.index,),
+                            f"{(str(e.value.get('error')).splitlines() or [''])[0]}", (e.index,),
                             details={"error": e.value.get("error")}, clause="3.health")]
     return []

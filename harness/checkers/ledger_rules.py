@@ -100,14 +100,15 @@ def converged(f: Facts) -> list[Verdict]:
 
 
 def _batch_windows(f: Facts, command: str):
-    """(batch, wall time it ended, ledger rows just before it, just after it) for each finished run."""
+    """(batch, wall time it ended, ledger rows just before it, just after it, when the rows before were read)
+    for each finished run."""
     for b in f.batches:
         if b.command != command or b.argument is None or b.end is None:
             continue
         before = [s for s in f.snapshots if s.index < b.invoke.index]
         after = [s for s in f.snapshots if s.index > b.end.index]
         if before and after:
-            yield b, b.end.value.get("wall", b.wall), before[-1].value["rows"], after[0].value["rows"]
+            yield b, b.end.value.get("wall", b.wall), before[-1].value["rows"], after[0].value["rows"], before[-1].time
 
 
 @rule("purge-retention", "purge deletes the DONE rows at least --retention old, and no younger ones",
@@ -115,7 +116,7 @@ def _batch_windows(f: Facts, command: str):
 def purge_retention(f: Facts) -> list[Verdict]:
     out = []
     tol = f.tolerances
-    for b, end_wall, rows0, rows1 in _batch_windows(f, "purge"):
+    for b, end_wall, rows0, rows1, _ in _batch_windows(f, "purge"):
         for guid, row in rows0.items():
             if row.get("status") != "DONE":
                 continue
@@ -136,7 +137,7 @@ def purge_retention(f: Facts) -> list[Verdict]:
 @rule("resolve-min-age", "resolve leaves rows younger than --min-age alone", contract=("5.resolve-min-age",))
 def resolve_min_age(f: Facts) -> list[Verdict]:
     out = []
-    for b, end_wall, rows0, rows1 in _batch_windows(f, "resolve"):
+    for b, end_wall, rows0, rows1, _ in _batch_windows(f, "resolve"):
         for guid, row in rows0.items():
             new = rows1.get(guid, {}).get("status")
             age = end_wall - row["updated_at"]
@@ -153,7 +154,7 @@ def resolve_min_age(f: Facts) -> list[Verdict]:
 def resolve_keeps_unanswered(f: Facts) -> list[Verdict]:
     """While the query API cannot answer (account proxy down, or answers held), resolve changes no row."""
     out = []
-    for b, _, rows0, rows1 in _batch_windows(f, "resolve"):
+    for b, _, rows0, rows1, _ in _batch_windows(f, "resolve"):
         if not _queries_cannot_answer(f, b.invoke.time, b.end.time):
             continue
         for guid, row in rows0.items():
@@ -177,8 +178,8 @@ def _queries_cannot_answer(f: Facts, t0: float, t1: float) -> bool:
 def malformed_no_effect(f: Facts) -> list[Verdict]:
     """For GUIDs the channel only ever sent malformed or had refused with E400: no row, no account call.
 
-    A malformed body's GUID is matched as a substring, so that bodies padded around
-    the run's GUID (an over-long or spaced GUID) are caught too.
+    A malformed body's GUID field is matched as it was written (an over-long or spaced
+    GUID), besides the run's GUID for the step.
     """
     out = []
     by_guid: dict[str, list] = {}
@@ -188,8 +189,9 @@ def malformed_no_effect(f: Facts) -> list[Verdict]:
     for guid, calls in by_guid.items():
         if not all(c.malformed or (c.answered and c.code == "E400") for c in calls):
             continue
-        rows = sorted({g for s in f.snapshots for g in s.value["rows"] if guid in g})
-        sent = [c for c in f.account_calls if guid in str(c.get("guid"))]
+        names = {guid} | {c.body_guid for c in calls if c.body_guid}
+        rows = sorted({g for s in f.snapshots for g in s.value["rows"] if g in names})
+        sent = [c for c in f.account_calls if c.get("guid") in names]
         if rows or sent:
             what = ", ".join(([f"a ledger row ({', '.join(rows)})"] if rows else []) +
                              ([f"{len(sent)} account call(s)"] if sent else []))
@@ -202,11 +204,13 @@ def malformed_no_effect(f: Facts) -> list[Verdict]:
 @rule("attempt-cap", "reprocess stops at --max-attempts", contract=("5.reprocess",))
 def attempt_cap(f: Facts) -> list[Verdict]:
     out = []
-    for b, _, rows0, rows1 in _batch_windows(f, "reprocess"):
+    for b, _, rows0, rows1, since in _batch_windows(f, "reprocess"):
         cap = int(b.argument)
         for guid, row in rows0.items():
             later = rows1.get(guid, {})
-            resent_by_channel = any(b.invoke.time <= c.invoke.time <= b.end.time for c in f.channel_for(guid))
+            # a channel resend in flight at any moment between the two snapshots may have made the attempt
+            resent_by_channel = any(c.invoke.time <= b.end.time and (c.completion is None or c.completion.time >= since)
+                                    for c in f.channel_for(guid))
             if (row.get("status") == "FAILED" and row["attempts"] >= cap and later.get("attempts", 0) > row["attempts"]
                     and not resent_by_channel):
                 out.append(Verdict("attempt-cap", guid, f"reprocess --max-attempts {cap} tried this GUID again "

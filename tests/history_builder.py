@@ -1,0 +1,200 @@
+"""Literal histories for testing the checkers alone: what a run would have recorded, written by hand.
+
+    h = HistoryBuilder(account_timeout_ms=300, accounts={"alice": 100, "bob": 0})
+    h.send("g1", at=0.0, answered_at=0.05)
+    h.account_call("g1", received_at=0.01, answered_at=0.02)
+    verdicts = checkers.check(h.build())
+
+Times are CLOCK_MONOTONIC seconds of the story (any origin); a ledger row's `updated_at` and the
+`wall` of snapshots and batches are wall-clock seconds, by default equal to the monotonic time.
+`build()` sorts the events by time (ties keep their order), header first and the account system's
+statistics last, shaped as harness/channel.py, runner.py, stack.py, supervisor.py and bank.py record them.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+
+from fixtures.account_system.bank import MESSAGES
+from harness import contract
+from harness.channel import transfer
+from harness.checkers.interface import REQUIRED_COLUMNS
+from harness.history import Event, History
+from harness.tolerances import CURRENT, Tolerances
+
+FLAGS = {"resolve": "--min-age", "reprocess": "--max-attempts", "purge": "--retention"}
+MESSAGES = {**MESSAGES, "E901": "outcome unknown", "E902": "not sent", "E903": "being sent", "E904": "guid reused"}
+
+
+def row(status: str, code: str | None = None, *, updated_at: float = 0.0, attempts: int = 1,
+        request: dict | None = None, response: str | None = None) -> dict:
+    """One ledger row as `read_ledger` returns it (the contract's seven columns)."""
+    return {"guid": None, "status": status, "resp_code": code, "request": json.dumps(request or {}),
+            "response": response, "attempts": attempts, "updated_at": updated_at}
+
+
+def answer(guid: str | None, code: str) -> str:
+    """The body a relay answers with: `{"guid": ..., "code": ..., "message": ...}`."""
+    return json.dumps({"guid": guid, "code": code, "message": MESSAGES.get(code, code)})
+
+
+class HistoryBuilder:
+    """Writes the events of one literal run; `build()` returns the History the checkers judge."""
+
+    def __init__(self, *, account_timeout_ms: int = 300, accounts: dict[str, int] | None = None,
+                 tolerances: Tolerances | None = CURRENT, name: str = "literal", max_attempts: int = 3):
+        """The scenario header's fields; tolerances=None records a history of before tolerances (V1)."""
+        self.header = dict(name=name, family="literal", description="a literal history", accounts=dict(accounts or {}),
+                           account_timeout_ms=account_timeout_ms, max_attempts=max_attempts, guids={}, steps=[],
+                           relay="literal", tag="lit", contract=contract.VERSION)
+        if tolerances is not None:
+            self.header["tolerances"] = tolerances.as_dict()
+        self.events: list[tuple[float, str, str, str, dict]] = []
+        self.requests: dict[str, dict] = {}  # GUID -> the last well-formed request the channel sent
+        self.calls: list[dict] = []
+        self.balances: dict[str, int] | None = None  # None: derived from the applied calls, as the bank does
+        self.columns, self.schema_error = list(REQUIRED_COLUMNS), None
+        self._procs, self._batches, self._steps = itertools.count(), itertools.count(1), itertools.count(1)
+
+    def add(self, at: float, process: str, type: str, f: str, **value) -> None:
+        """Any event at all, for what the other methods do not cover."""
+        self.events.append((at, process, type, f, value))
+
+    def send(self, guid: str | None, at: float = 0.0, answered_at: float | None = 0.05, code: str = "0000",
+             status: int | None = None, body: str | None = None, sent_at: float | None = None, retransmits: int = 0,
+             raw: str | None = None, race: int | None = None, request: dict | None = None, *, amount: int = 1,
+             intent: str | None = None, gave_up_at: float | None = None, error: str | None = None,
+             process: str | None = None, attempt: int = 1) -> str:
+        """One channel call (invoke, then ok; or info at gave_up_at; or nothing when both are None); its process."""
+        process = process or f"channel-a-{next(self._procs)}"
+        if raw is not None:
+            self.add(at, process, "invoke", "transfer", guid=guid, attempt=attempt, raw=raw)
+        else:
+            request = request or transfer(guid, "alice", "bob", amount)
+            self.requests[guid] = request
+            self.add(at, process, "invoke", "transfer", guid=guid, attempt=attempt, request=request,
+                     **({"intent": intent} if intent else {}), **({"race": race} if race else {}))
+        wire = dict(sent_at=at if sent_at is None else sent_at, retransmits=retransmits)
+        end = answered_at if answered_at is not None else gave_up_at
+        if end is not None and retransmits:
+            self.add(end, process, "ok", "accept-delay", guid=guid, retransmits=retransmits, race=race or 1)
+        if answered_at is not None:
+            body = answer(guid, code) if body is None else body
+            try:
+                parsed = json.loads(body)
+                code = parsed.get("code") if isinstance(parsed, dict) else None
+            except ValueError:
+                code = None
+            status = status if status is not None else (400 if code == "E400" else 200)
+            self.add(answered_at, process, "ok", "transfer", guid=guid, attempt=attempt,
+                     code=code if isinstance(code, str) else None, status=status, body=body, **wire)
+        elif gave_up_at is not None:
+            self.add(gave_up_at, process, "info", "transfer", guid=guid, attempt=attempt, timed_out=error is None,
+                     error=error or f"no answer within {gave_up_at - at:g} s", **wire)
+        return process
+
+    def account_call(self, guid: str | None, received_at: float, answered_at: float | None = None,
+                     code: str | None = "0000", applied: bool | None = None, ledger_status: str | None = "SENT",
+                     ledger_error: str | None = None, request: dict | None = None) -> None:
+        """One POST the account system received (default request: the channel's last for this GUID)."""
+        self.calls.append(dict(guid=guid, request=request or self.requests.get(guid), received_at=received_at,
+                               ledger_status=ledger_status, ledger_error=ledger_error, code=code,
+                               applied=(code == "0000") if applied is None else applied,
+                               answered_at=received_at + 0.001 if answered_at is None and code else answered_at,
+                               sent_row=None if ledger_error else ledger_status == "SENT"))
+
+    def _stats(self) -> dict:
+        """The account system's statistics (bank.Bank.stats): calls by arrival, per-GUID summaries, balances."""
+        calls = [{"seq": n, **c} for n, c in enumerate(sorted(self.calls, key=lambda c: c["received_at"]), 1)]
+        balances, guids = dict(self.header["accounts"]), {}
+        for c in calls:
+            req = c["request"] or {}
+            if c["applied"] and {"from", "to", "amount"} <= set(req):
+                balances[req["from"]] = balances.get(req["from"], 0) - req["amount"]
+                balances[req["to"]] = balances.get(req["to"], 0) + req["amount"]
+            if c["guid"] is not None:
+                s = guids.setdefault(c["guid"], {"calls": 0, "debits": 0, "codes": [], "first_code": c["code"]})
+                s.update(calls=s["calls"] + 1, debits=s["debits"] + c["applied"], codes=s["codes"] + [c["code"]])
+        return {"balances": balances if self.balances is None else self.balances, "guids": guids, "calls": calls,
+                "faults": {}}
+
+    def snapshot(self, rows: dict[str, dict] | None, at: float, kind: str = "send", after_step=None,
+                 wall: float | None = None, error: str | None = None) -> None:
+        """A ledger snapshot after a step (`observer ok ledger-snapshot`); with error, one that failed."""
+        n = next(self._steps) if after_step is None else after_step
+        if error is not None:
+            return self.add(at, "observer", "fail", "ledger-snapshot", after_step=n, kind=kind, error=error)
+        rows = {g: {**r, "guid": g} for g, r in (rows or {}).items()}
+        self.add(at, "observer", "ok", "ledger-snapshot", after_step=n, kind=kind,
+                 wall=at if wall is None else wall, rows=rows)
+
+    def schema(self, columns: list[str], error: str | None = None) -> None:
+        """The ledger's columns as the runner finally reads them (replaces the default: all required)."""
+        self.columns, self.schema_error = columns, error
+
+    def step_fail(self, step: str, error: str, at: float, n: int = 1) -> None:
+        """A step the runner could not run (a relay that would not start, say)."""
+        self.add(at, "runner", "invoke", "step", n=n, step=step)
+        self.add(at, "runner", "fail", "step", n=n, step=step, error=error)
+
+    def batch(self, command: str, arg: float, start: float, end: float | None, returncode: int | None = 0,
+              wall: float | None = None, end_wall: float | None = None) -> None:
+        """One run of resolve/reprocess/purge (`batch-N` invoke, then ok/fail; returncode None: killed)."""
+        process, arg_s = f"batch-{next(self._batches)}", str(arg) if isinstance(arg, int) else repr(float(arg))
+        self.add(start, process, "invoke", command, argv=["relay", command, FLAGS[command], arg_s],
+                 wall=start if wall is None else wall)
+        if end is not None:
+            self.add(end, process, "ok" if returncode == 0 else "fail", command, returncode=returncode,
+                     duration_s=end - start, wall=end if end_wall is None else end_wall,
+                     **({"timed_out_after_s": end - start} if returncode is None else {}))
+
+    def kill(self, slot: str, at: float) -> None:
+        """SIGKILL of a relay slot (`relay-SLOT` invoke/ok kill)."""
+        self.add(at, f"relay-{slot}", "invoke", "kill", pid=4242)
+        self.add(at, f"relay-{slot}", "ok", "kill", pid=4242, status=-9)
+
+    def start(self, slot: str, at: float) -> None:
+        """A relay slot started (`relay-SLOT` invoke/ok start)."""
+        self.add(at, f"relay-{slot}", "invoke", "start", port=40000, argv=["relay", "serve"])
+        self.add(at, f"relay-{slot}", "ok", "start", port=40000, pid=4242)
+
+    def toxic(self, proxy: str, kind: str, at: float, stream: str = "downstream", attributes: dict | None = None,
+              name: str | None = None) -> str:
+        """A toxic on proxy 'account' or 'hub-SLOT' (nemesis invoke/ok add-toxic); its name."""
+        name = name or f"{kind}_{stream}"
+        self.add(at, "nemesis", "invoke", "add-toxic", proxy=proxy, toxic=name, kind=kind, stream=stream,
+                 attributes=dict(attributes or {}))
+        self.add(at, "nemesis", "ok", "add-toxic", proxy=proxy, toxic=name)
+        return name
+
+    def remove_toxic(self, proxy: str, name: str, at: float) -> None:
+        """One toxic removed."""
+        self.add(at, "nemesis", "ok", "remove-toxic", proxy=proxy, toxic=name)
+
+    def disable(self, proxy: str, at: float) -> None:
+        """The proxy stops listening."""
+        self.add(at, "nemesis", "ok", "disable-proxy", proxy=proxy)
+
+    def enable(self, proxy: str, at: float) -> None:
+        """The proxy listens again."""
+        self.add(at, "nemesis", "ok", "enable-proxy", proxy=proxy)
+
+    def server_fault(self, at: float, **spec) -> None:
+        """Account-system faults (delay_ms, e500_next, e500_guids, hold_guids)."""
+        self.add(at, "nemesis", "ok", "server-fault", **{"e500_guids": [], "hold_guids": [], **spec})
+
+    def heal(self, at: float) -> None:
+        """Every toxic removed, every proxy enabled, server faults cleared."""
+        self.add(at, "nemesis", "ok", "heal")
+
+    def build(self) -> History:
+        """The History: header first, events by time, final schema and account statistics last."""
+        events = sorted(self.events, key=lambda e: e[0])
+        times = [e[0] for e in events] + [t for c in self.calls for t in (c["received_at"], c["answered_at"])
+                                          if t is not None]
+        first, last = min(times, default=0.0) - 1.0, max(times, default=0.0) + 1.0
+        self.header["guids"] = {g: g for g in self.requests}
+        tail = [(last, "observer", "ok", "ledger-schema", {"columns": self.columns, "error": self.schema_error}),
+                (last, "observer", "ok", "account-stats", {"stats": self._stats()})]
+        ordered = [(first, "runner", "ok", "scenario", self.header)] + events + tail
+        return History([Event(i, t, p, ty, f, v) for i, (t, p, ty, f, v) in enumerate(ordered)])
