@@ -41,3 +41,17 @@ else
   echo "bootstrap: no toxiproxy-server and no Go to build it; the harness will try a Docker daemon next." >&2
   echo "bootstrap: fix: install Go (https://go.dev/dl/) and run again, or set TOXIPROXY_URL to a running server." >&2
 fi
+
+# 3. The Go relay (relay_under_test/go/bin/relay), rebuilt only when its
+#    sources change: the stamp holds a sha256 of its *.go files, go.mod, go.sum.
+go_relay=relay_under_test/go
+if command -v go >/dev/null 2>&1; then
+  want=$(cd "$go_relay" && cat ./*.go go.mod go.sum | sha256sum | cut -d' ' -f1)
+  if [ ! -x "$go_relay/bin/relay" ] || [ "$(cat "$go_relay/bin/.stamp" 2>/dev/null)" != "$want" ]; then
+    echo "bootstrap: building the Go relay ($go_relay/bin/relay) ..."
+    (cd "$go_relay" && GOFLAGS=-mod=mod go build -o bin/relay .)
+    echo "$want" > "$go_relay/bin/.stamp"
+  fi
+else
+  echo "bootstrap: Go relay not built (no 'go' on PATH); fix: install Go 1.26+ (https://go.dev/dl/) and run scripts/bootstrap.sh again." >&2
+fi
