@@ -75,7 +75,7 @@ class Channel:
     target: str | Callable[[], str]
     timeout_s: float = 2.0
     name: str = "channel"
-    accept_allowance_s: float = 0.0  # racers wait this much longer (see harness.tolerances)
+    delivery_cap_s: float = 10.0  # racers wait this long for the relay to take their request (harness.tolerances)
     _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
     _procs: itertools.count = field(default_factory=itertools.count, init=False, repr=False)
 
@@ -146,14 +146,18 @@ class Channel:
         return outcome
 
     async def race(self, request: dict, n: int) -> list[Outcome]:
-        """Send n copies of one transfer at the same instant, each on its own fresh connection."""
+        """Send n copies of one transfer at the same instant, each on its own fresh connection.
+
+        A racer waits up to `delivery_cap_s` for the relay to take its request (its accept queue
+        may be full), then `timeout_s` for the answer; one never taken is aborted with a reset,
+        so no request of this run reaches the relay after the run has moved on.
+        """
         url = urlsplit(self.base_url())
         host, port = url.hostname or "127.0.0.1", url.port or 80
         data = raw_http.request_bytes(host, port, "/transfer", request)
         guid = str(request.get("guid"))
         conns = await asyncio.gather(*(raw_http.connect(host, port) for _ in range(n)), return_exceptions=True)
         barrier = asyncio.Event()
-        wait_s = self.timeout_s + self.accept_allowance_s
 
         async def racer(conn) -> Outcome:
             process = self._process()
@@ -166,10 +170,14 @@ class Channel:
                 outcome = Outcome(guid, 1, "info", error=f"connect failed: {conn!r}")
             else:
                 try:
-                    raw = await asyncio.wait_for(raw_http.exchange(*conn, data, wire), wait_s)
+                    raw = await raw_http.exchange(*conn, data, wire, deliver_within_s=self.delivery_cap_s,
+                                                  answer_within_s=self.timeout_s)
                     outcome = _answered(guid, 1, raw.status, raw.body)
                 except asyncio.TimeoutError:
-                    outcome = Outcome(guid, 1, "info", error=f"no answer within {wait_s:g} s", timed_out=True)
+                    outcome = Outcome(guid, 1, "info", error=f"no answer within {self.timeout_s:g} s of delivery",
+                                      timed_out=True)
+                except raw_http.NotDelivered as e:
+                    outcome = Outcome(guid, 1, "info", error=str(e), timed_out=True)
                 except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as e:
                     outcome = Outcome(guid, 1, "info", error=f"{type(e).__name__}: {e}")
             outcome = dataclasses.replace(outcome, sent_at=wire.sent_at, retransmits=wire.retransmits)

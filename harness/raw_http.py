@@ -14,15 +14,23 @@ import struct
 import time
 from dataclasses import dataclass
 
-TCPI_TOTAL_RETRANS = 100  # offset of tcpi_total_retrans in Linux's struct tcp_info
+TCPI_UNACKED = 24  # offsets in Linux's struct tcp_info
+TCPI_TOTAL_RETRANS = 100
+DELIVERY_POLL_S = 0.005
+
+
+class NotDelivered(Exception):
+    """The request's bytes were never acknowledged by the relay's kernel within the time allowed."""
 
 
 @dataclass
 class Wire:
-    """What the socket saw of one exchange: when the request was written, and TCP retransmits since connect.
+    """What the socket saw of one exchange: when the request reached the relay, and TCP retransmits.
 
-    Retransmits on loopback mean the peer's kernel dropped our segments: its accept
-    queue was full, so the request reached the relay later than it was written.
+    `sent_at` is the moment the relay's kernel had acknowledged every byte of the
+    request: it has reached the relay on an established connection (contract §3,
+    v1.1). Retransmits on loopback mean the peer's kernel dropped our segments: its
+    accept queue was full.
     """
 
     sent_at: float | None = None
@@ -30,14 +38,32 @@ class Wire:
     retransmits: int = 0
 
 
-def tcp_retransmits(writer: asyncio.StreamWriter) -> int:
-    """Segments this connection has retransmitted so far (0 where TCP_INFO is not available)."""
+def _tcp_info(writer: asyncio.StreamWriter, offset: int) -> int | None:
     sock = writer.get_extra_info("socket")
     try:
         info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCPI_TOTAL_RETRANS + 4)
-        return struct.unpack_from("I", info, TCPI_TOTAL_RETRANS)[0]
+        return struct.unpack_from("I", info, offset)[0]
     except (OSError, AttributeError, struct.error):
-        return 0
+        return None  # no TCP_INFO here: take what was written as delivered
+
+
+def tcp_retransmits(writer: asyncio.StreamWriter) -> int:
+    """Segments this connection has retransmitted so far (0 where TCP_INFO is not available)."""
+    return _tcp_info(writer, TCPI_TOTAL_RETRANS) or 0
+
+
+async def delivered(writer: asyncio.StreamWriter, within_s: float) -> float:
+    """Wait until every byte written has been acknowledged by the peer's kernel; when that was seen.
+
+    An observation, polled: the harness learns when the request reached the relay,
+    it does not order events by sleeping. NotDelivered after within_s.
+    """
+    deadline = time.monotonic() + within_s
+    while _tcp_info(writer, TCPI_UNACKED):
+        if time.monotonic() > deadline:
+            raise NotDelivered(f"the relay's kernel had not acknowledged the request after {within_s:g} s")
+        await asyncio.sleep(DELIVERY_POLL_S)
+    return time.monotonic()
 
 
 class RawResponse:
@@ -59,28 +85,52 @@ def request_bytes(host: str, port: int, path: str, payload: dict) -> bytes:
 
 
 async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, data: bytes,
-                   wire: Wire | None = None) -> RawResponse:
-    """Write one request, read the whole answer (Content-Length, chunked, or to EOF); `wire` is filled in
-    even when the exchange fails or is cancelled."""
+                   wire: Wire | None = None, *, deliver_within_s: float = 30.0,
+                   answer_within_s: float | None = None) -> RawResponse:
+    """Write one request, wait for it to be delivered, then read the whole answer (Content-Length, chunked,
+    or to EOF) within answer_within_s of delivery. NotDelivered or asyncio.TimeoutError otherwise;
+    `wire` is filled in even when the exchange fails."""
     wire = wire or Wire()
     try:
         writer.write(data)
         await writer.drain()
-        wire.sent_at = time.monotonic()
-        head = await reader.readuntil(b"\r\n\r\n")
-        status_line, *header_lines = head.decode("latin-1").split("\r\n")
-        status = int(status_line.split()[1])
-        headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines if h)}
-        if "content-length" in headers:
-            body = await reader.readexactly(int(headers["content-length"]))
-        elif headers.get("transfer-encoding", "").lower() == "chunked":
-            body = await _read_chunked(reader)
-        else:
-            body = await reader.read()
-        return RawResponse(status, body)
+        wire.sent_at = await delivered(writer, deliver_within_s)
+        return await asyncio.wait_for(_read_answer(reader), answer_within_s)
     finally:
         wire.retransmits = max(0, tcp_retransmits(writer) - wire.retransmits_at_connect)
-        writer.close()
+        if wire.sent_at is None:
+            abort(writer)
+        else:
+            writer.close()
+
+
+def abort(writer: asyncio.StreamWriter) -> None:
+    """Close with a reset: bytes the peer has not taken die with the connection.
+
+    A plain close would keep retransmitting them, and a relay whose accept queue
+    was full could then receive the request long after the channel gave up on it.
+    """
+    sock = writer.get_extra_info("socket")
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except (OSError, AttributeError):
+        pass
+    writer.transport.abort()
+
+
+async def _read_answer(reader: asyncio.StreamReader) -> RawResponse:
+    """One HTTP answer, read to its end."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    status = int(status_line.split()[1])
+    headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines if h)}
+    if "content-length" in headers:
+        body = await reader.readexactly(int(headers["content-length"]))
+    elif headers.get("transfer-encoding", "").lower() == "chunked":
+        body = await _read_chunked(reader)
+    else:
+        body = await reader.read()
+    return RawResponse(status, body)
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:

@@ -191,7 +191,7 @@ class Runner:
         key = (slot, via_hub, timeout)
         if key not in self.channels:
             ch = self.stack.channel(slot, via_hub=via_hub, timeout_s=timeout)
-            ch.accept_allowance_s = TOLERANCES.race_accept_allowance_s
+            ch.delivery_cap_s = TOLERANCES.delivery_cap_s
             ch.name = f"channel-{slot}{'' if via_hub else '-direct'}-{len(self.channels)}"
             self.loop.run(ch.__aenter__())
             self.channels[key] = ch

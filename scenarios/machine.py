@@ -170,6 +170,9 @@ class ChaosMachine(RuleBasedStateMachine):
     def batch(self, command):
         """One batch run, with the arguments a careful operator uses."""
         if command == "resolve":
+            if "held" in self.active:  # a held call is in transit: resolve must not meet it (contract §6)
+                self.active.discard("held")
+                self._do(S.Release())
             self._do(S.Resolve(MIN_AGE_S))
         elif command == "reprocess":
             self._do(S.Reprocess(max_attempts=3))

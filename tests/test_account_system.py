@@ -65,9 +65,24 @@ def test_a_held_transfer_is_not_found_until_it_has_been_processed(bank):
     assert query(bank, "slow").status_code == 404, "still being processed: not found yet"
     assert bank.stats()["guids"]["slow"]["codes"] == [None]
     bank.release(["slow"])
+    assert query(bank, "slow").json()["found"] is True, "a release returns once the call has been processed"
     sender.join(5)
     assert answer["r"].json()["code"] == "0000"
-    assert query(bank, "slow").json()["found"] is True
+
+
+@pytest.mark.parametrize("how", ["release", "clear_faults"])
+def test_a_query_right_after_a_release_or_heal_finds_every_held_call(bank, how):
+    """Nothing released is still in transit when the release returns (the harness's promise, contract §6)."""
+    bank.set_faults(hold_guids=[f"h{i}" for i in range(8)])
+    senders = [threading.Thread(target=post, args=(bank, f"h{i}")) for i in range(8)]
+    for s in senders:
+        s.start()
+    for i in range(8):
+        assert bank.wait_calls(f"h{i}", 1, timeout_s=5) == 1
+    bank.release() if how == "release" else bank.clear_faults()
+    assert [query(bank, f"h{i}").status_code for i in range(8)] == [200] * 8
+    for s in senders:
+        s.join(5)
 
 
 def test_a_processing_delay_holds_each_call(bank):

@@ -182,8 +182,8 @@ def accept_notes(f: Facts) -> list[str]:
         return []
     widest = max((c.invoke.value.get("race") or 1) for c in delayed)
     retrans = sorted(c.completion.value.get("retransmits", 0) for c in delayed)
-    waits = sorted(c.completion.time - c.sent_at for c in delayed if c.sent_at is not None)
-    slowest = f"; the slowest answered {waits[-1]:.2f} s after its request was written" if waits else ""
+    waits = sorted(c.sent_at - c.invoke.time for c in delayed if c.sent_at is not None)
+    slowest = f"; the longest wait for the relay to take a request was {waits[-1]:.2f} s" if waits else ""
     burst = f"under {widest} simultaneous connections" if widest > 1 else "on a single connection"
     return [f"its accept queue overflowed {burst}: {len(delayed)} request(s) needed TCP retransmits "
             f"({retrans[0]}-{retrans[-1]} each, ~1 s apart){slowest}; this time was reported, not judged "
