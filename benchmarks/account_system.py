@@ -16,8 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness.account_system import AccountSystem
-from harness.processes import free_port, spawn, wait_http_ok
+from relaychaos.stack.account_system import AccountSystem
+from relaychaos.stack.processes import free_port, spawn, wait_http_ok
 
 from .load import closed_loop, median
 

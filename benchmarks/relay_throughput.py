@@ -17,9 +17,11 @@ import random
 import tempfile
 from pathlib import Path
 
-from harness import manifest, toxiproxy_server
-from harness.account_system import AccountSystem
-from harness.stack import Stack
+from relaychaos.stack import manifest
+
+from relaychaos.stack import toxiproxy_server
+from relaychaos.stack.account_system import AccountSystem
+from relaychaos.stack.world import Stack
 
 from .load import closed_loop, median
 

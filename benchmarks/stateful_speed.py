@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 
 from harness import manifest, scenario_file, toxiproxy_server  # noqa: E402
 from harness import steps as S  # noqa: E402
-from harness.account_system import AccountSystem  # noqa: E402
-from harness.stack import Stack  # noqa: E402
-from scenarios.machine import ACCOUNTS, TIMEOUT_MS, ChaosMachine, Context, bind  # noqa: E402
+from relaychaos.stack.account_system import AccountSystem  # noqa: E402
+from relaychaos.stack.world import Stack  # noqa: E402
+from relaychaos.scenarios.machine import ACCOUNTS, TIMEOUT_MS, ChaosMachine, Context, bind  # noqa: E402
 
 COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None, print_blob=False)
 POWER = ["base", "mutants/check_then_insert", "mutants/write_after_call", "mutants/memory_ledger",

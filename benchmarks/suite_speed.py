@@ -32,11 +32,12 @@ def timed(argv: list[str]) -> float:
 
 def catch_times() -> list[tuple[str, str, float, bool]]:
     sys.path.insert(0, str(ROOT))
-    from harness import manifest, toxiproxy_server
-    from harness.account_system import AccountSystem
-    from harness.chaos import run_and_check
-    from harness.stack import Stack
-    from scenarios import ALL
+    from relaychaos.stack import manifest
+    from relaychaos.stack import toxiproxy_server
+    from relaychaos.stack.account_system import AccountSystem
+    from relaychaos.chaos import run_and_check
+    from relaychaos.stack.world import Stack
+    from relaychaos.scenarios import ALL
     from tests.test_kill_matrix import BROKEN, MEANT_FOR
 
     work = Path(tempfile.mkdtemp(prefix="bench-catch-"))

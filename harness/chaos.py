@@ -1,15 +1,20 @@
-"""Run a scenario, keep its history, check it: the one entry point the suite, the CLI and Hypothesis share."""
+"""Run a scenario, keep its history, check it: the one entry point the suite, the CLI and Hypothesis share.
+
+This is the API layer over the parts: the engine runs, the checkers judge, the
+reports render. Histories are saved as JSON lines beside the run's logs.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import checkers
-from .history import History
-from .runner import run_scenario
-from .stack import Stack
-from .steps import Scenario
-from .verdict import Verdict
+from relaychaos import checkers
+from relaychaos.checkers.verdict import Verdict
+from relaychaos.engine.runner import run_scenario
+from relaychaos.engine.steps import Scenario
+from relaychaos.history import History
+from relaychaos.reports.incident import report
+from relaychaos.stack.world import Stack
 
 
 class ChaosFailure(AssertionError):
@@ -24,7 +29,6 @@ class ChaosResult:
     history: History
     verdicts: list[Verdict]
     history_path: Path
-    relay: str
     notes: list[str] = field(default_factory=list)  # what was noticed that is not a verdict
 
     @property
@@ -32,7 +36,7 @@ class ChaosResult:
         return not self.verdicts
 
     def report(self, limit: int = 5) -> str:
-        text = checkers.report(self.history, self.verdicts, limit)
+        text = report(self.history, self.verdicts, limit)
         if self.notes:
             text += "\n\nnotes (not verdicts):\n" + "\n".join(f"  - {n}" for n in self.notes)
         return f"{text}\n\nhistory: {self.history_path}" if self.verdicts else text
@@ -45,12 +49,21 @@ class ChaosResult:
 def run_and_check(stack: Stack, scenario: Scenario, tag: str | None = None) -> ChaosResult:
     """Run scenario on a fresh stack, save the history in the stack's folder, and check it."""
     history = run_scenario(stack, scenario, tag)
-    path = stack.workdir / "history.jsonl"
-    history.save(path)
-    return ChaosResult(scenario, history, checkers.check(history), path, stack.manifest.name,
-                       checkers.notes(history))
+    path = save_history(history, stack.workdir / "history.jsonl")
+    return ChaosResult(scenario, history, checkers.check(history), path, checkers.notes(history))
+
+
+def save_history(history: History, path: Path) -> Path:
+    """Write a history as JSON lines (one event a line); returns the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(history.dumps())
+    return path
+
+
+def load_history(path: Path) -> History:
+    return History.loads(Path(path).read_text())
 
 
 def recheck(path: Path) -> list[Verdict]:
-    """Check a saved history again (after a checker changed, say)."""
-    return checkers.check(History.load(path))
+    """Check a saved history again (after a checker changed, say), by the tolerances it recorded."""
+    return checkers.check(load_history(path))

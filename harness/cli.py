@@ -16,23 +16,24 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import HarnessError
+from relaychaos import paths
+from relaychaos.errors import HarnessError
 
-ROOT = Path(__file__).resolve().parent.parent
-SUITE = ROOT / "scenarios"
-DEFAULT_RELAY = ROOT / "relay_under_test" / "reference" / "relay.toml"
+# The suite's pytest configuration, written into each run folder: the run needs no checkout.
+SUITE_INI = "[pytest]\naddopts = -p no:cacheprovider\n"
 
 
 def preflight(relay: Path, out: Path) -> None:
     """Fail fast, with one message, on what would stop every scenario: the manifest, Toxiproxy."""
-    from . import manifest, toxiproxy_server
+    from relaychaos.stack import manifest
+    from relaychaos.stack import toxiproxy_server
 
     manifest.load(relay)
     toxiproxy_server.acquire(out).close()
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    relay = Path(args.relay).resolve() if args.relay else DEFAULT_RELAY
+    relay = Path(args.relay).resolve() if args.relay else paths.reference_relay()
     out = Path(args.out) if args.out else Path("runs") / time.strftime("%Y%m%d-%H%M%S")
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -41,17 +42,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2
-    argv = [sys.executable, "-m", "pytest", str(SUITE), "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"),
+    ini = out / "pytest.ini"
+    ini.write_text(SUITE_INI)
+    suite = paths.suite()
+    argv = [sys.executable, "-m", "pytest", str(suite), "--rootdir", str(suite), "-c", str(ini),
             "--relay", str(relay), "--junitxml", str(out / "junit.xml"),
-            "--relaychaos-results", str(out / "results.json"), "-p", "no:cacheprovider", "-q"]
+            "--relaychaos-results", str(out / "results.json"), "-q"]
     if args.workers != "0":
         argv += ["-n", args.workers]
     argv += args.pytest_args
     print(f"relaychaos: running the suite against {relay} -> {out}", flush=True)
-    rc = subprocess.call(argv, cwd=ROOT)
+    rc = subprocess.call(argv, cwd=out)
     results = out / "results.json"
     if rc in (0, 1) and results.exists():
-        from reports.html import write as write_html
+        from relaychaos.reports.html import write as write_html
 
         write_html(results)
         summary = json.loads(results.read_text())["summary"]
@@ -64,12 +68,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run one scenario file against a relay and print the verdict with its per-GUID timeline."""
-    from . import manifest, scenario_file, toxiproxy_server
-    from .account_system import AccountSystem
-    from .chaos import run_and_check
-    from .stack import Stack
+    from relaychaos.stack import manifest
+    from relaychaos.engine import scenario_file
+    from relaychaos.stack import toxiproxy_server
+    from relaychaos.stack.account_system import AccountSystem
+    from relaychaos.chaos import run_and_check
+    from relaychaos.stack.world import Stack
 
-    relay = Path(args.relay).resolve() if args.relay else DEFAULT_RELAY
+    relay = Path(args.relay).resolve() if args.relay else paths.reference_relay()
     out = (Path(args.out) if args.out else Path("runs") / f"replay-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     server = account = None
     try:

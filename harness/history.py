@@ -12,7 +12,6 @@ import json
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Iterator
 
 TYPES = ("invoke", "ok", "fail", "info")
@@ -33,11 +32,6 @@ class Event:
     def guid(self) -> str | None:
         return self.value.get("guid")
 
-    def line(self) -> str:
-        """A one-line rendering for timelines: `#12 +0.153s channel-0 ok transfer guid=g1 code=0000`."""
-        shown = " ".join(f"{k}={_short(v)}" for k, v in self.value.items() if k not in ("request", "body"))
-        return f"#{self.index} {self.process} {self.type} {self.f} {shown}".rstrip()
-
 
 class History:
     """An append-only, thread-safe event log; `append` is the only way in."""
@@ -46,11 +40,12 @@ class History:
         self._events: list[Event] = list(events or [])
         self._lock = threading.Lock()
 
-    def append(self, process: str, type: str, f: str, **value: Any) -> Event:
+    def append(self, process: str, type: str, f: str, at: float | None = None, **value: Any) -> Event:
+        """Add one event at monotonic time `at` (now, if not given); see harness.recorder for the kinds."""
         if type not in TYPES:
             raise ValueError(f"event type must be one of {TYPES}, not {type!r}")
         with self._lock:
-            event = Event(len(self._events), time.monotonic(), process, type, f, value)
+            event = Event(len(self._events), time.monotonic() if at is None else at, process, type, f, value)
             self._events.append(event)
         return event
 
@@ -70,19 +65,11 @@ class History:
                 if (f is None or e.f == f) and (type is None or e.type == type)
                 and (guid is None or e.guid == guid) and (process is None or e.process == process)]
 
-    def save(self, path: Path) -> None:
-        """Write the log as JSON lines, one event a line."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w") as out:
-            for e in list(self._events):
-                out.write(json.dumps(asdict(e), default=str) + "\n")
+    def dumps(self) -> str:
+        """The log as JSON lines, one event a line (what a saved history file holds)."""
+        return "".join(json.dumps(asdict(e), default=str) + "\n" for e in list(self._events))
 
     @classmethod
-    def load(cls, path: Path) -> "History":
-        with open(path) as src:
-            return cls([Event(**json.loads(line)) for line in src if line.strip()])
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    def loads(cls, text: str) -> "History":
+        """A history from its JSON lines."""
+        return cls([Event(**json.loads(line)) for line in text.splitlines() if line.strip()])

@@ -4,7 +4,10 @@
 
 Fixtures: `relay_manifest` (the relay under test), `toxiproxy` and
 `account_system` (one per xdist worker), `stack` (one per test: its own
-proxies, ledger and fixture state) and `make_stack` (for another relay).
+proxies, ledger and fixture state), `make_stack` (for another relay),
+`run_chaos` (run and check a scenario) and `relaychaos_budget` (the state
+machine's settings). The plugin only adds: no Hypothesis profile is loaded, so a
+project's own tests keep their settings.
 """
 from __future__ import annotations
 
@@ -13,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-DEFAULT_RELAY = Path(__file__).resolve().parent.parent / "relay_under_test" / "reference" / "relay.toml"
 _STACKS = pytest.StashKey[list]()
+BUDGETS = ("quick", "nightly", "ci")  # relaychaos.engine.budget.BUDGETS, named here so options load nothing
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -23,34 +26,40 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the relay.toml of the relay under test (default: the bundled reference relay)")
     group.addoption("--relaychaos-results", dest="relaychaos_results", default=None, metavar="PATH",
                     help="write the run's results JSON (outcome and verdicts per scenario) to PATH")
+    group.addoption("--relaychaos-budget", dest="relaychaos_budget", default=None, choices=BUDGETS,
+                    help="how hard the stateful machine searches: quick (8 examples), nightly (300), ci (12, "
+                         "derandomized); default: ci when CI is set, else quick")
     parser.addini("relaychaos_relay", "the relay.toml of the relay under test", default=None)
+    parser.addini("relaychaos_budget", "the stateful machine's budget: quick, nightly or ci", default=None)
 
 
 def relay_path(config: pytest.Config) -> Path:
     """--relay, else the ini value, else RELAYCHAOS_RELAY, else the bundled reference relay."""
     chosen = (config.getoption("relaychaos_relay") or config.getini("relaychaos_relay")
               or os.environ.get("RELAYCHAOS_RELAY"))
-    return Path(chosen) if chosen else DEFAULT_RELAY
+    if chosen:
+        return Path(chosen)
+    from relaychaos import paths
+
+    return paths.reference_relay()
+
+
+def budget_name(config: pytest.Config) -> str:
+    """--relaychaos-budget, else the ini value, else RELAYCHAOS_BUDGET, else ci under CI, else quick."""
+    from relaychaos.engine.budget import default_budget
+
+    chosen = (config.getoption("relaychaos_budget", None) or config.getini("relaychaos_budget")
+              or os.environ.get("RELAYCHAOS_BUDGET") or default_budget())
+    if chosen not in BUDGETS:
+        raise pytest.UsageError(f"relaychaos budget {chosen!r} (from the ini file or RELAYCHAOS_BUDGET) is not one "
+                                f"of {', '.join(BUDGETS)}; fix: set it to one of them")
+    return chosen
 
 
 FAMILIES = {"basic": "the contract's answer table with no fault", "fault": "network faults between the parts",
             "race": "concurrent duplicates", "crash": "relays killed and restarted",
             "batch": "resolve, reprocess and purge", "regression": "scenario files in scenarios/regressions",
             "stateful": "the Hypothesis state machine"}
-
-
-def register_hypothesis_profiles(config: pytest.Config) -> None:
-    """quick (local work, the default here), nightly (deeper), ci (Hypothesis loads it itself when CI is set)."""
-    from hypothesis import HealthCheck, settings
-    from hypothesis._settings import is_in_ci
-
-    common = dict(deadline=None, suppress_health_check=list(HealthCheck))
-    settings.register_profile("quick", max_examples=8, stateful_step_count=8, **common)
-    settings.register_profile("nightly", max_examples=300, stateful_step_count=20, **common)
-    settings.register_profile("ci", max_examples=12, stateful_step_count=8, derandomize=True, database=None,
-                              print_blob=True, **common)
-    if not config.getoption("hypothesis_profile", None) and not is_in_ci():
-        settings.load_profile("quick")
 
 
 # A test using any of these fixtures needs the real stack; it gets the `stack` marker by itself,
@@ -66,7 +75,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    register_hypothesis_profiles(config)
     config.addinivalue_line("markers", "stack: needs the real stack (Toxiproxy, the account system, a relay)")
     for family, what in FAMILIES.items():
         config.addinivalue_line("markers", f"{family}: relaychaos scenarios: {what}")
@@ -79,7 +87,7 @@ class _ResultsRecorder:
     """Collects every phase report (xdist sends workers' reports here) into the results JSON."""
 
     def __init__(self, relay: Path, out: Path):
-        from reports.results import RunResults
+        from relaychaos.reports.results import RunResults
 
         self.results, self.out = RunResults(str(relay), relay.parent.name), out
 
@@ -103,7 +111,7 @@ def relaychaos_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def relay_manifest(pytestconfig: pytest.Config):
-    from harness import manifest
+    from relaychaos.stack import manifest
 
     return manifest.load(relay_path(pytestconfig))
 
@@ -111,7 +119,7 @@ def relay_manifest(pytestconfig: pytest.Config):
 @pytest.fixture(scope="session")
 def toxiproxy(relaychaos_dir: Path):
     """The Toxiproxy control for this worker (server found or started as toxiproxy_server says)."""
-    from harness import toxiproxy_server
+    from relaychaos.stack import toxiproxy_server
 
     server = toxiproxy_server.acquire(relaychaos_dir)
     yield server.control
@@ -121,7 +129,7 @@ def toxiproxy(relaychaos_dir: Path):
 @pytest.fixture(scope="session")
 def account_system(relaychaos_dir: Path):
     """The account-system fixture process for this worker; each stack resets it."""
-    from harness.account_system import AccountSystem
+    from relaychaos.stack.account_system import AccountSystem
 
     system = AccountSystem.start(relaychaos_dir)
     yield system
@@ -131,13 +139,13 @@ def account_system(relaychaos_dir: Path):
 @pytest.fixture
 def make_stack(request: pytest.FixtureRequest, toxiproxy, account_system, relay_manifest, tmp_path: Path):
     """make_stack(manifest=None, **options) -> Stack, closed after the test; logs attached on failure."""
-    from harness.stack import Stack
+    from relaychaos.stack.world import Stack
 
     stacks = request.node.stash.setdefault(_STACKS, [])
 
     def make(manifest=None, **options) -> Stack:
         if manifest is not None and not hasattr(manifest, "commands"):
-            from harness import manifest as manifests
+            from relaychaos.stack import manifest as manifests
 
             manifest = manifests.load(manifest)
         stack = Stack(toxiproxy=toxiproxy, account=account_system, manifest=manifest or relay_manifest,
@@ -155,7 +163,7 @@ def run_chaos(request: pytest.FixtureRequest, make_stack):
     """run_chaos(scenario, manifest=None) -> ChaosResult: run on a fresh stack, check, record the verdicts."""
     import json
 
-    from harness.chaos import run_and_check
+    from relaychaos.chaos import run_and_check
 
     def run(scenario, manifest=None):
         stack = make_stack(manifest, accounts=scenario.accounts, account_timeout_ms=scenario.account_timeout_ms)
@@ -170,6 +178,14 @@ def run_chaos(request: pytest.FixtureRequest, make_stack):
 
 
 @pytest.fixture
+def relaychaos_budget(pytestconfig: pytest.Config):
+    """The Hypothesis settings of the chosen budget, for the relaychaos state machine alone."""
+    from relaychaos.engine.budget import budget_settings
+
+    return budget_settings(budget_name(pytestconfig))
+
+
+@pytest.fixture
 def stack(make_stack):
     """A Stack for the relay under test, its relay not yet started."""
     return make_stack()
@@ -180,9 +196,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
     if call.excinfo is not None:
-        from harness.errors import HarnessError
+        from relaychaos.errors import HarnessError
 
-        from harness.chaos import ChaosFailure
+        from relaychaos.chaos import ChaosFailure
 
         if isinstance(call.excinfo.value, HarnessError):
             report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
@@ -191,6 +207,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if report.failed:
         for i, stack in enumerate(item.stash.get(_STACKS, [])):
             for log in sorted(stack.workdir.glob("*.log")):
-                from harness.processes import log_tail
+                from relaychaos.stack.processes import log_tail
 
                 report.sections.append((f"relay log {log.name} (stack {i})", log_tail(log, 30)))

@@ -49,7 +49,7 @@ class RunResults:
 
     def by_rule(self) -> dict[str, dict]:
         """Per rule of the rule book: held or not, and which scenarios broke it (a grader's score sheet)."""
-        from harness.checkers import RULES
+        from relaychaos.checkers import RULES
 
         broken: dict[str, set[str]] = {}
         for s in self.scenarios.values():

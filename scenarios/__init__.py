@@ -7,7 +7,7 @@ also pytest markers (`-m race`). Scenario files in regressions/ run with them
 """
 from pathlib import Path
 
-from harness.steps import Scenario
+from relaychaos.engine.steps import Scenario
 
 from . import basics, batch_jobs, crashes, faults, races
 

@@ -1,5 +1,5 @@
 """Scenarios for the contract's answer table, with no fault: the rules every relay must keep."""
-from harness.steps import Release, Scenario, Send, ServerFault, WaitCalls
+from relaychaos.engine.steps import Release, Scenario, Send, ServerFault, WaitCalls
 
 # Malformed per contract §3 (${guid} is the run's GUID for the step's label, so any row or call they
 # wrongly cause is found): not a JSON object, a missing field, a wrong type, a value out of range.

@@ -1,5 +1,5 @@
 """Scenarios for the batch jobs: resolve's min-age, reprocess's claim and cap, purge's retention."""
-from harness.steps import (AddToxic, DisableProxy, EnableProxy, Heal, Purge, Release, RemoveToxic, Reprocess, Resolve,
+from relaychaos.engine.steps import (AddToxic, DisableProxy, EnableProxy, Heal, Purge, Release, RemoveToxic, Reprocess, Resolve,
                            Scenario, Send, ServerFault, Wait, WaitCalls)
 
 SCENARIOS = [

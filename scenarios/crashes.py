@@ -1,5 +1,5 @@
 """Scenarios where the relay is SIGKILLed mid-transfer and started again on the same ledger."""
-from harness.steps import AddToxic, Heal, Kill, RemoveToxic, Scenario, Send, Start, WaitCalls, WaitRow
+from relaychaos.engine.steps import AddToxic, Heal, Kill, RemoveToxic, Scenario, Send, Start, WaitCalls, WaitRow
 
 SCENARIOS = [
     Scenario("kill-before-account-call", family="crash", account_timeout_ms=1000,

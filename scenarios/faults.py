@@ -1,5 +1,5 @@
 """Scenarios for network faults between the parts: dropped answers and requests, latency, resets, refusals."""
-from harness.steps import AddToxic, DisableProxy, EnableProxy, Heal, RemoveToxic, Scenario, Send
+from relaychaos.engine.steps import AddToxic, DisableProxy, EnableProxy, Heal, RemoveToxic, Scenario, Send
 
 SCENARIOS = [
     Scenario("dropped-response-downstream", family="fault",

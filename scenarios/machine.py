@@ -1,6 +1,6 @@
 """The stateful chaos machine: Hypothesis draws sequences of the scenario engine's steps.
 
-Every rule is one or a few steps of harness.steps, run by the same Runner as
+Every rule is one or a few steps of relaychaos.engine.steps, run by the same Runner as
 the named scenarios, so a failing example is a scenario and is written out as a
 scenario file. Invariants (no second account call, no second debit, money
 conserved) are checked after every step; the full rule book after the final
@@ -22,11 +22,15 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, rule
 
-from harness import checkers, scenario_file
-from harness import steps as S
-from harness.history import History
-from harness.runner import Runner, safe_min_age_s
-from harness.stack import Stack
+from relaychaos import checkers
+
+from relaychaos.engine import scenario_file
+from relaychaos.engine import steps as S
+from relaychaos.engine.final_phase import safe_min_age_s
+from relaychaos.engine.runner import Runner
+from relaychaos.recorder import Recorder
+from relaychaos.reports.incident import report
+from relaychaos.stack.world import Stack
 
 TIMEOUT_MS = 200
 ACCOUNTS = {"alice": 10_000, "bob": 10_000}
@@ -72,10 +76,8 @@ class ChaosMachine(RuleBasedStateMachine):
         ctx = self.context
         ctx.examples += 1
         stack = ctx.stack
-        stack.history = History()
-        stack.supervisor.history = stack.history
         stack.account.reset(ledger_path=stack.ledger_path, accounts=ACCOUNTS)
-        self.runner = Runner(stack, PLAN)
+        self.runner = Runner(stack, PLAN, Recorder())  # a fresh recorder: each example has its own history
         self.steps: list = []
         self.active: set[str] = set()
         self.retired: set[str] = set()
@@ -192,7 +194,7 @@ class ChaosMachine(RuleBasedStateMachine):
         stats = self.runner.stack.account.stats()
         bad = [g for g, s in stats["guids"].items() if s["calls"] > 1 or s["debits"] > 1]
         if bad or sum(stats["balances"].values()) != sum(ACCOUNTS.values()):
-            self.runner.stack.account_stats()  # record the observation, then explain it
+            self.runner.observer.account_stats()  # record the observation, then explain it
             self._fail(checkers.check(self.runner.history), "invariant after the last step")
 
     def teardown(self):
@@ -211,7 +213,7 @@ class ChaosMachine(RuleBasedStateMachine):
         ctx = self.context
         if ctx.first_failure_at is None:
             ctx.first_failure_at = (ctx.examples, time.monotonic() - ctx.started)
-        text = checkers.report(self.runner.history, verdicts, limit=2)
+        text = report(self.runner.history, verdicts, limit=2)
         rules = sorted({v.rule for v in verdicts})
         ctx.failures.append(",".join(rules))
         path = self._write(rules)

@@ -1,5 +1,5 @@
 """Scenarios for concurrent duplicates: many copies of one GUID at once, on one relay or two."""
-from harness.steps import Race, Release, Scenario, Send, ServerFault, Start, WaitCalls
+from relaychaos.engine.steps import Race, Release, Scenario, Send, ServerFault, Start, WaitCalls
 
 SCENARIOS = [
     Scenario("race-32-one-relay", family="race",

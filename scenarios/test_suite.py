@@ -2,8 +2,8 @@
 with its incident report."""
 import pytest
 
-from harness import scenario_file
-from scenarios import ALL, REGRESSION_FILES
+from relaychaos.engine import scenario_file
+from relaychaos.scenarios import ALL, REGRESSION_FILES
 
 
 @pytest.mark.parametrize("scenario", [pytest.param(s, marks=getattr(pytest.mark, s.family), id=s.name)

@@ -10,7 +10,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import contract  # noqa: E402
-from harness.checkers import RULES  # noqa: E402
-from scenarios import ALL  # noqa: E402
+from relaychaos.checkers import RULES  # noqa: E402
+from relaychaos.scenarios import ALL  # noqa: E402
 
 print(contract.rules_table(RULES), "", contract.coverage_table(ALL.values(), RULES), sep="\n")

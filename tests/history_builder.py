@@ -7,20 +7,23 @@
 
 Times are CLOCK_MONOTONIC seconds of the story (any origin); a ledger row's `updated_at` and the
 `wall` of snapshots and batches are wall-clock seconds, by default equal to the monotonic time.
-`build()` sorts the events by time (ties keep their order), header first and the account system's
-statistics last, shaped as harness/channel.py, runner.py, stack.py, supervisor.py and bank.py record them.
+`build()` replays the calls in time order (ties keep their order) through the harness's own
+Recorder with a story clock, header first and the account system's statistics last: the events
+have the shapes a real run records, by construction.
 """
 from __future__ import annotations
 
 import itertools
 import json
+from typing import Callable
 
-from fixtures.account_system.bank import MESSAGES
-from harness import contract
-from harness.channel import transfer
-from harness.checkers.interface import REQUIRED_COLUMNS
-from harness.history import Event, History
-from harness.tolerances import CURRENT, Tolerances
+from relaychaos.fixtures.account_system.bank import MESSAGES
+from relaychaos import contract
+from relaychaos.stack.channel import transfer
+from relaychaos.checkers.interface import REQUIRED_COLUMNS
+from relaychaos.history import History
+from relaychaos.recorder import Recorder
+from relaychaos.tolerances import CURRENT, Tolerances
 
 FLAGS = {"resolve": "--min-age", "reprocess": "--max-attempts", "purge": "--retention"}
 MESSAGES = {**MESSAGES, "E901": "outcome unknown", "E902": "not sent", "E903": "being sent", "E904": "guid reused"}
@@ -49,16 +52,20 @@ class HistoryBuilder:
                            relay="literal", tag="lit", contract=contract.VERSION)
         if tolerances is not None:
             self.header["tolerances"] = tolerances.as_dict()
-        self.events: list[tuple[float, str, str, str, dict]] = []
+        self.events: list[tuple[float, Callable[[Recorder], object]]] = []  # (time, what the recorder writes)
         self.requests: dict[str, dict] = {}  # GUID -> the last well-formed request the channel sent
         self.calls: list[dict] = []
         self.balances: dict[str, int] | None = None  # None: derived from the applied calls, as the bank does
         self.columns, self.schema_error = list(REQUIRED_COLUMNS), None
         self._procs, self._batches, self._steps = itertools.count(), itertools.count(1), itertools.count(1)
 
+    def at(self, at: float, write: Callable[[Recorder], object]) -> None:
+        """Have the recorder write something at story time `at`."""
+        self.events.append((at, write))
+
     def add(self, at: float, process: str, type: str, f: str, **value) -> None:
-        """Any event at all, for what the other methods do not cover."""
-        self.events.append((at, process, type, f, value))
+        """Any event at all, for what the recorder's methods do not cover."""
+        self.at(at, lambda r: r.history.append(process, type, f, at=at, **value))
 
     def send(self, guid: str | None, at: float = 0.0, answered_at: float | None = 0.05, code: str = "0000",
              status: int | None = None, body: str | None = None, sent_at: float | None = None, retransmits: int = 0,
@@ -67,17 +74,15 @@ class HistoryBuilder:
              process: str | None = None, attempt: int = 1) -> str:
         """One channel call (invoke, then ok; or info at gave_up_at; or nothing when both are None); its process."""
         process = process or f"channel-a-{next(self._procs)}"
-        if raw is not None:
-            self.add(at, process, "invoke", "transfer", guid=guid, attempt=attempt, raw=raw)
-        else:
+        if raw is None:
             request = request or transfer(guid, "alice", "bob", amount)
             self.requests[guid] = request
-            self.add(at, process, "invoke", "transfer", guid=guid, attempt=attempt, request=request,
-                     **({"intent": intent} if intent else {}), **({"race": race} if race else {}))
+        self.at(at, lambda r: r.transfer_sent(process, guid, attempt, request=request, raw=raw, intent=intent,
+                                              race=race))
         wire = dict(sent_at=at if sent_at is None else sent_at, retransmits=retransmits)
         end = answered_at if answered_at is not None else gave_up_at
         if end is not None and retransmits:
-            self.add(end, process, "ok", "accept-delay", guid=guid, retransmits=retransmits, race=race or 1)
+            self.at(end, lambda r: r.accept_delay(process, guid, retransmits, race or 1))
         if answered_at is not None:
             body = answer(guid, code) if body is None else body
             try:
@@ -86,11 +91,13 @@ class HistoryBuilder:
             except ValueError:
                 code = None
             status = status if status is not None else (400 if code == "E400" else 200)
-            self.add(answered_at, process, "ok", "transfer", guid=guid, attempt=attempt,
-                     code=code if isinstance(code, str) else None, status=status, body=body, **wire)
+            code = code if isinstance(code, str) else None
+            self.at(answered_at, lambda r: r.transfer_answered(process, guid, attempt, status=status, code=code,
+                                                               body=body, **wire))
         elif gave_up_at is not None:
-            self.add(gave_up_at, process, "info", "transfer", guid=guid, attempt=attempt, timed_out=error is None,
-                     error=error or f"no answer within {gave_up_at - at:g} s", **wire)
+            why = error or f"no answer within {gave_up_at - at:g} s"
+            self.at(gave_up_at, lambda r: r.transfer_unanswered(process, guid, attempt, error=why,
+                                                                timed_out=error is None, **wire))
         return process
 
     def account_call(self, guid: str | None, received_at: float, answered_at: float | None = None,
@@ -123,10 +130,9 @@ class HistoryBuilder:
         """A ledger snapshot after a step (`observer ok ledger-snapshot`); with error, one that failed."""
         n = next(self._steps) if after_step is None else after_step
         if error is not None:
-            return self.add(at, "observer", "fail", "ledger-snapshot", after_step=n, kind=kind, error=error)
-        rows = {g: {**r, "guid": g} for g, r in (rows or {}).items()}
-        self.add(at, "observer", "ok", "ledger-snapshot", after_step=n, kind=kind,
-                 wall=at if wall is None else wall, rows=rows)
+            return self.at(at, lambda r: r.ledger_unreadable(n, kind, error))
+        rows = {g: {**row_, "guid": g} for g, row_ in (rows or {}).items()}
+        self.at(at, lambda r: r.ledger_snapshot(n, kind, rows, at if wall is None else wall))
 
     def schema(self, columns: list[str], error: str | None = None) -> None:
         """The ledger's columns as the runner finally reads them (replaces the default: all required)."""
@@ -134,67 +140,76 @@ class HistoryBuilder:
 
     def step_fail(self, step: str, error: str, at: float, n: int = 1) -> None:
         """A step the runner could not run (a relay that would not start, say)."""
-        self.add(at, "runner", "invoke", "step", n=n, step=step)
-        self.add(at, "runner", "fail", "step", n=n, step=step, error=error)
+        self.at(at, lambda r: r.step_started(n, step))
+        self.at(at, lambda r: r.step_failed(n, step, error))
 
     def batch(self, command: str, arg: float, start: float, end: float | None, returncode: int | None = 0,
               wall: float | None = None, end_wall: float | None = None) -> None:
         """One run of resolve/reprocess/purge (`batch-N` invoke, then ok/fail; returncode None: killed)."""
-        process, arg_s = f"batch-{next(self._batches)}", str(arg) if isinstance(arg, int) else repr(float(arg))
-        self.add(start, process, "invoke", command, argv=["relay", command, FLAGS[command], arg_s],
-                 wall=start if wall is None else wall)
+        run, arg_s = next(self._batches), str(arg) if isinstance(arg, int) else repr(float(arg))
+        argv = ["relay", command, FLAGS[command], arg_s]
+        self.at(start, lambda r: r.batch_started(run, command, float(arg), argv, start if wall is None else wall))
         if end is not None:
-            self.add(end, process, "ok" if returncode == 0 else "fail", command, returncode=returncode,
-                     duration_s=end - start, wall=end if end_wall is None else end_wall,
-                     **({"timed_out_after_s": end - start} if returncode is None else {}))
+            self.at(end, lambda r: r.batch_ended(run, command, returncode, end - start,
+                                                 end if end_wall is None else end_wall, returncode is None))
 
     def kill(self, slot: str, at: float) -> None:
         """SIGKILL of a relay slot (`relay-SLOT` invoke/ok kill)."""
-        self.add(at, f"relay-{slot}", "invoke", "kill", pid=4242)
-        self.add(at, f"relay-{slot}", "ok", "kill", pid=4242, status=-9)
+        self.at(at, lambda r: r.killing(slot, 4242))
+        self.at(at, lambda r: r.killed(slot, 4242, -9))
 
     def start(self, slot: str, at: float) -> None:
         """A relay slot started (`relay-SLOT` invoke/ok start)."""
-        self.add(at, f"relay-{slot}", "invoke", "start", port=40000, argv=["relay", "serve"])
-        self.add(at, f"relay-{slot}", "ok", "start", port=40000, pid=4242)
+        self.at(at, lambda r: r.starting(slot, ["relay", "serve"]))
+        self.at(at, lambda r: r.started(slot, 40000, 4242))
 
     def toxic(self, proxy: str, kind: str, at: float, stream: str = "downstream", attributes: dict | None = None,
               name: str | None = None) -> str:
         """A toxic on proxy 'account' or 'hub-SLOT' (nemesis invoke/ok add-toxic); its name."""
         name = name or f"{kind}_{stream}"
-        self.add(at, "nemesis", "invoke", "add-toxic", proxy=proxy, toxic=name, kind=kind, stream=stream,
-                 attributes=dict(attributes or {}))
-        self.add(at, "nemesis", "ok", "add-toxic", proxy=proxy, toxic=name)
+        self.at(at, lambda r: r.toxic_adding(proxy, side(proxy), name, kind, stream, dict(attributes or {})))
+        self.at(at, lambda r: r.toxic_added(proxy, side(proxy), name))
         return name
 
     def remove_toxic(self, proxy: str, name: str, at: float) -> None:
         """One toxic removed."""
-        self.add(at, "nemesis", "ok", "remove-toxic", proxy=proxy, toxic=name)
+        self.at(at, lambda r: r.toxic_removed(proxy, side(proxy), name))
 
     def disable(self, proxy: str, at: float) -> None:
         """The proxy stops listening."""
-        self.add(at, "nemesis", "ok", "disable-proxy", proxy=proxy)
+        self.at(at, lambda r: r.proxy_set(proxy, side(proxy), False))
 
     def enable(self, proxy: str, at: float) -> None:
         """The proxy listens again."""
-        self.add(at, "nemesis", "ok", "enable-proxy", proxy=proxy)
+        self.at(at, lambda r: r.proxy_set(proxy, side(proxy), True))
 
     def server_fault(self, at: float, **spec) -> None:
         """Account-system faults (delay_ms, e500_next, e500_guids, hold_guids)."""
-        self.add(at, "nemesis", "ok", "server-fault", **{"e500_guids": [], "hold_guids": [], **spec})
+        self.at(at, lambda r: r.server_fault(**{"e500_guids": [], "hold_guids": [], **spec}))
 
     def heal(self, at: float) -> None:
         """Every toxic removed, every proxy enabled, server faults cleared."""
-        self.add(at, "nemesis", "ok", "heal")
+        self.at(at, lambda r: r.healed())
 
     def build(self) -> History:
         """The History: header first, events by time, final schema and account statistics last."""
-        events = sorted(self.events, key=lambda e: e[0])
-        times = [e[0] for e in events] + [t for c in self.calls for t in (c["received_at"], c["answered_at"])
+        events = sorted(self.events, key=lambda e: e[0])  # stable: ties keep their order
+        times = [t for t, _ in events] + [t for c in self.calls for t in (c["received_at"], c["answered_at"])
                                           if t is not None]
         first, last = min(times, default=0.0) - 1.0, max(times, default=0.0) + 1.0
         self.header["guids"] = {g: g for g in self.requests}
-        tail = [(last, "observer", "ok", "ledger-schema", {"columns": self.columns, "error": self.schema_error}),
-                (last, "observer", "ok", "account-stats", {"stats": self._stats()})]
-        ordered = [(first, "runner", "ok", "scenario", self.header)] + events + tail
-        return History([Event(i, t, p, ty, f, v) for i, (t, p, ty, f, v) in enumerate(ordered)])
+        now = [first]
+        recorder = Recorder(clock=lambda: now[0])
+        recorder.scenario(**self.header)
+        for t, write in events:
+            now[0] = t
+            write(recorder)
+        now[0] = last
+        recorder.ledger_schema(self.columns, self.schema_error)
+        recorder.account_stats(self._stats())
+        return recorder.history
+
+
+def side(proxy: str) -> str:
+    """The side a proxy is on, named as the Stack names them: 'account', or 'channel' for a hub."""
+    return "account" if proxy == "account" else "channel"

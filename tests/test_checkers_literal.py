@@ -1,8 +1,8 @@
 """Every checker proved on literal histories: no processes, no Toxiproxy, no network.
 
-Each rule of `harness.checkers.RULES` has at least one history where it holds and one where it
+Each rule of `relaychaos.checkers.RULES` has at least one history where it holds and one where it
 breaks; rules judged against a tolerance or a number are tested at the boundary: at the number,
-and a hair (EPS) past it. The numbers come from `harness.tolerances.CURRENT`, never from here.
+and a hair (EPS) past it. The numbers come from `relaychaos.tolerances.CURRENT`, never from here.
 
 `@holds(rule, ...)` and `@breaks(rule, guid)` turn a function returning a History into a test:
 `holds` asserts that no rule at all is broken (or, with `alone=True`, only that this one is not);
@@ -15,11 +15,12 @@ import json
 
 import pytest
 
-from harness.channel import transfer
-from harness.checkers import RULES, check, notes, report
-from harness.checkers.facts import Facts
-from harness.history import History
-from harness.tolerances import CURRENT, V1
+from relaychaos.stack.channel import transfer
+from relaychaos.checkers import RULES, check, notes
+from relaychaos.reports.incident import report
+from relaychaos.checkers.facts import Facts
+from relaychaos.history import History
+from relaychaos.tolerances import CURRENT, V1
 
 from .history_builder import HistoryBuilder, answer, row
 

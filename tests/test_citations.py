@@ -8,9 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import checkers, contract, scenario_file
-from harness.contract import CLAUSES
-from scenarios import ALL, INCIDENT_FILES, REGRESSION_FILES
+from relaychaos import checkers
+
+from relaychaos import contract
+
+from relaychaos.engine import scenario_file
+from relaychaos.contract import CLAUSES
+from relaychaos.scenarios import ALL, INCIDENT_FILES, REGRESSION_FILES
 
 from .conftest import ROOT
 

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.stack  # relaychaos run starts the whole stack
 
 
 def run(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "harness.cli", "run", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "relaychaos.cli", "run", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -7,8 +7,8 @@ are bugs of the first order.
 """
 import pytest
 
-from harness import scenario_file
-from scenarios import ALL, REGRESSION_FILES
+from relaychaos.engine import scenario_file
+from relaychaos.scenarios import ALL, REGRESSION_FILES
 
 from .conftest import ROOT
 

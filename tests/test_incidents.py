@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from harness import scenario_file
-from scenarios import INCIDENT_FILES, REGRESSION_FILES
+from relaychaos.engine import scenario_file
+from relaychaos.scenarios import INCIDENT_FILES, REGRESSION_FILES
 
 from .conftest import ROOT
 
@@ -35,7 +35,7 @@ def test_the_incident_holds_on_the_relays_it_says_it_holds_on(run_chaos, path, r
 
 
 def replay(*args):
-    return subprocess.run([sys.executable, "-m", "harness.cli", "replay", *map(str, args)], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "relaychaos.cli", "replay", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from harness.steps import Reprocess, Resolve, Scenario, Send
+from relaychaos.engine.steps import Reprocess, Resolve, Scenario, Send
 
 from .conftest import ROOT
 
@@ -77,7 +77,7 @@ def lenient(tmp_path):
 @pytest.mark.parametrize("relay, answer", [("reference", "E400"), ("lenient", "0000")])
 def test_a_body_with_an_extra_field_may_be_refused_or_processed(run_chaos, lenient, relay, answer):
     """Contract v1.1: fields beyond the four are the relay's to ignore or refuse; no verdict either way."""
-    from scenarios import ALL
+    from relaychaos.scenarios import ALL
 
     manifest = lenient if relay == "lenient" else ROOT / "relay_under_test" / "reference" / "relay.toml"
     result = run_chaos(ALL["malformed-requests"], manifest=manifest)

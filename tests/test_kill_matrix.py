@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios import ALL
+from relaychaos.scenarios import ALL
 
 from .conftest import ROOT
 
@@ -101,7 +101,7 @@ def test_a_verdict_reads_like_an_incident_report(run_chaos):
 
 
 def test_checks_can_be_run_again_on_a_saved_history(run_chaos):
-    from harness.chaos import recheck
+    from relaychaos.chaos import recheck
 
     result = run_chaos(ALL["purge-retention"], manifest=BROKEN["purge_ignores_retention"])
     again = recheck(result.history_path)

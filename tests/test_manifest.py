@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import manifest
-from harness.errors import ManifestError
+from relaychaos.stack import manifest
+from relaychaos.errors import ManifestError
 
 from .conftest import BASE, REFERENCE
 

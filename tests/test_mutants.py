@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import manifest
-from harness.channel import new_guid, transfer
-from relay_under_test.mutants.catalogue import MUTANTS, description
+from relaychaos.stack import manifest
+from relaychaos.stack.channel import new_guid, transfer
+from relaychaos.relay_under_test.mutants.catalogue import MUTANTS, description
 
 from .conftest import ROOT
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, errors, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from harness import scenario_file
-from scenarios.machine import ACCOUNTS, TIMEOUT_MS, Context, bind
+from relaychaos.engine import scenario_file
+from relaychaos.scenarios.machine import ACCOUNTS, TIMEOUT_MS, Context, bind
 
 from .conftest import ROOT
 

@@ -7,8 +7,8 @@ import time
 import pytest
 import requests
 
-from harness.channel import new_guid, transfer
-from harness.errors import RelayError
+from relaychaos.stack.channel import new_guid, transfer
+from relaychaos.errors import RelayError
 
 from .conftest import REFERENCE
 

@@ -3,10 +3,10 @@ import textwrap
 
 import pytest
 
-from harness import scenario_file
-from harness import steps as S
-from harness.scenario_file import ScenarioFileError
-from scenarios import ALL
+from relaychaos.engine import scenario_file
+from relaychaos.engine import steps as S
+from relaychaos.engine.scenario_file import ScenarioFileError
+from relaychaos.scenarios import ALL
 
 
 def write(tmp_path, text: str):

@@ -1,7 +1,7 @@
 """The real stack end to end: channel → [hub proxy] → relay_base → [account proxy] → account system."""
 import pytest
 
-from harness.channel import RetryPolicy, new_guid, transfer
+from relaychaos.stack.channel import RetryPolicy, new_guid, transfer
 
 from .conftest import BASE
 

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from harness import manifest
-from harness.errors import RelayError
-from harness.supervisor import Supervisor
+from relaychaos.stack import manifest
+from relaychaos.errors import RelayError
+from relaychaos.stack.supervisor import Supervisor
 
 from .conftest import BASE, REFERENCE
 
@@ -135,15 +135,15 @@ def test_no_relay_outlives_a_harness_that_is_killed(tmp_path):
     """Even SIGKILL of the harness itself takes its relays down (parent-death signal)."""
     script = textwrap.dedent(f"""
         import pathlib, sys, time
-        from harness import manifest
-        from harness.supervisor import Supervisor
+        from relaychaos.stack import manifest
+        from relaychaos.stack.supervisor import Supervisor
         sup = Supervisor(manifest.load({str(BASE)!r}), workdir=pathlib.Path({str(tmp_path)!r}),
                          account_url="http://127.0.0.1:9", account_timeout_ms=300)
         print(sup.start().child.pid, flush=True)
         time.sleep(600)
     """)
     harness = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    relay_pid = int(harness.stdout.readline())
-    harness.kill()
-    harness.wait()
+    relay_pid = int(relaychaos.stdout.readline())
+    relaychaos.kill()
+    relaychaos.wait()
     assert gone(relay_pid)

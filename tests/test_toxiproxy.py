@@ -2,9 +2,9 @@
 import pytest
 import requests
 
-from harness import toxiproxy_server
-from harness.errors import ToxiproxyError
-from harness.processes import free_port
+from relaychaos.stack import toxiproxy_server
+from relaychaos.errors import ToxiproxyError
+from relaychaos.stack.processes import free_port
 
 pytestmark = pytest.mark.stack  # the real Toxiproxy server
 

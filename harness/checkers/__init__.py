@@ -7,13 +7,13 @@ compose independent checks over one recorded history.
 """
 from __future__ import annotations
 
-from ..history import History
-from ..verdict import Verdict
-from . import money, ledger_rules, answers, interface  # noqa: F401 - registration order is report order
-from .facts import Facts
-from .rulebook import RULES, Rule
+from relaychaos.history import History
+from relaychaos.checkers.verdict import Verdict
+from relaychaos.checkers import money, ledger_rules, answers, interface  # noqa: F401 - registration order is report order
+from relaychaos.checkers.facts import Facts
+from relaychaos.checkers.rulebook import RULES, Rule
 
-__all__ = ["RULES", "Rule", "check", "notes", "report"]
+__all__ = ["RULES", "Rule", "Verdict", "check", "notes"]
 
 
 def check(history: History) -> list[Verdict]:
@@ -27,20 +27,3 @@ def check(history: History) -> list[Verdict]:
 def notes(history: History) -> list[str]:
     """What the run noticed about the relay that is not a verdict (e.g. an overflowing accept queue)."""
     return answers.accept_notes(Facts(history))
-
-
-def report(history: History, verdicts: list[Verdict], limit: int = 5) -> str:
-    """The verdicts as incident reports, the most serious first."""
-    from ..verdict import render
-
-    facts = Facts(history)
-    name = facts.scenario.get("name", "?")
-    if not verdicts:
-        return f"scenario {name}: every rule held"
-    head = [f"scenario {name} against relay '{facts.scenario.get('relay', '?')}': {len(verdicts)} violation(s) "
-            f"of {len({v.rule for v in verdicts})} rule(s)"]
-    if facts.scenario.get("description"):
-        head.append(f"  scenario: {facts.scenario['description']}")
-    shown = [render(v, history, facts.account_calls, facts.start, facts.labels) for v in verdicts[:limit]]
-    more = [f"... and {len(verdicts) - limit} more"] if len(verdicts) > limit else []
-    return "\n\n".join(["\n".join(head)] + shown + more)

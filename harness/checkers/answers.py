@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..contract import clause
-from ..verdict import Verdict
-from .facts import DEFINITE, ChannelCall, Facts
-from .rulebook import rule
+from relaychaos.contract import clause
+from relaychaos.checkers.verdict import Verdict
+from relaychaos.checkers.facts import DEFINITE, ChannelCall, Facts
+from relaychaos.checkers.rulebook import rule
 
 
 @dataclass(frozen=True)
@@ -88,14 +88,14 @@ def expected(f: Facts, c: ChannelCall, earlier: list[ChannelCall]) -> Expectatio
     if earlier or _overlapping(f, c):
         return None  # a resend, or racing another call of the GUID: which one claims it is not fixed
     faults = f.faults_at(c.invoke.time)
-    if any(p.startswith("hub-") for p in list(faults["toxics"]) + list(faults["disabled"])):
+    if faults.channel_side:
         return None
-    if "account" in faults["disabled"]:
+    if faults.account_down:
         return Expectation(frozenset({"E902"}), "3.refused",
                            "a first send while the account system's address refused connections (proxy down)")
-    toxics = faults["toxics"].get("account", {})
+    toxics = faults.account_toxics
     tol = f.tolerances
-    for t in toxics.values():
+    for t in toxics:
         a = t.get("attributes", {})
         if t["kind"] == "timeout" or (t["kind"] == "latency" and a.get("latency", 0) > tol.certain_timeout_factor *
                                       f.timeout_ms) or (t["kind"] == "limit_data" and t["stream"] == "downstream"):
@@ -104,7 +104,7 @@ def expected(f: Facts, c: ChannelCall, earlier: list[ChannelCall]) -> Expectatio
     end = c.completion.time if c.completion else c.invoke.time
     if end - c.invoke.time >= f.timeout_ms / 1000:
         return None  # slow enough that the relay may rightly have timed out on a busy machine
-    disturbed = toxics or c.guid in faults["held"] or faults["delay_ms"] > tol.disturbing_delay_factor * f.timeout_ms \
+    disturbed = toxics or c.guid in faults.held or faults.delay_ms > tol.disturbing_delay_factor * f.timeout_ms \
         or any(e.f in ("kill", "server-fault", "add-toxic", "disable-proxy") and c.invoke.time <= e.time <= end
                for e in f.events)
     if not disturbed:

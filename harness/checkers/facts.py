@@ -11,12 +11,13 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ..history import Event, History
-from ..tolerances import Tolerances
+from relaychaos.history import Event, History
+from relaychaos.tolerances import Tolerances
 
 DEFINITE = {"0000", "B201", "B202", "B203", "E500"}
 KNOWN_CODES = DEFINITE | {"E400", "E901", "E902", "E903", "E904"}
 TRANSFER_FIELDS = ("guid", "from", "to", "amount")
+BATCH_COMMANDS = ("resolve", "reprocess", "purge")
 GUID_FORM = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -127,11 +128,7 @@ class Batch:
 
     @property
     def argument(self) -> float | None:
-        argv = self.invoke.value.get("argv", [])
-        try:
-            return float(argv[-1])
-        except (ValueError, IndexError):
-            return None
+        return self.invoke.value.get("argument")
 
     @property
     def wall(self) -> float:
@@ -155,7 +152,7 @@ class Facts:
 
     @cached_property
     def tolerances(self) -> Tolerances:
-        """The tolerances this history was recorded under (see harness.tolerances)."""
+        """The tolerances this history was recorded under (see relaychaos.tolerances)."""
         return Tolerances.from_dict(self.scenario.get("tolerances"))
 
     @cached_property
@@ -224,7 +221,7 @@ class Facts:
         open_: dict[str, Batch] = {}
         out: list[Batch] = []
         for e in self.events:
-            if not e.process.startswith("batch-"):
+            if "run" not in e.value or e.f not in BATCH_COMMANDS:
                 continue
             if e.type == "invoke":
                 open_[e.process] = Batch(e.f, e, None)
@@ -249,8 +246,7 @@ class Facts:
 
     def hub_disturbed(self, t0: float, t1: float) -> bool:
         """Whether a hub proxy (channel → relay) had a toxic or was down at some moment from t0 to t1."""
-        return any(any(p.startswith("hub-") for p in list(faults["toxics"]) + list(faults["disabled"]))
-                   for faults in self._fault_moments(t0, t1))
+        return any(faults.channel_side for faults in self._fault_moments(t0, t1))
 
     def events_for(self, guid: str) -> tuple[int, ...]:
         """Every history event naming the GUID, plus fault and process events, in order."""
@@ -261,14 +257,14 @@ class Facts:
             if e.guid == guid or guid in (e.value.get("hold_guids") or ()) or guid in (e.value.get("guids") or ()):
                 out.append(e.index)
             elif (e.process == "nemesis" and not (e.f == "add-toxic" and e.type == "ok")) or \
-                    (e.process.startswith("relay-") and e.type != "invoke") or e.process.startswith("batch-"):
+                    ("slot" in e.value and e.type != "invoke") or (e.f in BATCH_COMMANDS and "run" in e.value):
                 out.append(e.index)
         return tuple(out)
 
     def call_seqs(self, guid: str) -> tuple[int, ...]:
         return tuple(c["seq"] for c in self.calls_for(guid))
 
-    def _fault_moments(self, t0: float, t1: float) -> list[dict]:
+    def _fault_moments(self, t0: float, t1: float) -> list["FaultState"]:
         """The fault state at t0 and after each fault event up to t1."""
         moments = [t0] + [e.time for e in self.events if e.process == "nemesis" and t0 <= e.time <= t1]
         return [self.faults_at(t) for t in moments]
@@ -278,40 +274,70 @@ class Facts:
         event up to t1."""
         states = []
         for faults in self._fault_moments(t0, t1):
-            toxics = {(x["kind"], x["stream"]) for x in faults["toxics"].get("account", {}).values()}
-            states.append(("account" in faults["disabled"], toxics))
+            states.append((faults.account_down, {(x["kind"], x["stream"]) for x in faults.account_toxics}))
         return states
 
-    def faults_at(self, t: float) -> dict:
-        """The fault state at monotonic time t: toxics per proxy, disabled proxies, held GUIDs, delay."""
-        toxics: dict[str, dict[str, dict]] = {}
-        disabled: set[str] = set()
-        held: set[str] = set()
-        delay_ms = 0.0
+    def faults_at(self, t: float) -> "FaultState":
+        """The fault state at monotonic time t: toxics and disabled proxies by side, held GUIDs, delay."""
+        state = FaultState()
         for e in self.events:
             if e.time > t:
                 break
-            if e.process != "nemesis":
-                continue
-            v = e.value
-            if e.f == "add-toxic" and e.type == "invoke":
-                toxics.setdefault(v["proxy"], {})[v["toxic"]] = v
-            elif e.f == "remove-toxic":
-                toxics.get(v["proxy"], {}).pop(v["toxic"], None)
-                if not toxics.get(v["proxy"], True):
-                    del toxics[v["proxy"]]
-            elif e.f == "disable-proxy":
-                disabled.add(v["proxy"])
-            elif e.f == "enable-proxy":
-                disabled.discard(v["proxy"])
-            elif e.f == "server-fault":
-                held |= set(v.get("hold_guids") or ())
-                delay_ms = float(v.get("delay_ms", delay_ms) or 0)
-            elif e.f == "release":
-                held = set() if v.get("guids") is None else held - set(v["guids"])
-            elif e.f == "heal":
-                toxics.clear()
-                disabled.clear()
-                held.clear()
-                delay_ms = 0.0
-        return {"toxics": toxics, "disabled": disabled, "held": held, "delay_ms": delay_ms}
+            if e.process == "nemesis":
+                state.apply(e)
+        return state
+
+
+@dataclass
+class FaultState:
+    """What the nemesis had in force at one moment. Proxies are keyed by name, with their `side`:
+    'channel' (a hub proxy in front of a relay) or 'account' (the proxy in front of the account system)."""
+
+    toxics: dict[str, dict[str, dict]] = field(default_factory=dict)  # proxy -> toxic name -> its add event
+    disabled: set[str] = field(default_factory=set)
+    sides: dict[str, str] = field(default_factory=dict)
+    held: set[str] = field(default_factory=set)
+    delay_ms: float = 0.0
+
+    def apply(self, e: Event) -> None:
+        """Fold one nemesis event in."""
+        v = e.value
+        if "proxy" in v:
+            self.sides[v["proxy"]] = v.get("side", "")
+        if e.f == "add-toxic" and e.type == "invoke":
+            self.toxics.setdefault(v["proxy"], {})[v["toxic"]] = v
+        elif e.f == "remove-toxic":
+            self.toxics.get(v["proxy"], {}).pop(v["toxic"], None)
+            if not self.toxics.get(v["proxy"], True):
+                del self.toxics[v["proxy"]]
+        elif e.f == "disable-proxy":
+            self.disabled.add(v["proxy"])
+        elif e.f == "enable-proxy":
+            self.disabled.discard(v["proxy"])
+        elif e.f == "server-fault":
+            self.held |= set(v.get("hold_guids") or ())
+            self.delay_ms = float(v.get("delay_ms", self.delay_ms) or 0)
+        elif e.f == "release":
+            self.held = set() if v.get("guids") is None else self.held - set(v["guids"])
+        elif e.f == "heal":
+            self.toxics.clear()
+            self.disabled.clear()
+            self.held.clear()
+            self.delay_ms = 0.0
+
+    def _on(self, side: str) -> list[str]:
+        return [p for p in set(self.toxics) | self.disabled if self.sides.get(p) == side]
+
+    @property
+    def channel_side(self) -> bool:
+        """Whether any hub proxy (between the channel and a relay) has a toxic or is down."""
+        return bool(self._on("channel"))
+
+    @property
+    def account_down(self) -> bool:
+        return any(p in self.disabled for p in self._on("account"))
+
+    @property
+    def account_toxics(self) -> list[dict]:
+        """The toxics in force on the account side (their add events: kind, stream, attributes)."""
+        return [t for p in self._on("account") for t in self.toxics.get(p, {}).values()]

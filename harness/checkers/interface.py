@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import json
 
-from ..verdict import Verdict
-from .facts import KNOWN_CODES, Facts
-from .rulebook import rule
+from relaychaos.checkers.verdict import Verdict
+from relaychaos.checkers.facts import KNOWN_CODES, Facts
+from relaychaos.checkers.rulebook import rule
 
 REQUIRED_COLUMNS = ("guid", "status", "resp_code", "request", "response", "attempts", "updated_at")
 

@@ -2,9 +2,9 @@
 convergence, and the batch jobs' own limits (min-age, retention, attempt cap)."""
 from __future__ import annotations
 
-from ..verdict import Verdict
-from .facts import Facts
-from .rulebook import rule
+from relaychaos.checkers.verdict import Verdict
+from relaychaos.checkers.facts import Facts
+from relaychaos.checkers.rulebook import rule
 
 UNDECIDED = {"SENT", "UNKNOWN", "RECEIVED"}
 # status before -> statuses any step may lead to (claims, sends and their outcomes; background calls included)

@@ -1,9 +1,9 @@
 """Checkers of the money: one account call and one debit per GUID, nothing lost, balances that add up."""
 from __future__ import annotations
 
-from ..verdict import Verdict
-from .facts import TRANSFER_FIELDS, Facts
-from .rulebook import rule
+from relaychaos.checkers.verdict import Verdict
+from relaychaos.checkers.facts import TRANSFER_FIELDS, Facts
+from relaychaos.checkers.rulebook import rule
 
 
 def _transfer(request: dict | None) -> dict:

@@ -3,7 +3,7 @@
     @rule("one-account-call", "at most one account call per GUID", contract=("3.claim-new", ...))
     def one_account_call(f: Facts) -> list[Verdict]: ...
 
-A rule's `contract` names clauses of harness.contract (checked when the rule is
+A rule's `contract` names clauses of relaychaos.contract (checked when the rule is
 registered, so a citation cannot point at nothing). Rules are listed in the
 order their modules register them: money first, then the ledger, the answers,
 the interface.
@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from ..contract import Clause, clause
+from relaychaos.contract import Clause, clause
 
 if TYPE_CHECKING:
-    from ..verdict import Verdict
-    from .facts import Facts
+    from relaychaos.checkers.verdict import Verdict
+    from relaychaos.checkers.facts import Facts
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """`python -m relay_under_test.mutants NAME {serve|resolve|reprocess|purge} [...]`: run one mutant."""
 import sys
 
-from relay_under_test.reference.__main__ import main
+from relaychaos.relay_under_test.reference.__main__ import main
 
 from .catalogue import MUTANTS
 

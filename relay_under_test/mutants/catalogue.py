@@ -10,9 +10,9 @@ import asyncio
 import json
 import time
 
-from relay_under_test.reference.account import Account, Outcome, answer
-from relay_under_test.reference.ledger import Ledger, Row
-from relay_under_test.reference.relay import Relay
+from relaychaos.relay_under_test.reference.account import Account, Outcome, answer
+from relaychaos.relay_under_test.reference.ledger import Ledger, Row
+from relaychaos.relay_under_test.reference.relay import Relay
 
 
 # -- the claim -----------------------------------------------------------------------------

@@ -5,12 +5,9 @@ Contract v1.1 allows both; the harness's tests run this and the reference side b
 """
 import json
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from relay_under_test.reference.__main__ import main  # noqa: E402
-from relay_under_test.reference.relay import FIELDS, Relay  # noqa: E402
+from relaychaos.relay_under_test.reference.__main__ import main
+from relaychaos.relay_under_test.reference.relay import FIELDS, Relay
 
 
 class IgnoresExtraFields(Relay):

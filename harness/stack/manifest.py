@@ -9,7 +9,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ManifestError
+from relaychaos.errors import ManifestError
 
 COMMANDS = ("serve", "resolve", "reprocess", "purge")
 DEFAULT_READY_TIMEOUT_S = 10.0

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .errors import ToxiproxyError
-from .processes import free_port, spawn, wait_http_ok
-from .toxiproxy_control import Toxiproxy
+from relaychaos.errors import ToxiproxyError
+from relaychaos.stack.processes import free_port, spawn, wait_http_ok
+from relaychaos.stack.toxiproxy_control import Toxiproxy
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout (in a wheel: nothing there)
 TOOLS_BIN = PROJECT_ROOT / "tools" / "bin"
 DOCKER_IMAGE = "ghcr.io/shopify/toxiproxy:2.12.0"
 START_TIMEOUT_S = 15.0

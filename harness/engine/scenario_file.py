@@ -2,7 +2,7 @@
 
     name: dropped-answer-resent            # required
     description: what happened, in words
-    account_timeout_ms: 300                # optional, as in harness.steps.Scenario
+    account_timeout_ms: 300                # optional, as in relaychaos.engine.steps.Scenario
     accounts: {alice: 1000, bob: 1000}
     expect:                                # optional: what replaying this file shows
       holds_on: [relay_under_test/reference]
@@ -12,7 +12,7 @@
       - add_toxic: {proxy: account, kind: timeout, attributes: {timeout: 0}}
       - heal
 
-Each step is one of harness.steps.STEP_KINDS, with that dataclass's fields.
+Each step is one of relaychaos.engine.steps.STEP_KINDS, with that dataclass's fields.
 GUIDs are labels; every label a step waits for or releases must have been
 introduced by an earlier send, race or server_fault. A problem raises
 ScenarioFileError naming the file, the line and the fix.
@@ -27,9 +27,10 @@ from pathlib import Path
 
 import yaml
 
-from . import steps as S
-from .errors import HarnessError
-from .toxiproxy_control import TOXIC_TYPES
+from relaychaos import paths
+from relaychaos.engine import steps as S
+from relaychaos.errors import HarnessError
+from relaychaos.stack.toxiproxy_control import TOXIC_TYPES
 
 TOP_KEYS = {"name": str, "description": str, "account_timeout_ms": int, "max_attempts": int, "accounts": dict,
             "relays": list, "batch_timeout_s": float, "expect": dict, "steps": list}
@@ -52,7 +53,7 @@ class ScenarioFile:
     def relay_path(self, relay: str) -> Path:
         """A relay named in `expect`, relative to the project root (or absolute)."""
         p = Path(relay)
-        return p if p.is_absolute() else Path(__file__).resolve().parent.parent / p
+        return p if p.is_absolute() else paths.bundled_relays().parent / p
 
 
 def _fail(path: Path, node, what: str, fix: str) -> ScenarioFileError:

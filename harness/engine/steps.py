@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
 
-from .tolerances import DEFAULT_ACCOUNT_TIMEOUT_MS
+from relaychaos.tolerances import DEFAULT_ACCOUNT_TIMEOUT_MS
 
 PROXIES_HELP = "'account' (relay → account system) or 'hub-a' / 'hub-b' (channel → relay slot)"
 
@@ -49,7 +49,7 @@ class Race:
 
 @dataclass(frozen=True)
 class AddToxic:
-    """A Toxiproxy toxic on a proxy, toxicity 1.0 (see harness.toxiproxy_control for the kinds)."""
+    """A Toxiproxy toxic on a proxy, toxicity 1.0 (see relaychaos.stack.toxiproxy_control for the kinds)."""
 
     proxy: str
     kind: str
@@ -210,4 +210,4 @@ class Scenario:
     max_attempts: int = 3  # the attempt cap of the final reprocess
     relays: tuple[str, ...] = ("a",)  # slots started before the first step
     batch_timeout_s: float = 30.0  # a batch command still running then is killed (and that is a verdict)
-    covers: tuple[str, ...] = ()  # the contract clauses (harness.contract ids) this scenario exercises
+    covers: tuple[str, ...] = ()  # the contract clauses (relaychaos.contract ids) this scenario exercises

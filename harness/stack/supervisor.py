@@ -16,12 +16,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import RelayError
-from .history import History
-from .manifest import Manifest
-from .processes import Child, free_port, log_tail, port_in_use, spawn, wait_http_ok
+from relaychaos.errors import RelayError
+from relaychaos.stack.manifest import Manifest
+from relaychaos.stack.processes import Child, free_port, log_tail, port_in_use, spawn, wait_http_ok
 
 BATCH_TIMEOUT_S = 30.0
+BATCH_FLAGS = {"resolve": "--min-age", "reprocess": "--max-attempts", "purge": "--retention"}  # contract §1
 
 
 @dataclass
@@ -38,14 +38,33 @@ class RelayProcess:
 
 
 @dataclass(frozen=True)
+class BatchRun:
+    """A batch command started (not yet waited for): its run number, command, argument and process."""
+
+    run: int
+    command: str
+    argument: float
+    argv: tuple[str, ...]
+    child: Child
+    started: float  # CLOCK_MONOTONIC
+    wall: float  # time.time() at the start, to compare with the ledger's updated_at
+
+
+@dataclass(frozen=True)
 class BatchResult:
-    """How a batch command ended: returncode None means it was killed at its time limit."""
+    """How a batch command ended: returncode None means it was killed at its time limit (`timed_out`)."""
 
     command: str
     argv: tuple[str, ...]
     returncode: int | None
     duration_s: float
     log_path: Path
+    run: int = 0
+    wall: float = 0.0  # time.time() at the end
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
 
     @property
     def ok(self) -> bool:
@@ -59,11 +78,10 @@ class Supervisor:
     """Runs one relay's commands against one ledger (see the module doc)."""
 
     def __init__(self, manifest: Manifest, *, workdir: Path, account_url: str, account_timeout_ms: int,
-                 history: History | None = None, ledger_path: Path | None = None):
+                 ledger_path: Path | None = None):
         self.manifest, self.workdir = manifest, workdir
         self.account_url, self.account_timeout_ms = account_url, account_timeout_ms
         self.ledger_path = ledger_path or workdir / "ledger.sqlite"
-        self.history = history if history is not None else History()
         self.relays: dict[str, RelayProcess] = {}
         self._batch_seq = 0
         self._batches: list[Child] = []
@@ -104,31 +122,27 @@ class Supervisor:
                              fix="stop that process, or let the supervisor choose a free port")
         log_path = self.workdir / f"relay-{slot}.log"
         argv = list(self.manifest.commands["serve"])
-        self.history.append(f"relay-{slot}", "invoke", "start", port=port, argv=argv)
         child = self._spawn("serve", argv, log_path, self.env(port))
         why = wait_http_ok(f"http://127.0.0.1:{port}/health", timeout_s=self.manifest.ready_timeout_s, child=child)
         if why is None and not child.alive():
             why = f"exited with status {child.popen.returncode}, yet something else answers on port {port}"
         if why:
             child.kill()
-            self.history.append(f"relay-{slot}", "fail", "start", port=port, error=why)
             raise RelayError(f"relay '{self.manifest.name}' serve {why}", where=str(self.manifest.path),
                              fix="serve must listen on RELAY_HOST:RELAY_PORT and answer GET /health with 200 "
                                  f"within [limits].ready_timeout_s = {self.manifest.ready_timeout_s:g} s "
                                  "(contract section 1); its log says:", details=log_tail(log_path))
         self.relays[slot] = RelayProcess(slot, port, child)
-        self.history.append(f"relay-{slot}", "ok", "start", port=port, pid=child.pid)
         return self.relays[slot]
 
-    def kill(self, slot: str = "a") -> None:
-        """SIGKILL the slot's whole process group, now, whatever it is doing."""
+    def kill(self, slot: str = "a") -> tuple[int, int | None] | None:
+        """SIGKILL the slot's whole process group, now, whatever it is doing: (pid, exit status), or None
+        when the slot was not running."""
         relay = self.relays.pop(slot, None)
         if relay is None:
-            return
-        self.history.append(f"relay-{slot}", "invoke", "kill", pid=relay.child.pid)
+            return None
         relay.child.kill()
-        self.history.append(f"relay-{slot}", "ok", "kill", pid=relay.child.pid,
-                            status=relay.child.popen.returncode)
+        return relay.child.pid, relay.child.popen.returncode
 
     def restart(self, slot: str = "a") -> RelayProcess:
         """Kill the slot (if running) and start it again on the same ledger, on a new port."""
@@ -142,40 +156,37 @@ class Supervisor:
 
     # -- batch commands ----------------------------------------------------------------
     def resolve(self, min_age_s: float, timeout_s: float = BATCH_TIMEOUT_S) -> BatchResult:
-        return self.run_batch("resolve", ["--min-age", _num(min_age_s)], timeout_s)
+        return self.run_batch("resolve", min_age_s, timeout_s)
 
     def reprocess(self, max_attempts: int, timeout_s: float = BATCH_TIMEOUT_S) -> BatchResult:
-        return self.run_batch("reprocess", ["--max-attempts", str(int(max_attempts))], timeout_s)
+        return self.run_batch("reprocess", int(max_attempts), timeout_s)
 
     def purge(self, retention_s: float, timeout_s: float = BATCH_TIMEOUT_S) -> BatchResult:
-        return self.run_batch("purge", ["--retention", _num(retention_s)], timeout_s)
+        return self.run_batch("purge", retention_s, timeout_s)
 
-    def start_batch(self, command: str, args: list[str]) -> tuple[Child, float, int]:
-        """Start a batch command without waiting (for two runs at once); finish with wait_batch."""
+    def start_batch(self, command: str, argument: float) -> BatchRun:
+        """Start resolve/reprocess/purge with its one argument, without waiting (for two runs at once)."""
         self._batch_seq += 1
         seq = self._batch_seq
-        argv = list(self.manifest.commands[command]) + args
-        self.history.append(f"batch-{seq}", "invoke", command, argv=argv, wall=time.time())
+        argv = list(self.manifest.commands[command]) + [BATCH_FLAGS[command], seconds_text(argument)]
+        wall = time.time()
         child = self._spawn(command, argv, self.workdir / f"batch-{seq:03d}-{command}.log", self.env())
         self._batches.append(child)
-        return child, time.monotonic(), seq
+        return BatchRun(seq, command, float(argument), tuple(argv), child, time.monotonic(), wall)
 
-    def wait_batch(self, command: str, started: tuple[Child, float, int], timeout_s: float) -> BatchResult:
-        child, t0, seq = started
+    def wait_batch(self, run: BatchRun, timeout_s: float) -> BatchResult:
+        """Wait for a started batch run; killed (returncode None) at timeout_s."""
         try:
-            rc: int | None = child.popen.wait(timeout=timeout_s)
+            rc: int | None = run.child.popen.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             rc = None
-        child.kill()  # the group: nothing the batch forked outlives it
-        result = BatchResult(command, tuple(child.argv), rc, time.monotonic() - t0, child.log_path)
-        self.history.append(f"batch-{seq}", "ok" if rc == 0 else "fail", command, returncode=rc,
-                            duration_s=round(result.duration_s, 4), wall=time.time(),
-                            **({"timed_out_after_s": timeout_s} if rc is None else {}))
-        return result
+        run.child.kill()  # the group: nothing the batch forked outlives it
+        return BatchResult(run.command, run.argv, rc, round(time.monotonic() - run.started, 4), run.child.log_path,
+                           run.run, time.time())
 
-    def run_batch(self, command: str, args: list[str], timeout_s: float = BATCH_TIMEOUT_S) -> BatchResult:
-        """Run resolve/reprocess/purge with args to completion (killed at timeout_s)."""
-        return self.wait_batch(command, self.start_batch(command, args), timeout_s)
+    def run_batch(self, command: str, argument: float, timeout_s: float = BATCH_TIMEOUT_S) -> BatchResult:
+        """Run resolve/reprocess/purge to completion (killed at timeout_s)."""
+        return self.wait_batch(self.start_batch(command, argument), timeout_s)
 
     def close(self) -> None:
         """Kill every serve and batch process this supervisor started."""
@@ -186,5 +197,6 @@ class Supervisor:
         self._batches.clear()
 
 
-def _num(seconds: float) -> str:
-    return f"{seconds:g}" if float(seconds) != int(seconds) else str(int(seconds))
+def seconds_text(value: float) -> str:
+    """A batch argument as the command line gets it: `5`, `0.45` (whole numbers without a point)."""
+    return str(int(value)) if float(value) == int(value) else repr(float(value))

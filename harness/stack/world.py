@@ -2,9 +2,10 @@
 
     channel ─► [hub-SLOT proxy] ─► relay serve SLOT ─► [account proxy] ─► account system
 
-Every fault, process event, call and observation goes into one History. Proxy
-names are unique per stack, so parallel workers never share one; `close()`
-kills the relays and removes the proxies, whatever happened before.
+The stack only acts: it records nothing (the engine's parts record what they do
+through the run's Recorder). Proxy names are unique per stack, so parallel
+workers never share one; `close()` kills the relays and removes the proxies,
+whatever happened before.
 """
 from __future__ import annotations
 
@@ -15,14 +16,14 @@ import re
 import sqlite3
 from pathlib import Path
 
-from .account_system import AccountSystem
-from .channel import Channel, Outcome, RetryPolicy
-from .history import History
-from .manifest import Manifest
-from .supervisor import RelayProcess, Supervisor
-from .tolerances import CURRENT as TOLERANCES
-from .tolerances import DEFAULT_ACCOUNT_TIMEOUT_MS
-from .toxiproxy_control import ProxyRef, Toxiproxy
+from relaychaos.stack.account_system import AccountSystem
+from relaychaos.stack.channel import Channel, Outcome, RetryPolicy
+from relaychaos.recorder import Recorder
+from relaychaos.stack.manifest import Manifest
+from relaychaos.stack.supervisor import RelayProcess, Supervisor
+from relaychaos.tolerances import CURRENT as TOLERANCES
+from relaychaos.tolerances import DEFAULT_ACCOUNT_TIMEOUT_MS
+from relaychaos.stack.toxiproxy_control import ProxyRef, Toxiproxy
 
 _stack_ids = itertools.count(1)
 
@@ -35,7 +36,6 @@ class Stack:
                  accounts: dict[str, int] | None = None):
         self.toxiproxy, self.account, self.manifest = toxiproxy, account, manifest
         self.workdir = workdir
-        self.history = History()
         self.account_timeout_ms = account_timeout_ms
         self.prefix = f"rc{os.getpid()}-{next(_stack_ids)}-{re.sub(r'[^A-Za-z0-9_-]', '_', name)[:40]}"
         self.proxies: dict[str, ProxyRef] = {}
@@ -45,8 +45,7 @@ class Stack:
         account.reset(ledger_path=self.ledger_path, accounts=accounts)
         self._new_proxy("account", f"127.0.0.1:{account.port}")
         self.supervisor = Supervisor(manifest, workdir=workdir, account_url=self.proxies["account"].url,
-                                     account_timeout_ms=account_timeout_ms, history=self.history,
-                                     ledger_path=self.ledger_path)
+                                     account_timeout_ms=account_timeout_ms, ledger_path=self.ledger_path)
 
     def __enter__(self) -> "Stack":
         return self
@@ -85,8 +84,9 @@ class Stack:
             self._new_proxy(key, upstream)
         return relay
 
-    def kill_relay(self, slot: str = "a") -> None:
-        self.supervisor.kill(slot)
+    def kill_relay(self, slot: str = "a") -> tuple[int, int | None] | None:
+        """SIGKILL the slot's serve: (pid, exit status), or None when it was not running."""
+        return self.supervisor.kill(slot)
 
     def restart_relay(self, slot: str = "a") -> RelayProcess:
         self.kill_relay(slot)
@@ -96,25 +96,26 @@ class Stack:
         return self.proxies[f"hub-{slot}"].url if via_hub else self.supervisor.url(slot)
 
     # -- faults ------------------------------------------------------------------------
+    def side(self, proxy: str) -> str:
+        """'channel' for a hub proxy (channel → relay), 'account' for the one in front of the account system."""
+        if proxy not in self.proxies:
+            raise KeyError(f"no proxy {proxy!r} in this stack; there are {', '.join(sorted(self.proxies))}")
+        return "account" if proxy == "account" else "channel"
+
     def add_toxic(self, proxy: str, kind: str, *, stream: str = "downstream", name: str | None = None,
                   **attributes: int | float) -> str:
         """Add a toxic to proxy 'account' or 'hub-SLOT'; returns the toxic's name."""
         name = name or f"{kind}_{stream}"
-        self.history.append("nemesis", "invoke", "add-toxic", proxy=proxy, toxic=name, kind=kind, stream=stream,
-                            attributes=attributes)
         self._touched.add(proxy)
         self.toxiproxy.add_toxic(self.proxies[proxy], name, kind, stream=stream, **attributes)
-        self.history.append("nemesis", "ok", "add-toxic", proxy=proxy, toxic=name)
         return name
 
     def remove_toxic(self, proxy: str, name: str) -> None:
         self.toxiproxy.remove_toxic(self.proxies[proxy], name)
-        self.history.append("nemesis", "ok", "remove-toxic", proxy=proxy, toxic=name)
 
     def set_proxy_enabled(self, proxy: str, enabled: bool) -> None:
         self._touched.add(proxy)
         self.toxiproxy.set_enabled(self.proxies[proxy], enabled)
-        self.history.append("nemesis", "ok", "enable-proxy" if enabled else "disable-proxy", proxy=proxy)
 
     def heal(self) -> None:
         """Remove every toxic, enable every proxy, clear server-side faults."""
@@ -122,40 +123,38 @@ class Stack:
             self.toxiproxy.heal(self.proxies[key])
         self._touched.clear()
         self.account.clear_faults()
-        self.history.append("nemesis", "ok", "heal")
 
     # -- the channel -------------------------------------------------------------------
-    def channel(self, slot: str = "a", *, via_hub: bool = True, timeout_s: float | None = None) -> Channel:
-        """A Channel aimed at slot's current address (use with `async with`)."""
+    def channel(self, recorder: Recorder, slot: str = "a", *, via_hub: bool = True,
+                timeout_s: float | None = None) -> Channel:
+        """A Channel aimed at slot's current address, recording into `recorder` (use with `async with`)."""
         timeout = timeout_s if timeout_s is not None else TOLERANCES.channel_timeout_s(self.account_timeout_ms)
-        return Channel(self.history, lambda: self.relay_url(slot, via_hub=via_hub), timeout_s=timeout)
+        return Channel(recorder, lambda: self.relay_url(slot, via_hub=via_hub), timeout_s=timeout)
 
-    def send(self, request: dict, policy: RetryPolicy = RetryPolicy(), *, slot: str = "a",
-             via_hub: bool = True, timeout_s: float | None = None) -> list[Outcome]:
+    def send(self, request: dict, policy: RetryPolicy = RetryPolicy(), *, slot: str = "a", via_hub: bool = True,
+             timeout_s: float | None = None, recorder: Recorder | None = None) -> list[Outcome]:
         """Send one transfer synchronously (for tests); see Channel.send."""
         async def go() -> list[Outcome]:
-            async with self.channel(slot, via_hub=via_hub, timeout_s=timeout_s) as ch:
+            async with self.channel(recorder or Recorder(), slot, via_hub=via_hub, timeout_s=timeout_s) as ch:
                 return await ch.send(request, policy)
         return asyncio.run(go())
 
-    def race(self, request: dict, n: int, *, slot: str = "a", via_hub: bool = True) -> list[Outcome]:
+    def race(self, request: dict, n: int, *, slot: str = "a", via_hub: bool = True,
+             recorder: Recorder | None = None) -> list[Outcome]:
+        """n copies of one transfer at the same instant (for tests); see Channel.race."""
         async def go() -> list[Outcome]:
-            async with self.channel(slot, via_hub=via_hub) as ch:
+            async with self.channel(recorder or Recorder(), slot, via_hub=via_hub) as ch:
                 return await ch.race(request, n)
         return asyncio.run(go())
 
     # -- observations ------------------------------------------------------------------
     def account_stats(self) -> dict:
-        """The account system's statistics, also recorded in the history."""
-        stats = self.account.stats()
-        self.history.append("observer", "ok", "account-stats", stats=stats)
-        return stats
+        """The account system's statistics: every call it received, per GUID, and the balances."""
+        return self.account.stats()
 
     def ledger_rows(self) -> dict[str, dict]:
-        """A read-only snapshot of the ledger, by GUID, also recorded in the history."""
-        rows = read_ledger(self.ledger_path)
-        self.history.append("observer", "ok", "ledger-snapshot", rows=rows)
-        return rows
+        """A read-only snapshot of the whole ledger, by GUID."""
+        return read_ledger(self.ledger_path)
 
 
 def read_ledger(path: Path, suffix: str | None = None) -> dict[str, dict]:

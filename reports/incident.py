@@ -1,31 +1,32 @@
-"""Verdicts: what a checker found, for whom, and the timeline that led there.
+"""Incident reports: a verdict turned into text a person reads without the code, with its timeline.
 
-A verdict names the rule, the GUID (when the rule is about one), a one-line
-summary, and the history events (and account calls) that show it. `render`
-turns it into a short incident report that reads without the code.
+    report(history, verdicts)   # every verdict of a run, the most serious first
+
+Rendering only: the verdicts and the history are the checkers' and the engine's;
+nothing here judges.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from relaychaos.checkers import RULES
+from relaychaos.checkers.facts import Facts
+from relaychaos.checkers.verdict import Verdict
+from relaychaos.contract import CLAUSES
+from relaychaos.history import Event, History
 
-from .history import Event, History
 
-
-@dataclass(frozen=True)
-class Verdict:
-    """A broken rule. `events` are history indices; `calls` are account-call sequence numbers;
-    `clause` the contract clause broken (harness.contract; None: the rule's first)."""
-
-    rule: str
-    guid: str | None
-    summary: str
-    events: tuple[int, ...] = ()
-    calls: tuple[int, ...] = ()
-    details: dict = field(default_factory=dict)
-    clause: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+def report(history: History, verdicts: list[Verdict], limit: int = 5) -> str:
+    """The verdicts as incident reports, the most serious first."""
+    facts = Facts(history)
+    name = facts.scenario.get("name", "?")
+    if not verdicts:
+        return f"scenario {name}: every rule held"
+    head = [f"scenario {name} against relay '{facts.scenario.get('relay', '?')}': {len(verdicts)} violation(s) "
+            f"of {len({v.rule for v in verdicts})} rule(s)"]
+    if facts.scenario.get("description"):
+        head.append(f"  scenario: {facts.scenario['description']}")
+    shown = [render(v, history, facts.account_calls, facts.start, facts.labels) for v in verdicts[:limit]]
+    more = [f"... and {len(verdicts) - limit} more"] if len(verdicts) > limit else []
+    return "\n\n".join(["\n".join(head)] + shown + more)
 
 
 def _describe_event(e: Event) -> str:
@@ -46,13 +47,13 @@ def _describe_event(e: Event) -> str:
             return f"fault: {v['kind']} toxic on the {v['proxy']} proxy ({v['stream']}, {v.get('attributes')})"
         extra = " ".join(f"{k}={val}" for k, val in v.items() if val not in (None, [], {}))
         return f"fault: {e.f} {extra}".rstrip()
-    if e.process.startswith("relay-"):
-        slot = e.process[6:]
+    if e.f in ("start", "kill") and "slot" in v:
+        slot = v["slot"]
         if e.type == "fail":
             return f"relay {slot} failed to {e.f}: {str(v.get('error', '')).splitlines()[0]}"
         return {"start": f"relay {slot} started (serve, pid {v.get('pid')})",
                 "kill": f"relay {slot} killed with SIGKILL"}.get(e.f, f"relay {slot} {e.f}")
-    if e.process.startswith("batch-"):
+    if "run" in v and "command" in v:
         if e.type == "invoke":
             return f"{' '.join(v.get('argv', [])[-3:])} starts"
         return f"{e.f} ends with status {v.get('returncode')}"
@@ -112,13 +113,9 @@ def timeline(verdict: Verdict, history: History, account_calls: list[dict], star
 def render(verdict: Verdict, history: History, account_calls: list[dict], start: float,
            labels: dict[str, str] | None = None) -> str:
     """An incident report: rule, GUID, what went wrong, and the timeline."""
-    from .checkers import RULES  # noqa: PLC0415 - the rule book lives with the checkers
-
     who = "the run" if verdict.guid is None else f"GUID {verdict.guid}"
     label = (labels or {}).get(verdict.guid or "")
     head = f"[{verdict.rule}] {who}" + (f" (scenario label {label})" if label else "")
-    from .contract import CLAUSES  # noqa: PLC0415
-
     rule = RULES.get(verdict.rule)
     cited = CLAUSES.get(verdict.clause or (rule.contract[0] if rule else ""))
     lines = [head, f"  rule: {rule.text if rule else ''}"]

@@ -17,7 +17,7 @@ import requests
 from toxiproxy import api as _api
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
 
-from .errors import ToxiproxyError
+from relaychaos.errors import ToxiproxyError
 
 _bind_lock = threading.RLock()
 _TIMEOUT_S = 5.0

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import requests
 
-from .errors import FixtureError
-from .processes import Child, free_port, spawn, wait_http_ok
+from relaychaos.errors import FixtureError
+from relaychaos.stack.processes import Child, free_port, spawn, wait_http_ok
 
 START_TIMEOUT_S = 15.0
 
@@ -27,9 +27,8 @@ class AccountSystem:
     @classmethod
     def start(cls, log_dir: Path) -> "AccountSystem":
         port = free_port()
-        root = Path(__file__).resolve().parent.parent
-        child = spawn("account-system", [sys.executable, "-m", "fixtures.account_system", "--port", str(port)],
-                      log_path=log_dir / f"account-system-{port}.log", cwd=root)
+        child = spawn("account-system", [sys.executable, "-m", "relaychaos.fixtures.account_system", "--port", str(port)],
+                      log_path=log_dir / f"account-system-{port}.log", cwd=log_dir)
         why = wait_http_ok(f"http://127.0.0.1:{port}/_control/health", timeout_s=START_TIMEOUT_S, child=child)
         if why:
             child.kill()

@@ -1,9 +1,9 @@
-"""The channel: the client side of a transfer, recorded call by call in the history.
+"""The channel: the client side of a transfer, recorded call by call through the run's Recorder.
 
 A careful client: the GUID is minted before the first send and every retry
 resends the *same* GUID; a time-out or a broken connection is recorded as
 `info` (outcome unknown), never as a failure. Use it as
-`async with Channel(history, target, timeout_s=2) as ch: await ch.send(req)`.
+`async with Channel(recorder, target, timeout_s=2) as ch: await ch.send(req)`.
 `race()` opens N connections first and releases N identical requests together
 behind a barrier, so that they really arrive at once.
 """
@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from . import raw_http
-from .history import History
+from relaychaos.stack import raw_http
+from relaychaos.recorder import Recorder
 
 DEFAULT_RETRY_ON = frozenset({"info", "E902", "E903"})
 
@@ -71,11 +71,11 @@ class Outcome:
 class Channel:
     """Sends transfers to a relay (directly or through a hub proxy), recording every call."""
 
-    history: History
+    recorder: Recorder
     target: str | Callable[[], str]
     timeout_s: float = 2.0
     name: str = "channel"
-    delivery_cap_s: float = 10.0  # racers wait this long for the relay to take their request (harness.tolerances)
+    delivery_cap_s: float = 10.0  # racers wait this long for the relay to take their request (relaychaos.tolerances)
     _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
     _procs: itertools.count = field(default_factory=itertools.count, init=False, repr=False)
 
@@ -120,14 +120,13 @@ class Channel:
         """One POST /transfer, recorded as invoke then ok/info."""
         process = process or self._process()
         guid = str(request.get("guid"))
-        self.history.append(process, "invoke", "transfer", guid=guid, attempt=attempt, request=request,
-                            **({"intent": intent} if intent else {}))
+        self.recorder.transfer_sent(process, guid, attempt, request=request, intent=intent)
         return await self._post(process, guid, attempt, json=request)
 
     async def send_raw(self, body: bytes, *, guid: str | None = None) -> Outcome:
         """POST a body verbatim (a malformed request, say), recorded like any other call."""
         process = self._process()
-        self.history.append(process, "invoke", "transfer", guid=guid, attempt=1, raw=body.decode(errors="replace"))
+        self.recorder.transfer_sent(process, guid, 1, raw=body.decode(errors="replace"))
         return await self._post(process, guid, 1, data=body, headers={"Content-Type": "application/json"})
 
     async def _post(self, process: str, guid: str | None, attempt: int, **kwargs) -> Outcome:
@@ -165,7 +164,7 @@ class Channel:
             if not isinstance(conn, BaseException):
                 wire.retransmits_at_connect = raw_http.tcp_retransmits(conn[1])
             await barrier.wait()
-            self.history.append(process, "invoke", "transfer", guid=guid, attempt=1, request=request, race=n)
+            self.recorder.transfer_sent(process, guid, 1, request=request, race=n)
             if isinstance(conn, BaseException):
                 outcome = Outcome(guid, 1, "info", error=f"connect failed: {conn!r}")
             else:
@@ -182,7 +181,7 @@ class Channel:
                     outcome = Outcome(guid, 1, "info", error=f"{type(e).__name__}: {e}")
             outcome = dataclasses.replace(outcome, sent_at=wire.sent_at, retransmits=wire.retransmits)
             if wire.retransmits:
-                self.history.append(process, "ok", "accept-delay", guid=guid, retransmits=wire.retransmits, race=n)
+                self.recorder.accept_delay(process, guid, wire.retransmits, n)
             self._record(process, outcome)
             return outcome
 
@@ -192,13 +191,12 @@ class Channel:
         return list(await asyncio.gather(*tasks))
 
     def _record(self, process: str, o: Outcome) -> None:
-        wire = dict(sent_at=o.sent_at, retransmits=o.retransmits)
         if o.type == "ok":
-            self.history.append(process, "ok", "transfer", guid=o.guid, attempt=o.attempt, code=o.code,
-                                status=o.status, body=o.body, **wire)
+            self.recorder.transfer_answered(process, o.guid, o.attempt, status=o.status, code=o.code, body=o.body,
+                                            sent_at=o.sent_at, retransmits=o.retransmits)
         else:
-            self.history.append(process, "info", "transfer", guid=o.guid, attempt=o.attempt, error=o.error,
-                                timed_out=o.timed_out, **wire)
+            self.recorder.transfer_unanswered(process, o.guid, o.attempt, error=o.error, timed_out=o.timed_out,
+                                              sent_at=o.sent_at, retransmits=o.retransmits)
 
 
 async def _note_sent(session, trace_config_ctx, params) -> None:

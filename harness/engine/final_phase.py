@@ -1,0 +1,64 @@
+"""The final phase of every run, as in Jepsen: heal, collect, let undecided rows age, resolve, reprocess, resolve.
+
+Only then do the checkers judge: a correct relay has settled every GUID by now
+(contract §5), so a row still SENT or UNKNOWN is a verdict. The --min-age used is
+safe (§6): larger than ACCOUNT_TIMEOUT_MS plus the longest delay the run injected.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import TYPE_CHECKING
+
+from relaychaos.engine import steps as S
+from relaychaos.tolerances import CURRENT as TOLERANCES
+
+if TYPE_CHECKING:
+    from relaychaos.engine.runner import Runner
+
+UNDECIDED = ("SENT", "UNKNOWN", "RECEIVED")
+
+
+def max_injected_delay_s(scenario: S.Scenario) -> float:
+    """The longest delay the scenario injects on purpose (latency toxics, processing delay)."""
+    delay_ms = 0.0
+    for step in scenario.steps:
+        if isinstance(step, S.AddToxic) and step.kind == "latency":
+            delay_ms = max(delay_ms, float(step.attributes.get("latency", 0)) + float(step.attributes.get("jitter", 0)))
+        if isinstance(step, S.ServerFault) and step.delay_ms:
+            delay_ms = max(delay_ms, step.delay_ms)
+    return delay_ms / 1000
+
+
+def safe_min_age_s(scenario: S.Scenario) -> float:
+    """A --min-age the contract calls safe: ACCOUNT_TIMEOUT_MS plus the longest injected delay, plus a margin."""
+    return round(scenario.account_timeout_ms / 1000 + max_injected_delay_s(scenario) + TOLERANCES.min_age_margin_s, 3)
+
+
+def converge(runner: "Runner") -> None:
+    """Heal, collect every call, and settle what is undecided with resolve, reprocess, resolve."""
+    runner.recorder.converge(done=False)
+    runner.do(S.Heal(), "final")
+    runner.client.collect()
+    executed = dataclasses.replace(runner.scenario, steps=runner.scenario.steps + tuple(runner.executed))
+    min_age = safe_min_age_s(executed)
+    if _age_undecided(runner, min_age):
+        runner.do(S.Resolve(min_age), "final")
+    if any(r.get("status") == "FAILED" for r in (runner.observer.rows_or_none() or {}).values()):
+        runner.do(S.Reprocess(runner.scenario.max_attempts), "final")
+    if _age_undecided(runner, min_age):
+        runner.do(S.Resolve(min_age), "final")
+    runner.recorder.converge(done=True)
+
+
+def _age_undecided(runner: "Runner", min_age_s: float) -> bool:
+    """Wait until every undecided row is at least min_age_s old; whether there were any."""
+    rows = runner.observer.rows_or_none() or {}
+    ages = [r["updated_at"] for r in rows.values() if r.get("status") in UNDECIDED]
+    if not ages:
+        return False
+    wait = max(ages) + min_age_s - time.time()
+    if wait > 0:
+        runner.recorder.aged(round(wait, 3), min_age_s)
+        time.sleep(wait)  # rows must be old enough: a wait for age, not for ordering
+    return True

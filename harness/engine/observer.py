@@ -1,0 +1,71 @@
+"""The observer: read-only looks at the relay's ledger and the account system, recorded as observations.
+
+It never writes the ledger (contract §6); it reads only this run's rows (their
+GUIDs carry the run's tag), so runs sharing a ledger do not see each other.
+"""
+from __future__ import annotations
+
+import sqlite3
+import time
+
+from relaychaos.engine import steps as S
+from relaychaos.recorder import Recorder
+from relaychaos.stack.world import Stack, read_ledger
+
+
+class Observer:
+    """Snapshots and waits for one run; `tag` is the suffix of its GUIDs."""
+
+    def __init__(self, stack: Stack, recorder: Recorder, tag: str):
+        self.stack, self.recorder, self.tag = stack, recorder, tag
+
+    def rows(self) -> dict[str, dict]:
+        """This run's ledger rows, by GUID (sqlite3 errors propagate)."""
+        return read_ledger(self.stack.ledger_path, suffix=f"-{self.tag}")
+
+    def rows_or_none(self) -> dict[str, dict] | None:
+        """This run's rows, or None when the ledger cannot be read (the relay's fault, judged later)."""
+        try:
+            return self.rows()
+        except Exception:  # sqlite3 errors: a missing table or column
+            return None
+
+    def snapshot(self, after_step, kind: str) -> None:
+        """Record the run's ledger rows after a step (or that they could not be read)."""
+        try:
+            rows = self.rows()
+        except Exception as e:  # sqlite3 errors: a missing table or column is the relay's fault
+            self.recorder.ledger_unreadable(after_step, kind, str(e))
+            return
+        self.recorder.ledger_snapshot(after_step, kind, rows, time.time())
+
+    def schema(self) -> None:
+        """Record the ledger table's columns (contract §4), or why they could not be read."""
+        try:
+            conn = sqlite3.connect(f"file:{self.stack.ledger_path}?mode=ro", uri=True)
+            cols = [r[1] for r in conn.execute("PRAGMA table_info(ledger)")]
+            conn.close()
+        except Exception as e:
+            self.recorder.ledger_schema([], str(e))
+        else:
+            self.recorder.ledger_schema(cols, None)
+
+    def account_stats(self) -> dict:
+        """Record the account system's own log of calls and the balances: the ground truth."""
+        stats = self.stack.account_stats()
+        self.recorder.account_stats(stats)
+        return stats
+
+    def wait_calls(self, step: S.WaitCalls, guid: str) -> None:
+        got = self.stack.account.wait_calls(guid, step.count, step.timeout_s)
+        self.recorder.waited_calls(guid, got, step.count)
+
+    def wait_row(self, step: S.WaitRow, guid: str) -> None:
+        deadline = time.monotonic() + step.timeout_s
+        status = None
+        while time.monotonic() < deadline:
+            status = (self.rows_or_none() or {}).get(guid, {}).get("status")
+            if status == step.status:
+                break
+            time.sleep(0.005)  # polling an observation, not ordering by sleep
+        self.recorder.waited_row(guid, status, step.status)

@@ -1,0 +1,50 @@
+"""What an operator does to the relay, recorded: start serve in a slot, run the batch commands.
+
+A relay that will not start raises RelayError (the runner records the failed
+step and stops); a batch command that fails or hangs is recorded and judged
+later by the checkers, never raised.
+"""
+from __future__ import annotations
+
+from relaychaos.engine import steps as S
+from relaychaos.errors import RelayError
+from relaychaos.recorder import Recorder
+from relaychaos.stack.world import Stack
+
+
+class Operator:
+    """Starts relays and runs batch commands for one run; batch runs are killed at `batch_timeout_s`."""
+
+    def __init__(self, stack: Stack, recorder: Recorder, batch_timeout_s: float):
+        self.stack, self.recorder, self.batch_timeout_s = stack, recorder, batch_timeout_s
+
+    def start(self, step: S.Start) -> None:
+        sup = self.stack.supervisor
+        argv = list(sup.manifest.commands["serve"])
+        self.recorder.starting(step.slot, argv)
+        try:
+            relay = self.stack.start_relay(step.slot)
+        except RelayError as e:
+            self.recorder.start_failed(step.slot, e.what)
+            raise
+        self.recorder.started(step.slot, relay.port, relay.child.pid)
+
+    def resolve(self, step: S.Resolve) -> None:
+        self._batch("resolve", step.min_age_s)
+
+    def reprocess(self, step: S.Reprocess) -> None:
+        self._batch("reprocess", step.max_attempts, step.parallel)
+
+    def purge(self, step: S.Purge) -> None:
+        self._batch("purge", step.retention_s)
+
+    def _batch(self, command: str, argument: float, parallel: int = 1) -> None:
+        sup = self.stack.supervisor
+        runs = []
+        for _ in range(parallel):
+            run = sup.start_batch(command, argument)
+            self.recorder.batch_started(run.run, command, run.argument, list(run.argv), run.wall)
+            runs.append(run)
+        for run in runs:
+            done = sup.wait_batch(run, timeout_s=self.batch_timeout_s)
+            self.recorder.batch_ended(run.run, command, done.returncode, done.duration_s, done.wall, done.timed_out)

@@ -1,0 +1,146 @@
+"""The scenario runner: executes any scenario against any relay, recording everything through one Recorder.
+
+    history = run_scenario(stack, scenario)
+
+Steps run in order, synchronously, except background sends, which the client
+keeps until AwaitSends (or the final phase) collects them. Each step goes to the
+part that does it (client, nemesis, operator, observer) through one dispatch
+table keyed by step class, checked against the step catalogue when this module
+loads. After every step the ledger is snapshotted (read-only); then comes the
+final phase (final_phase.py); then the final observations. Checks run
+afterwards, on the history alone.
+"""
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from typing import Callable
+
+from relaychaos import contract
+from relaychaos.engine import final_phase
+from relaychaos.engine import steps as S
+from relaychaos.engine.client import Client
+from relaychaos.engine.nemesis import Nemesis
+from relaychaos.engine.observer import Observer
+from relaychaos.engine.operations import Operator
+from relaychaos.errors import HarnessError, RelayError
+from relaychaos.history import History
+from relaychaos.recorder import Recorder
+from relaychaos.stack.world import Stack
+from relaychaos.tolerances import CURRENT as TOLERANCES
+
+LABEL = re.compile(r"[A-Za-z0-9_-]{1,40}")
+
+# step class -> what does it, given the runner
+DISPATCH: dict[type, Callable[["Runner", object], None]] = {
+    S.Send: lambda r, s: r.client.send(s),
+    S.Race: lambda r, s: r.client.race(s),
+    S.AwaitSends: lambda r, s: r.client.collect(),
+    S.AddToxic: lambda r, s: r.nemesis.add_toxic(s),
+    S.RemoveToxic: lambda r, s: r.nemesis.remove_toxic(s),
+    S.DisableProxy: lambda r, s: r.nemesis.disable_proxy(s),
+    S.EnableProxy: lambda r, s: r.nemesis.enable_proxy(s),
+    S.ServerFault: lambda r, s: r.nemesis.server_fault(s),
+    S.Release: lambda r, s: r.nemesis.release(s),
+    S.Heal: lambda r, s: r.nemesis.heal(s),
+    S.Kill: lambda r, s: r.nemesis.kill(s),
+    S.Start: lambda r, s: r.operator.start(s),
+    S.Resolve: lambda r, s: r.operator.resolve(s),
+    S.Reprocess: lambda r, s: r.operator.reprocess(s),
+    S.Purge: lambda r, s: r.operator.purge(s),
+    S.WaitCalls: lambda r, s: r.observer.wait_calls(s, r.guid(s.guid)),
+    S.WaitRow: lambda r, s: r.observer.wait_row(s, r.guid(s.guid)),
+    S.Wait: lambda r, s: time.sleep(s.seconds),
+}
+if set(DISPATCH) != set(S.STEP_KINDS.values()):
+    raise ImportError(f"the runner's dispatch table and the step catalogue disagree: "
+                      f"{sorted(c.__name__ for c in set(DISPATCH) ^ set(S.STEP_KINDS.values()))}")
+
+
+class Runner:
+    """One execution of one scenario on one stack, recording into `recorder` (a fresh one by default)."""
+
+    def __init__(self, stack: Stack, scenario: S.Scenario, recorder: Recorder | None = None, tag: str | None = None):
+        self.stack, self.scenario = stack, scenario
+        self.recorder = recorder or Recorder()
+        self.tag = tag or uuid.uuid4().hex[:8]
+        self.guids: dict[str, str] = {}
+        self.executed: list = []  # every step run, in order (the final phase's included)
+        self.client = Client(stack, self.recorder, scenario.account_timeout_ms, self.guid)
+        self.nemesis = Nemesis(stack, self.recorder, self.guid)
+        self.operator = Operator(stack, self.recorder, scenario.batch_timeout_s)
+        self.observer = Observer(stack, self.recorder, self.tag)
+
+    @property
+    def history(self) -> History:
+        return self.recorder.history
+
+    def guid(self, label: str) -> str:
+        """The run's GUID for a scenario label (labels are made unique per run by the run's tag)."""
+        if not LABEL.fullmatch(label):
+            raise HarnessError(f"GUID label {label!r} in scenario '{self.scenario.name}' is not 1-40 characters "
+                               "of A-Z a-z 0-9 - _", fix="rename it")
+        if label not in self.guids:
+            self.guids[label] = f"{label}-{self.tag}"
+            self.recorder.guid(label, self.guids[label])
+        return self.guids[label]
+
+    def run(self) -> History:
+        """Run every step, then the final phase; the history holds it all."""
+        try:
+            if self.begin():
+                for n, step in enumerate(self.scenario.steps, 1):
+                    if not self.do(step, n):
+                        break
+        finally:
+            self.finish()
+        return self.history
+
+    def begin(self) -> bool:
+        """Record the scenario and start its relays (those not already running); False if one would not."""
+        sc = self.scenario
+        for step in sc.steps:
+            for label in S.guids_of(step):
+                self.guid(label)
+        self.recorder.scenario(name=sc.name, family=sc.family, description=sc.description, accounts=sc.accounts,
+                               account_timeout_ms=sc.account_timeout_ms, max_attempts=sc.max_attempts,
+                               safe_min_age_s=final_phase.safe_min_age_s(sc), guids=dict(self.guids),
+                               steps=[S.describe(s) for s in sc.steps], relay=self.stack.manifest.name, tag=self.tag,
+                               contract=contract.VERSION, tolerances=TOLERANCES.as_dict())
+        return all(self.do(S.Start(slot), "start") for slot in sc.relays if slot not in self.stack.supervisor.relays)
+
+    def do(self, step, n=None) -> bool:
+        """Run one step, record it, snapshot the ledger; False when the run cannot go on."""
+        for label in S.guids_of(step):
+            self.guid(label)
+        self.recorder.step_started(n, S.describe(step))
+        self.executed.append(step)
+        try:
+            DISPATCH[type(step)](self, step)
+        except RelayError as e:
+            self.recorder.step_failed(n, S.describe(step), str(e))
+            return False
+        self.recorder.step_done(n)
+        self.observer.snapshot(n, S.kind(step))
+        return True
+
+    def finish(self) -> None:
+        """The final phase (heal, collect, resolve, reprocess), then the final observations."""
+        try:
+            final_phase.converge(self)
+        finally:
+            self.client.close()
+        self.observer.snapshot("end", "end")
+        self.observer.schema()
+        self.observer.account_stats()
+
+    def rows(self) -> dict[str, dict]:
+        """This run's ledger rows (GUIDs carry the run's tag, so a shared ledger is no problem)."""
+        return self.observer.rows()
+
+
+def run_scenario(stack: Stack, scenario: S.Scenario, tag: str | None = None,
+                 recorder: Recorder | None = None) -> History:
+    """Run scenario on stack (its relays not yet started) and return the full history."""
+    return Runner(stack, scenario, recorder, tag).run()
