@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,17 +22,16 @@ from hypothesis import HealthCheck, errors, settings
 from hypothesis.stateful import rule, run_state_machine_as_test
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from harness import manifest, scenario_file, toxiproxy_server  # noqa: E402
-from harness import steps as S  # noqa: E402
-from relaychaos.stack.account_system import AccountSystem  # noqa: E402
-from relaychaos.stack.world import Stack  # noqa: E402
-from relaychaos.scenarios.machine import ACCOUNTS, TIMEOUT_MS, ChaosMachine, Context, bind  # noqa: E402
+from relaychaos.engine import scenario_file
+from relaychaos.engine import steps as S
+from relaychaos.relay_under_test.mutants.table import MUTANTS
+from relaychaos.scenarios.machine import ACCOUNTS, TIMEOUT_MS, ChaosMachine, Context, bind
+from relaychaos.stack import manifest, toxiproxy_server
+from relaychaos.stack.account_system import AccountSystem
+from relaychaos.stack.world import Stack
 
 COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None, print_blob=False)
-POWER = ["base", "mutants/check_then_insert", "mutants/write_after_call", "mutants/memory_ledger",
-         "mutants/timeout_as_failed"]
+POWER = [m for m in MUTANTS if m.needs_interleaving]
 
 
 class OneTransfer(ChaosMachine):
@@ -49,13 +47,13 @@ for name in [n for n, v in vars(ChaosMachine).items() if getattr(v, "hypothesis_
         setattr(OneTransfer, name, None)
 
 
-def stack_for(server, account, relay: str, work: Path) -> Stack:
-    return Stack(toxiproxy=server.control, account=account, manifest=manifest.load(ROOT / "relay_under_test" / relay),
-                 workdir=work / relay.replace("/", "-"), name="bench", accounts=ACCOUNTS, account_timeout_ms=TIMEOUT_MS)
+def stack_for(server, account, relay: Path, work: Path) -> Stack:
+    return Stack(toxiproxy=server.control, account=account, manifest=manifest.load(relay),
+                 workdir=work / relay.parent.name, name="bench", accounts=ACCOUNTS, account_timeout_ms=TIMEOUT_MS)
 
 
 def rate(server, account, work: Path, machine, examples: int) -> float:
-    with stack_for(server, account, "reference", work) as stack:
+    with stack_for(server, account, ROOT / "relay_under_test" / "reference" / "relay.toml", work) as stack:
         ctx = Context(stack, None)
         cls = type("Bench", (machine,), {"context": ctx})
         t0 = time.perf_counter()
@@ -84,9 +82,10 @@ def main() -> None:
         if args.skip_power:
             return
         print("\npower check at the nightly budget (300 examples, 20 steps):")
-        for relay in POWER:
-            with stack_for(server, account, relay, work) as stack:
-                ctx = Context(stack, work / "found" / relay.replace("/", "-"))
+        for mutant in POWER:
+            relay = mutant.name
+            with stack_for(server, account, mutant.manifest, work) as stack:
+                ctx = Context(stack, work / "found" / relay)
                 t0 = time.perf_counter()
                 try:
                     run_state_machine_as_test(bind(ctx), settings=settings(max_examples=300, stateful_step_count=20,

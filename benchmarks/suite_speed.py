@@ -31,23 +31,23 @@ def timed(argv: list[str]) -> float:
 
 
 def catch_times() -> list[tuple[str, str, float, bool]]:
-    sys.path.insert(0, str(ROOT))
     from relaychaos.stack import manifest
     from relaychaos.stack import toxiproxy_server
     from relaychaos.stack.account_system import AccountSystem
     from relaychaos.chaos import run_and_check
     from relaychaos.stack.world import Stack
     from relaychaos.scenarios import ALL
-    from tests.test_kill_matrix import BROKEN, MEANT_FOR
+    from relaychaos.relay_under_test.mutants.table import MUTANTS
 
     work = Path(tempfile.mkdtemp(prefix="bench-catch-"))
     server, account = toxiproxy_server.acquire(work), AccountSystem.start(work)
     out = []
     try:
-        for relay, names in MEANT_FOR.items():
-            for name in names:
+        for mutant in MUTANTS:
+            relay = mutant.name
+            for name in mutant.caught_by:
                 sc = ALL[name]
-                with Stack(toxiproxy=server.control, account=account, manifest=manifest.load(BROKEN[relay]),
+                with Stack(toxiproxy=server.control, account=account, manifest=manifest.load(mutant.manifest),
                            workdir=work / f"{relay}-{name}", name=name, accounts=sc.accounts,
                            account_timeout_ms=sc.account_timeout_ms) as stack:
                     t0 = time.perf_counter()

@@ -28,7 +28,8 @@ def preflight(relay: Path, out: Path) -> None:
     from relaychaos.stack import manifest
     from relaychaos.stack import toxiproxy_server
 
-    manifest.load(relay)
+    for warning in manifest.load(relay).warnings:
+        print(f"relaychaos: {relay}: {warning}", file=sys.stderr)
     toxiproxy_server.acquire(out).close()
 
 

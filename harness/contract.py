@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 VERSION = "1.1"
-CONTRACT_PATH = Path(__file__).resolve().parent.parent / "docs" / "relay-contract.md"
 
 
 @dataclass(frozen=True)

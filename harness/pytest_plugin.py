@@ -111,9 +111,15 @@ def relaychaos_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def relay_manifest(pytestconfig: pytest.Config):
+    """The relay under test's manifest; keys it does not know are shown as warnings."""
+    import warnings
+
     from relaychaos.stack import manifest
 
-    return manifest.load(relay_path(pytestconfig))
+    loaded = manifest.load(relay_path(pytestconfig))
+    for problem in loaded.warnings:
+        warnings.warn(f"{loaded.path}: {problem}", UserWarning, stacklevel=1)
+    return loaded
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ The harness draws every random choice; every toxic has toxicity 1.0.
 """
 from __future__ import annotations
 
+import collections
 import os
 import time
 from dataclasses import dataclass, field
@@ -62,6 +63,18 @@ class Context:
     first_failure_at: tuple[int, float] | None = None
     started: float = field(default_factory=time.monotonic)
     last_file: Path | None = None
+    counts: collections.Counter = field(default_factory=collections.Counter)  # steps and faults run
+
+    def note(self, what: str) -> None:
+        """Count a step or fault (for the statistics), and tell Hypothesis too."""
+        self.counts[what] += 1
+        event(what)
+
+    def statistics(self) -> str:
+        """How often each step and fault ran, over every example so far."""
+        lines = [f"relaychaos state machine: {self.examples} examples in {time.monotonic() - self.started:.1f} s"]
+        lines += [f"  {n:6d}  {what}" for what, n in self.counts.most_common()]
+        return "\n".join(lines)
 
 
 class ChaosMachine(RuleBasedStateMachine):
@@ -89,7 +102,7 @@ class ChaosMachine(RuleBasedStateMachine):
     # -- helpers -----------------------------------------------------------------------
     def _do(self, *steps) -> None:
         for step in steps:
-            event(f"step: {S.kind(step)}")
+            self.context.note(f"step: {S.kind(step)}")
             self.steps.append(step)
             self.runner.do(step, len(self.steps))
 
@@ -133,7 +146,7 @@ class ChaosMachine(RuleBasedStateMachine):
     def fault(self, name, amount):
         """A network or server fault (healed by heal), or SIGKILL of relay a and a restart on the same
         ledger, optionally while a new transfer is held at the account system."""
-        event(f"fault: {name}")
+        self.context.note(f"fault: {name}")
         if name == "kill-relay":
             self._do(S.Kill("a"), S.Start("a"))
         elif name == "kill-mid-transfer" and not self.active & {"account-down", "drop-request"}:
@@ -158,7 +171,7 @@ class ChaosMachine(RuleBasedStateMachine):
             return
         self.second = True
         if "b" in self.runner.stack.supervisor.relays:
-            event("step: start")
+            self.context.note("step: start")
             self.steps.append(S.Start("b"))
         else:
             self._do(S.Start("b"))

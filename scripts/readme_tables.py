@@ -1,16 +1,12 @@
-"""Print the README's rules table and contract-coverage table, generated from the rule book and the scenarios.
+"""Print the README's generated tables: the rules, the contract's coverage, the kill matrix.
 
     .venv/bin/python scripts/readme_tables.py
 
-tests/test_citations.py fails until the README holds exactly these tables.
+tests/test_citations.py and tests/test_kill_matrix.py fail until the README holds exactly these.
 """
-import sys
-from pathlib import Path
+from relaychaos import contract
+from relaychaos.checkers import RULES
+from relaychaos.relay_under_test.mutants.table import readme_table
+from relaychaos.scenarios import ALL
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from harness import contract  # noqa: E402
-from relaychaos.checkers import RULES  # noqa: E402
-from relaychaos.scenarios import ALL  # noqa: E402
-
-print(contract.rules_table(RULES), "", contract.coverage_table(ALL.values(), RULES), sep="\n")
+print(contract.rules_table(RULES), contract.coverage_table(ALL.values(), RULES), readme_table(), sep="\n\n")

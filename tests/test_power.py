@@ -11,19 +11,17 @@ from hypothesis import HealthCheck, errors, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from relaychaos.engine import scenario_file
+from relaychaos.relay_under_test.mutants.table import BY_NAME, MUTANTS
 from relaychaos.scenarios.machine import ACCOUNTS, TIMEOUT_MS, Context, bind
-
-from .conftest import ROOT
 
 BUDGET = settings(max_examples=60, stateful_step_count=10, derandomize=True, database=None, deadline=None,
                   suppress_health_check=list(HealthCheck), print_blob=False)
-NEEDS_AN_INTERLEAVING = ["base", "mutants/check_then_insert", "mutants/write_after_call", "mutants/memory_ledger",
-                         "mutants/timeout_as_failed"]
+NEEDS_AN_INTERLEAVING = [m.name for m in MUTANTS if m.needs_interleaving]
 
 
-@pytest.mark.parametrize("relay", NEEDS_AN_INTERLEAVING, ids=[r.split("/")[-1] for r in NEEDS_AN_INTERLEAVING])
+@pytest.mark.parametrize("relay", NEEDS_AN_INTERLEAVING)
 def test_the_machine_finds_the_bug_and_shrinks_it_to_a_short_file(make_stack, run_chaos, tmp_path, relay):
-    path = ROOT / "relay_under_test" / relay
+    path = BY_NAME[relay].manifest
     stack = make_stack(path, accounts=ACCOUNTS, account_timeout_ms=TIMEOUT_MS)
     ctx = Context(stack, tmp_path / "found")
     t0 = time.monotonic()

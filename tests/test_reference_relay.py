@@ -243,8 +243,8 @@ def test_reprocess_stops_at_the_attempt_cap(ref):
 def test_two_reprocess_runs_at_once_send_each_guid_once(ref):
     guids = [failed_row(ref) for _ in range(20)]
     ref.add_toxic("account", "latency", stream="downstream", latency=50)
-    runs = [ref.supervisor.start_batch("reprocess", ["--max-attempts", "5"]) for _ in range(2)]
-    assert all(ref.supervisor.wait_batch("reprocess", r, 30).ok for r in runs)
+    runs = [ref.supervisor.start_batch("reprocess", 5) for _ in range(2)]
+    assert all(ref.supervisor.wait_batch(r, 30).ok for r in runs)
     stats = ref.account_stats()["guids"]
     assert [stats[g]["calls"] for g in guids] == [1] * 20
 

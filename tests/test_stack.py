@@ -1,6 +1,7 @@
 """The real stack end to end: channel → [hub proxy] → relay_base → [account proxy] → account system."""
 import pytest
 
+from relaychaos.recorder import Recorder
 from relaychaos.stack.channel import RetryPolicy, new_guid, transfer
 
 from .conftest import BASE
@@ -16,14 +17,14 @@ def base(make_stack):
 
 
 def test_a_transfer_flows_through_every_part_and_is_applied_once(base):
-    guid = new_guid()
-    [outcome] = base.send(transfer(guid, "alice", "bob", 30))
+    guid, recorder = new_guid(), Recorder()
+    [outcome] = base.send(transfer(guid, "alice", "bob", 30), recorder=recorder)
     assert (outcome.type, outcome.status, outcome.code) == ("ok", 200, "0000")
     stats = base.account_stats()
     assert stats["guids"][guid] == {"calls": 1, "debits": 1, "codes": ["0000"], "first_code": "0000"}
     assert stats["balances"] == {"alice": 970, "bob": 30}
     assert base.ledger_rows()[guid]["status"] == "DONE"
-    kinds = [(e.process.split("-")[0], e.type, e.f) for e in base.history.where(f="transfer")]
+    kinds = [(e.process.split("-")[0], e.type, e.f) for e in recorder.history.where(f="transfer")]
     assert kinds == [("channel", "invoke", "transfer"), ("channel", "ok", "transfer")]
 
 
@@ -68,21 +69,21 @@ def test_relay_base_debits_twice_when_the_channel_resends_after_a_dropped_respon
 
 def test_a_retry_policy_resends_the_same_guid_after_a_time_out(base):
     base.add_toxic("hub-a", "timeout", stream="downstream", timeout=0)
-    guid = new_guid()
-    outcomes = base.send(transfer(guid, "alice", "bob", 1), RetryPolicy(attempts=3), timeout_s=0.3)
+    guid, recorder = new_guid(), Recorder()
+    outcomes = base.send(transfer(guid, "alice", "bob", 1), RetryPolicy(attempts=3), timeout_s=0.3, recorder=recorder)
     assert [o.attempt for o in outcomes] == [1, 2, 3] and {o.guid for o in outcomes} == {guid}
-    invokes = base.history.where(f="transfer", type="invoke")
+    invokes = recorder.history.where(f="transfer", type="invoke")
     assert {e.value["request"]["guid"] for e in invokes} == {guid}
     assert base.account.wait_calls(guid, 3) == 3
 
 
 def test_thirty_two_duplicates_released_together_all_reach_relay_base(base):
-    guid = new_guid()
-    outcomes = base.race(transfer(guid, "alice", "bob", 1), 32)
+    guid, recorder = new_guid(), Recorder()
+    outcomes = base.race(transfer(guid, "alice", "bob", 1), 32, recorder=recorder)
     assert [o.code for o in outcomes] == ["0000"] * 32
     assert base.account_stats()["guids"][guid]["debits"] == 32
-    invokes = [e for e in base.history.where(f="transfer", type="invoke")]
-    first_answer = base.history.where(f="transfer", type="ok")[0].index
+    invokes = [e for e in recorder.history.where(f="transfer", type="invoke")]
+    first_answer = recorder.history.where(f="transfer", type="ok")[0].index
     assert all(e.index < first_answer for e in invokes), "all 32 were sent before any answer came"
 
 
@@ -95,4 +96,3 @@ def test_killing_and_restarting_the_relay_keeps_its_ledger_and_hub_address(base)
     assert base.relay_url("a") == hub and base.supervisor.relays["a"].child.pid != old_pid
     assert base.ledger_rows()[guid]["status"] == "DONE"
     assert base.send(transfer(new_guid(), "alice", "bob", 5))[0].code == "0000"
-    assert [e.f for e in base.history.where(process="relay-a") if e.type == "ok"] == ["start", "kill", "start"]

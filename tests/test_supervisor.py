@@ -18,9 +18,9 @@ from .conftest import BASE, REFERENCE
 pytestmark = pytest.mark.stack  # real relay processes
 
 
-def supervisor(path, tmp_path, history=None):
+def supervisor(path, tmp_path):
     return Supervisor(manifest.load(path), workdir=tmp_path / "run", account_url="http://127.0.0.1:9",
-                      account_timeout_ms=300, history=history)
+                      account_timeout_ms=300)
 
 
 def gone(pid: int, within_s: float = 5.0) -> bool:
@@ -126,9 +126,8 @@ def test_batch_commands_get_their_arguments_and_a_time_limit(write_manifest, tmp
     done = sup.resolve(min_age_s=2.5)
     assert done.ok and "['--min-age', '2.5']" in done.tail()
     hung = sup.purge(retention_s=60, timeout_s=0.5)
-    assert hung.returncode is None and not hung.ok
-    assert [e.type for e in sup.history.where(f="purge")] == ["invoke", "fail"]
-    assert sup.history.where(f="purge", type="fail")[0].value["timed_out_after_s"] == 0.5
+    assert hung.returncode is None and hung.timed_out and not hung.ok
+    assert 0.5 <= hung.duration_s < 5
 
 
 def test_no_relay_outlives_a_harness_that_is_killed(tmp_path):
@@ -143,7 +142,7 @@ def test_no_relay_outlives_a_harness_that_is_killed(tmp_path):
         time.sleep(600)
     """)
     harness = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    relay_pid = int(relaychaos.stdout.readline())
-    relaychaos.kill()
-    relaychaos.wait()
+    relay_pid = int(harness.stdout.readline())
+    harness.kill()
+    harness.wait()
     assert gone(relay_pid)

@@ -216,13 +216,7 @@ def dump(scenario: S.Scenario, expect: dict | None = None, comment: str = "") ->
     """The YAML text of a scenario, in the format `load` reads (only non-default fields)."""
     steps = []
     for step in scenario.steps:
-        args = {}
-        for f in dataclasses.fields(step):
-            value = getattr(step, f.name)
-            default = f.default if f.default is not dataclasses.MISSING else (
-                f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
-            if value != default:
-                args[f.name] = list(value) if isinstance(value, tuple) else value
+        args = {k: list(v) if isinstance(v, tuple) else v for k, v in S.changed_fields(step).items()}
         steps.append({S.kind(step): args} if args else S.kind(step))
     data = {"name": scenario.name, "description": scenario.description,
             "account_timeout_ms": scenario.account_timeout_ms, "max_attempts": scenario.max_attempts,

@@ -177,16 +177,21 @@ def kind(step) -> str:
     return KIND_OF[type(step)]
 
 
-def describe(step) -> str:
-    """`send guid=g1 amount=20`: the kind and the fields that differ from their defaults."""
-    parts = [kind(step)]
+def changed_fields(step) -> dict:
+    """The step's fields that differ from their defaults, by name: what a description or a file shows."""
+    out = {}
     for f in fields(step):
         value = getattr(step, f.name)
         default = f.default if f.default is not MISSING else (
             f.default_factory() if f.default_factory is not MISSING else MISSING)
         if value != default:
-            parts.append(f"{f.name}={value}")
-    return " ".join(parts)
+            out[f.name] = value
+    return out
+
+
+def describe(step) -> str:
+    """`send guid=g1 amount=20`: the kind and the fields that differ from their defaults."""
+    return " ".join([kind(step)] + [f"{name}={value}" for name, value in changed_fields(step).items()])
 
 
 def guids_of(step) -> list[str]:

@@ -58,15 +58,12 @@ class AccountSystem:
         self._call("POST", "/_control/reset", json={
             "ledger_path": str(ledger_path) if ledger_path else None, "accounts": accounts or {}})
 
-    def seed(self, accounts: dict[str, int]) -> None:
-        self._call("POST", "/_control/accounts", json={"accounts": accounts})
-
     def stats(self) -> dict:
         """{'balances', 'guids': {guid: {calls, debits, codes, first_code}}, 'calls': [...], 'faults'}."""
         return self._call("GET", "/_control/stats")
 
     def set_faults(self, **spec) -> None:
-        """Merge server-side faults: delay_ms, delay_by_guid, e500_guids, e500_next, hold_guids."""
+        """Merge server-side faults: delay_ms, e500_guids, e500_next, hold_guids."""
         self._call("POST", "/_control/faults", json=spec)
 
     def clear_faults(self) -> None:
