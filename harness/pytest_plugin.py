@@ -69,8 +69,15 @@ STACK_FIXTURES = frozenset({"toxiproxy", "account_system", "make_stack", "stack"
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if STACK_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if any(_ours(item, name) for name in STACK_FIXTURES & set(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.stack)
+
+
+def _ours(item: pytest.Item, fixture: str) -> bool:
+    """Whether the item's fixture of this name is relaychaos' (a project's own `stack` fixture is not)."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.get(fixture, ()) if info is not None else ()
+    return any(getattr(d.func, "__module__", None) == __name__ for d in defs[-1:])
 
 
 @pytest.hookimpl(tryfirst=True)

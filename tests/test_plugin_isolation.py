@@ -35,6 +35,13 @@ def test_the_plugin_is_loaded_in_another_project(pytester):
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
+def test_a_projects_own_stack_fixture_gets_no_marker_from_relaychaos(pytester):
+    pytester.makepyfile(test_own="import pytest\n\n@pytest.fixture\ndef stack():\n    return []\n\n"
+                                 "def test_uses_its_own_stack(stack):\n    assert stack == []\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "not stack")
+    result.assert_outcomes(passed=1)
+
+
 def test_the_plugin_imports_no_private_hypothesis_module():
     source = open(pytest_plugin.__file__).read()
     assert "hypothesis._" not in source and "load_profile" not in source and "register_profile" not in source
