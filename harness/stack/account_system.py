@@ -17,7 +17,7 @@ START_TIMEOUT_S = 15.0
 
 
 class AccountSystem:
-    """A running fixture process (`python -m fixtures.account_system`) and its control client."""
+    """A running fixture process (`python -m relaychaos.fixtures.account_system`) and its control client."""
 
     def __init__(self, child: Child, port: int):
         self.child, self.port = child, port

@@ -1,4 +1,4 @@
-"""`python -m relay_under_test.mutants NAME {serve|resolve|reprocess|purge} [...]`: run one mutant."""
+"""`python -m relaychaos.relay_under_test.mutants NAME {serve|resolve|reprocess|purge} [...]`: run one mutant."""
 import sys
 
 from relaychaos.relay_under_test.reference.__main__ import main
@@ -7,5 +7,5 @@ from .catalogue import MUTANTS
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in MUTANTS:
-        sys.exit(f"usage: python -m relay_under_test.mutants NAME COMMAND ...; NAME is one of {', '.join(MUTANTS)}")
+        sys.exit(f"usage: python -m relaychaos.relay_under_test.mutants NAME COMMAND ...; NAME is one of {', '.join(MUTANTS)}")
     sys.exit(main(sys.argv[2:], **MUTANTS[sys.argv[1]]))
