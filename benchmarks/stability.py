@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             b.kill()
             b.wait()
     what = "kill matrix" if args.kill_matrix else f"suite against {args.relay}"
-    print(f"\n{what}, {args.burners} CPU burners: {green}/{len(walls)} runs green, median {statistics.median(walls):.1f} s")
+    print(f"\n{what}, {args.burners} CPU burners: {green}/{len(walls)} runs green, "
+          f"median {statistics.median(walls):.1f} s")
     for name, n in failures.most_common():
         print(f"  {n}x {name}")
     return 0 if green == len(walls) else 1

@@ -1,6 +1,6 @@
 """Scenarios for the batch jobs: resolve's min-age, reprocess's claim and cap, purge's retention."""
-from relaychaos.engine.steps import (AddToxic, DisableProxy, EnableProxy, Heal, Purge, Release, RemoveToxic, Reprocess, Resolve,
-                           Scenario, Send, ServerFault, Wait, WaitCalls)
+from relaychaos.engine.steps import (AddToxic, DisableProxy, EnableProxy, Heal, Purge, Release, RemoveToxic,
+                                     Reprocess, Resolve, Scenario, Send, ServerFault, Wait, WaitCalls)
 
 SCENARIOS = [
     Scenario("min-age-trap", family="batch",

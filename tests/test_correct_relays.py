@@ -22,5 +22,5 @@ STORIES = [(name, s) for name, s in ALL.items()] + [(p.stem, scenario_file.load(
 @pytest.mark.parametrize("name, scenario", STORIES, ids=[n for n, _ in STORIES])
 def test_an_independent_correct_relay_passes(run_chaos, relay, name, scenario):
     if relay == "go":
-        assert GO_BINARY.exists(), f"{GO_BINARY} is missing: run scripts/bootstrap.sh (it builds the Go relay with go build)"
+        assert GO_BINARY.exists(), f"{GO_BINARY} is missing: run scripts/bootstrap.sh (it builds the Go relay)"
     run_chaos(scenario, manifest=CORRECT[relay]).assert_holds()

@@ -16,7 +16,8 @@ import pytest
 from .conftest import ROOT
 
 # relaychaos.<subpackage> -> its folder in the checkout (harness/ is relaychaos itself)
-FOLDERS = {"fixtures": "fixtures", "reports": "reports", "scenarios": "scenarios", "relay_under_test": "relay_under_test"}
+FOLDERS = {"fixtures": "fixtures", "reports": "reports", "scenarios": "scenarios",
+           "relay_under_test": "relay_under_test"}
 IO_MODULES = {"subprocess", "socket", "sqlite3", "os", "shutil", "asyncio", "aiohttp", "requests", "urllib", "http",
               "multiprocessing", "signal", "docker", "toxiproxy", "tempfile", "ctypes", "io", "pathlib"}
 IMPURE = ("relaychaos.stack", "relaychaos.engine", "relaychaos.chaos", "relaychaos.cli", "relaychaos.pytest_plugin",
@@ -85,7 +86,8 @@ def under(prefix: str) -> list[str]:
 def test_the_checkers_are_pure_functions_of_a_history(mod):
     reached = closure(mod)
     assert not reached & IO_MODULES, f"{mod} reaches I/O: {sorted(reached & IO_MODULES)}"
-    assert not [m for m in reached if m.startswith(IMPURE)], f"{mod} reaches {sorted(m for m in reached if m.startswith(IMPURE))}"
+    impure = sorted(m for m in reached if m.startswith(IMPURE))
+    assert not impure, f"{mod} reaches {impure}"
 
 
 @pytest.mark.parametrize("mod", under("relaychaos.relay_under_test") + under("relaychaos.fixtures"))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from relaychaos.history import History
 from relaychaos.checkers.verdict import Verdict
-from relaychaos.checkers import money, ledger_rules, answers, interface  # noqa: F401, I001 - registration order is report order
+# The rule modules register their rules on import; their order here is the rule book's order.
+from relaychaos.checkers import money, ledger_rules, answers, interface  # noqa: F401, I001
 from relaychaos.checkers.facts import Facts
 from relaychaos.checkers.rulebook import RULES, Rule
 

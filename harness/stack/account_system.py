@@ -27,7 +27,8 @@ class AccountSystem:
     @classmethod
     def start(cls, log_dir: Path) -> "AccountSystem":
         port = free_port()
-        child = spawn("account-system", [sys.executable, "-m", "relaychaos.fixtures.account_system", "--port", str(port)],
+        argv = [sys.executable, "-m", "relaychaos.fixtures.account_system", "--port", str(port)]
+        child = spawn("account-system", argv,
                       log_path=log_dir / f"account-system-{port}.log", cwd=log_dir)
         why = wait_http_ok(f"http://127.0.0.1:{port}/_control/health", timeout_s=START_TIMEOUT_S, child=child)
         if why:

@@ -7,5 +7,6 @@ from .catalogue import MUTANTS
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in MUTANTS:
-        sys.exit(f"usage: python -m relaychaos.relay_under_test.mutants NAME COMMAND ...; NAME is one of {', '.join(MUTANTS)}")
+        sys.exit("usage: python -m relaychaos.relay_under_test.mutants NAME COMMAND ...; "
+                 f"NAME is one of {', '.join(MUTANTS)}")
     sys.exit(main(sys.argv[2:], **MUTANTS[sys.argv[1]]))
