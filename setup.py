@@ -1,0 +1,30 @@
+"""Packaging's one dynamic part: every folder under the mapped design folders is a `relaychaos.*` package.
+
+The metadata is in pyproject.toml. The repository keeps the design's top-level folders and
+maps them under one import name (harness/ is `relaychaos`, fixtures/ is
+`relaychaos.fixtures`, ...). Folders holding only data (a mutant's relay.toml, the
+regression files, the stdlib and Go relays) are listed too, so that they ship.
+"""
+from pathlib import Path
+
+from setuptools import setup
+
+ROOT = Path(__file__).resolve().parent
+MAPPED = {"relaychaos": "harness", "relaychaos.fixtures": "fixtures", "relaychaos.reports": "reports",
+          "relaychaos.scenarios": "scenarios", "relaychaos.relay_under_test": "relay_under_test"}
+SKIP = {"__pycache__", "bin"}  # bytecode; the Go relay's build output
+
+
+def packages() -> list[str]:
+    found = []
+    for name, folder in MAPPED.items():
+        base = ROOT / folder
+        for d in [base, *sorted(p for p in base.rglob("*") if p.is_dir())]:
+            rel = d.relative_to(base).parts
+            if SKIP & set(rel) or any(part.startswith(".") for part in rel):
+                continue
+            found.append(".".join((name, *rel)))
+    return found
+
+
+setup(package_dir=MAPPED, packages=packages())
