@@ -6,6 +6,7 @@ re-run on a saved history.
 """
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass, field
@@ -265,9 +266,18 @@ class Facts:
         return tuple(c["seq"] for c in self.calls_for(guid))
 
     def _fault_moments(self, t0: float, t1: float) -> list["FaultState"]:
-        """The fault state at t0 and after each fault event up to t1."""
-        moments = [t0] + [e.time for e in self.events if e.process == "nemesis" and t0 <= e.time <= t1]
-        return [self.faults_at(t) for t in moments]
+        """The fault state at t0 and after each fault event up to t1, folded in one pass."""
+        state, states = FaultState(), []
+        for e in self.events:
+            if e.time > t1:
+                break
+            if e.time > t0 and not states:
+                states.append(copy.deepcopy(state))  # the state at t0
+            if e.process == "nemesis":
+                state.apply(e)
+                if e.time >= t0:
+                    states.append(copy.deepcopy(state))
+        return states or [state]
 
     def account_states(self, t0: float, t1: float) -> list[tuple[bool, set[tuple[str, str]]]]:
         """The account proxy's states from t0 to t1: (disabled, {(toxic kind, stream)}) at t0 and at each fault

@@ -37,7 +37,6 @@ class Client:
         if key not in self.channels:
             ch = self.stack.channel(self.recorder, slot, via_hub=via_hub, timeout_s=timeout)
             ch.name = f"channel-{slot}{'' if via_hub else '-direct'}-{len(self.channels)}"
-            ch.delivery_cap_s = TOLERANCES.delivery_cap_s
             self.loop.run(ch.__aenter__())
             self.channels[key] = ch
         return self.channels[key]

@@ -24,6 +24,7 @@ import aiohttp
 
 from relaychaos.stack import raw_http
 from relaychaos.recorder import Recorder
+from relaychaos.tolerances import CURRENT as TOLERANCES
 
 DEFAULT_RETRY_ON = frozenset({"info", "E902", "E903"})
 
@@ -75,7 +76,7 @@ class Channel:
     target: str | Callable[[], str]
     timeout_s: float = 2.0
     name: str = "channel"
-    delivery_cap_s: float = 10.0  # racers wait this long for the relay to take their request (relaychaos.tolerances)
+    delivery_cap_s: float = TOLERANCES.delivery_cap_s  # racers wait this long for the relay to take their request
     _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
     _procs: itertools.count = field(default_factory=itertools.count, init=False, repr=False)
 
