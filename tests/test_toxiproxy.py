@@ -11,17 +11,18 @@ pytestmark = pytest.mark.stack  # the real Toxiproxy server
 
 def test_proxies_forward_and_toxics_are_added_and_removed(toxiproxy, account_system):
     proxy = toxiproxy.create_proxy("test-adapter-forward", f"127.0.0.1:{account_system.port}")
+    probe = f"{proxy.url}/transfer/never-sent"  # the query API: a read, the fixture's public port has nothing else
     try:
-        assert requests.get(f"{proxy.url}/_control/health", timeout=2).json() == {"ok": True}
+        assert requests.get(probe, timeout=2).json() == {"guid": "never-sent", "found": False}
         toxiproxy.add_toxic(proxy, "slow", "latency", latency=300)
         assert toxiproxy.toxic_names(proxy) == ["slow"]
-        assert requests.get(f"{proxy.url}/_control/health", timeout=2).elapsed.total_seconds() >= 0.3
+        assert requests.get(probe, timeout=2).elapsed.total_seconds() >= 0.3
         toxiproxy.set_enabled(proxy, False)
         with pytest.raises(requests.ConnectionError):
-            requests.get(f"{proxy.url}/_control/health", timeout=2)
+            requests.get(probe, timeout=2)
         toxiproxy.heal(proxy)
         assert toxiproxy.toxic_names(proxy) == []
-        assert requests.get(f"{proxy.url}/_control/health", timeout=2).ok
+        assert requests.get(probe, timeout=2).status_code == 404
     finally:
         toxiproxy.destroy(proxy)
     assert "test-adapter-forward" not in toxiproxy.proxy_names()

@@ -2,9 +2,14 @@
 
 One fixture process serves many tests in turn (each test resets it); its
 statistics are the ground truth of what was debited, whatever the relay says.
+It listens on two ports: `port`/`url` serve contract section 2 alone (the Toxiproxy
+proxy points there, so that is all a relay can reach), `control_port`/`control_url`
+serve /_control/, which refuses any request without this client's random token.
 """
 from __future__ import annotations
 
+import os
+import secrets
 import sys
 from pathlib import Path
 
@@ -14,29 +19,41 @@ from relaychaos.errors import FixtureError
 from relaychaos.stack.processes import Child, free_port, spawn, wait_http_ok
 
 START_TIMEOUT_S = 15.0
+TOKEN_ENV = "RELAYCHAOS_CONTROL_TOKEN"
+TOKEN_HEADER = "X-Relaychaos-Token"
 
 
 class AccountSystem:
     """A running fixture process (`python -m relaychaos.fixtures.account_system`) and its control client."""
 
-    def __init__(self, child: Child, port: int):
-        self.child, self.port = child, port
+    def __init__(self, child: Child, port: int, control_port: int, token: str):
+        self.child, self.port, self.control_port = child, port, control_port
         self.url = f"http://127.0.0.1:{port}"
+        self.control_url = f"http://127.0.0.1:{control_port}"
+        self._token = token  # for the project's own tests, which play a third party holding it
         self._http = requests.Session()
+        self._http.headers[TOKEN_HEADER] = token
 
     @classmethod
     def start(cls, log_dir: Path) -> "AccountSystem":
-        port = free_port()
-        argv = [sys.executable, "-m", "relaychaos.fixtures.account_system", "--port", str(port)]
-        child = spawn("account-system", argv,
-                      log_path=log_dir / f"account-system-{port}.log", cwd=log_dir)
-        why = wait_http_ok(f"http://127.0.0.1:{port}/_control/health", timeout_s=START_TIMEOUT_S, child=child)
+        """Spawn a fixture on two free ports with a fresh token (in its environment, not its argv)."""
+        port, control_port = free_port(), free_port()
+        while control_port == port:
+            control_port = free_port()
+        token = secrets.token_hex(16)
+        argv = [sys.executable, "-m", "relaychaos.fixtures.account_system",
+                "--port", str(port), "--control-port", str(control_port)]
+        child = spawn("account-system", argv, log_path=log_dir / f"account-system-{port}.log", cwd=log_dir,
+                      env={**os.environ, TOKEN_ENV: token})
+        # the fixture opens its public port before its control port: a control answer means both listen
+        why = wait_http_ok(f"http://127.0.0.1:{control_port}/_control/health", timeout_s=START_TIMEOUT_S,
+                           child=child, headers={TOKEN_HEADER: token})
         if why:
             child.kill()
             raise FixtureError(f"the account-system fixture {why}",
                                fix="run `bash scripts/bootstrap.sh` so aiohttp is installed, and read its log",
                                details=child.tail())
-        return cls(child, port)
+        return cls(child, port, control_port, token)
 
     def close(self) -> None:
         self._http.close()
@@ -44,7 +61,7 @@ class AccountSystem:
 
     def _call(self, method: str, path: str, **kwargs) -> dict:
         try:
-            resp = self._http.request(method, self.url + path, timeout=kwargs.pop("timeout", 10), **kwargs)
+            resp = self._http.request(method, self.control_url + path, timeout=kwargs.pop("timeout", 10), **kwargs)
         except requests.RequestException as e:
             raise FixtureError(f"the account-system fixture did not answer {method} {path}: {e}",
                                details=self.child.tail()) from None
@@ -72,6 +89,7 @@ class AccountSystem:
         self._call("DELETE", "/_control/faults")
 
     def release(self, guids: list[str] | None = None) -> None:
+        """Let held GUIDs (all when None) be processed; returns once they have been."""
         self._call("POST", "/_control/release", json={"guids": guids} if guids is not None else {})
 
     def wait_calls(self, guid: str, count: int = 1, timeout_s: float = 5.0) -> int:

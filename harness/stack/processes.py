@@ -122,8 +122,9 @@ def spawn(name: str, argv: list[str], *, log_path: Path, cwd: Path | str | None 
     return child
 
 
-def wait_http_ok(url: str, *, timeout_s: float, child: Child | None = None) -> str | None:
-    """Poll url until it answers HTTP 200; return None, or why it did not.
+def wait_http_ok(url: str, *, timeout_s: float, child: Child | None = None,
+                 headers: dict[str, str] | None = None) -> str | None:
+    """Poll url (GET, with headers if given) until it answers HTTP 200; return None, or why it did not.
 
     Stops early when `child` exits. The reason is one of 'exited with status N'
     or 'did not answer within T s (last: ...)'.
@@ -134,7 +135,7 @@ def wait_http_ok(url: str, *, timeout_s: float, child: Child | None = None) -> s
         if child is not None and not child.alive():
             return f"exited with status {child.popen.returncode} before answering {url}"
         try:
-            with urllib.request.urlopen(url, timeout=1.0) as resp:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=1.0) as resp:
                 if resp.status == 200:
                     return None
                 last = f"HTTP {resp.status}"
