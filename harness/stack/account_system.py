@@ -5,6 +5,8 @@ statistics are the ground truth of what was debited, whatever the relay says.
 It listens on two ports: `port`/`url` serve contract section 2 alone (the Toxiproxy
 proxy points there, so that is all a relay can reach), `control_port`/`control_url`
 serve /_control/, which refuses any request without this client's random token.
+The client remembers every fault it set and counts its control writes, so
+`audit()` can tell whether anyone else changed the fixture's faults.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 import requests
 
 from relaychaos.errors import FixtureError
+from relaychaos.fixtures.account_system.faults import Faults
 from relaychaos.stack.processes import Child, free_port, spawn, wait_http_ok
 
 START_TIMEOUT_S = 15.0
@@ -33,6 +36,8 @@ class AccountSystem:
         self._token = token  # for the project's own tests, which play a third party holding it
         self._http = requests.Session()
         self._http.headers[TOKEN_HEADER] = token
+        self._writes = 0  # state-changing control calls this client made (and the fixture answered)
+        self._faults = Faults()  # the faults as this client set them
 
     @classmethod
     def start(cls, log_dir: Path) -> "AccountSystem":
@@ -70,29 +75,68 @@ class AccountSystem:
                                f"{resp.status_code}: {resp.text[:300]}", details=self.child.tail())
         return resp.json()
 
+    def _write(self, method: str, path: str, **kwargs) -> dict:
+        """A control call that changes the fixture's state, counted so audit() can compare."""
+        answer = self._call(method, path, **kwargs)
+        self._writes += 1
+        return answer
+
     # -- control -----------------------------------------------------------------------
     def reset(self, *, ledger_path: Path | str | None = None, accounts: dict[str, int] | None = None) -> None:
         """Forget all calls, balances and faults; peek at ledger_path from now on."""
-        self._call("POST", "/_control/reset", json={
+        self._write("POST", "/_control/reset", json={
             "ledger_path": str(ledger_path) if ledger_path else None, "accounts": accounts or {}})
+        self._faults = Faults()
 
     def stats(self) -> dict:
         """{'balances', 'guids': {guid: {calls, debits, codes, first_code}}, 'calls': [...], 'faults'}."""
         return self._call("GET", "/_control/stats")
 
     def set_faults(self, **spec) -> None:
-        """Merge server-side faults: delay_ms, e500_guids, e500_next, hold_guids."""
-        self._call("POST", "/_control/faults", json=spec)
+        """Merge server-side faults: delay_ms and e500_next replace, e500_guids and hold_guids (lists) add."""
+        merged = self._faults.merged(spec)  # a spec of the wrong shape fails here, before the fixture sees it
+        self._write("POST", "/_control/faults", json=spec)
+        self._faults = merged
 
     def clear_faults(self) -> None:
         """Remove every fault and release every held GUID."""
-        self._call("DELETE", "/_control/faults")
+        self._write("DELETE", "/_control/faults")
+        self._faults = Faults()
 
     def release(self, guids: list[str] | None = None) -> None:
-        """Let held GUIDs (all when None) be processed; returns once they have been."""
-        self._call("POST", "/_control/release", json={"guids": guids} if guids is not None else {})
+        """Let held GUIDs (all when None) be processed; returns once they have been. The faults as set stay."""
+        self._write("POST", "/_control/release", json={"guids": guids} if guids is not None else {})
 
     def wait_calls(self, guid: str, count: int = 1, timeout_s: float = 5.0) -> int:
         """Block until `count` calls for guid have reached the account system; returns how many did."""
         return self._call("GET", "/_control/wait", params={"guid": guid, "count": count, "timeout_s": timeout_s},
                           timeout=timeout_s + 5)["calls"]
+
+    # -- tamper evidence ---------------------------------------------------------------
+    def audit(self) -> list[str]:
+        """How the fixture's faults and control-write count differ from what this client did; [] when they agree.
+
+        One small GET. Calls consuming e500_next and releases do not count as differences:
+        the fixture reports the faults as set, not as consumed since.
+        """
+        seen = self._call("GET", "/_control/faults")
+        out, counts = [], (f"the account system received {seen['writes']} control "
+                           f"write{'' if seen['writes'] == 1 else 's'}, the harness made {self._writes}")
+        if seen["writes"] > self._writes:
+            out.append(f"{counts}: someone else changed its faults")
+        elif seen["writes"] < self._writes:
+            out.append(f"{counts}: some were lost (was the fixture restarted?)")
+        for name, mine in self._faults.normalized().items():
+            theirs = seen["set"].get(name)
+            if theirs != mine:
+                out.append(f"{name} is {_show(theirs)}, the harness set {_show(mine)}")
+        return out
+
+
+def _show(value) -> str:
+    """A fault's value for a person: 200 not 200.0, a GUID list as [a, b]."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, list):
+        return "[" + ", ".join(map(str, value)) + "]"
+    return str(value)
