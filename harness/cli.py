@@ -1,7 +1,7 @@
 """`relaychaos`: the command line. `relaychaos run` is the main job.
 
-    relaychaos run [--relay relay.toml] [--out DIR] [-n N] [-- extra pytest args]
-    relaychaos replay incident.yaml [--relay relay.toml]
+    relaychaos run [--relay relay.toml] [--out DIR] [-n N] [--sandbox auto|strict|off] [-- extra pytest args]
+    relaychaos replay incident.yaml [--relay relay.toml] [--sandbox auto|strict|off]
 
 Runs the chaos suite (scenarios/) against a relay (the bundled reference by
 default) and writes results.json, junit.xml and report.html into a fresh run folder.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -21,6 +22,19 @@ from relaychaos.errors import HarnessError
 
 # The suite's pytest configuration, written into each run folder: the run needs no checkout.
 SUITE_INI = "[pytest]\naddopts = -p no:cacheprovider\n"
+
+
+def sandbox_line(mode: str, limits: str | None) -> str:
+    """The sandbox the run's relays will get, in one line; SandboxError when `strict` cannot be had here."""
+    from relaychaos.sandbox.policy import probe
+
+    level = probe(mode, limits)
+    if not level["enforced"]:
+        return f"sandbox {level['mode']}: relays run unconfined"
+    ll = level["landlock"]
+    line = (f"sandbox {level['mode']}: uid {level['uid']}, rlimits, "
+            + (f"Landlock ABI {ll['abi']} ({', '.join(ll['rules'])})" if ll["abi"] else "no Landlock"))
+    return line + (f"; not enforced: {'; '.join(level['missing'])}" if level["missing"] else "")
 
 
 def preflight(relay: Path, out: Path) -> None:
@@ -38,8 +52,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("runs") / time.strftime("%Y%m%d-%H%M%S")
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
+    os.chmod(out, 0o700)  # histories and logs: the harness's, not the relays'
     try:
         preflight(relay, out)
+        sandbox_summary = sandbox_line(args.sandbox, args.sandbox_limit)
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2
@@ -48,11 +64,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     suite = paths.suite()
     argv = [sys.executable, "-m", "pytest", str(suite), "--rootdir", str(suite), "-c", str(ini),
             "--relay", str(relay), "--junitxml", str(out / "junit.xml"),
-            "--relaychaos-results", str(out / "results.json"), "-q"]
+            "--relaychaos-results", str(out / "results.json"), "-q", "--sandbox", args.sandbox]
+    argv += ["--sandbox-limit", args.sandbox_limit] if args.sandbox_limit else []
     if args.workers != "0":
         argv += ["-n", args.workers]
     argv += args.pytest_args
-    print(f"relaychaos: running the suite against {relay} -> {out}", flush=True)
+    print(f"relaychaos: running the suite against {relay} -> {out}\nrelaychaos: {sandbox_summary}", flush=True)
     rc = subprocess.call(argv, cwd=out)
     results = out / "results.json"
     if rc in (0, 1) and results.exists():
@@ -74,29 +91,32 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from relaychaos.stack import toxiproxy_server
     from relaychaos.stack.account_system import AccountSystem
     from relaychaos.chaos import run_and_check
+    from relaychaos.sandbox.policy import Limits, Sandbox
     from relaychaos.stack.world import Stack
 
     relay = Path(args.relay).resolve() if args.relay else paths.reference_relay()
     out = (Path(args.out) if args.out else Path("runs") / f"replay-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
-    server = account = None
+    server = account = sandbox = None
     try:
         loaded = scenario_file.load(args.file)  # every problem in the file is found before anything starts
         m = manifest.load(relay)
+        sandbox = Sandbox.create(args.sandbox, Limits().with_overrides(args.sandbox_limit))
+        print(f"relaychaos: {sandbox.summary()}", flush=True)
         out.mkdir(parents=True, exist_ok=True)
+        os.chmod(out, 0o700)
         server = toxiproxy_server.acquire(out)
         account = AccountSystem.start(out)
         sc = loaded.scenario
         with Stack(toxiproxy=server.control, account=account, manifest=m, workdir=out, name=sc.name,
-                   accounts=sc.accounts, account_timeout_ms=sc.account_timeout_ms) as stack:
+                   accounts=sc.accounts, account_timeout_ms=sc.account_timeout_ms, sandbox=sandbox) as stack:
             result = run_and_check(stack, sc)
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2
     finally:
-        if account:
-            account.close()
-        if server:
-            server.close()
+        for part in (account, server, sandbox):
+            if part:
+                part.close()
     print(f"relaychaos: replayed {args.file} against relay '{m.name}' ({relay})")
     print(result.report(limit=args.limit))
     return 0 if result.ok else 1
@@ -111,8 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--out", help="the run folder (default: runs/YYYYmmdd-HHMMSS)")
     run.add_argument("-n", "--workers", default="2", help="pytest-xdist workers; 0 runs in one process")
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments, after --")
+    for p in (run, replay := sub.add_parser("replay", help="run one scenario file and print the verdict with its "
+                                                           "timeline")):
+        p.add_argument("--sandbox", choices=("auto", "strict", "off"), default=os.environ.get("RELAYCHAOS_SANDBOX",
+                       "auto"), help="contain the relay's commands: auto (all this machine offers, the default), "
+                                     "strict (refuse without a uid of its own and Landlock network rules), off")
+        p.add_argument("--sandbox-limit", metavar="NAME=N,...", default=None,
+                       help="change sandbox limits, e.g. data_mib=3072 (see README: Running untrusted relays)")
     run.set_defaults(func=cmd_run)
-    replay = sub.add_parser("replay", help="run one scenario file and print the verdict with its timeline")
     replay.add_argument("file", help="the scenario file (YAML), e.g. an incident written down")
     replay.add_argument("--relay", help="the relay.toml to replay it on (default: the bundled reference relay)")
     replay.add_argument("--out", help="where to keep the history and logs (default: runs/replay-YYYYmmdd-HHMMSS)")

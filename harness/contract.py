@@ -82,6 +82,9 @@ _ALL = [
     Clause("5.purge", "5", "delete `DONE` rows whose `updated_at` is at least S seconds old."),
     Clause("5.purge-keeps", "5", "Never delete `UNKNOWN`, `FAILED`, `SENT` or `RECEIVED` rows, whatever their "
                                  "age."),
+    # §6 what the harness promises a relay
+    Clause("6.sandbox", "6", "A relay under test may be run in a sandbox: it can reach only `RELAY_PORT` (listen), "
+                             "the account proxy (connect), its own folder and the ledger's folder."),
 ]
 CLAUSES: dict[str, Clause] = {c.id: c for c in _ALL}
 

@@ -37,3 +37,7 @@ class RelayError(HarnessError):
 
 class FixtureError(HarnessError):
     """The account-system fixture would not start or answer its control API."""
+
+
+class SandboxError(HarnessError):
+    """The sandbox asked for (--sandbox strict, or a limit) cannot be had on this machine."""

@@ -18,6 +18,7 @@ import pytest
 
 _STACKS = pytest.StashKey[list]()
 BUDGETS = ("quick", "nightly", "ci")  # relaychaos.engine.budget.BUDGETS, named here so options load nothing
+SANDBOX_MODES = ("auto", "strict", "off")  # relaychaos.sandbox.policy.MODES
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -29,7 +30,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--relaychaos-budget", dest="relaychaos_budget", default=None, choices=BUDGETS,
                     help="how hard the stateful machine searches: quick (8 examples), nightly (300), ci (12, "
                          "derandomized); default: ci when CI is set, else quick")
+    group.addoption("--sandbox", dest="relaychaos_sandbox", default=None, choices=SANDBOX_MODES,
+                    help="how relay commands are contained: auto (all this machine offers, saying what it "
+                         "could not; the default), strict (refuse to run without a uid of its own and Landlock "
+                         "network rules), off (a relay you trust)")
+    group.addoption("--sandbox-limit", dest="relaychaos_sandbox_limit", default=None, metavar="NAME=N,...",
+                    help="change sandbox limits, e.g. data_mib=3072,nproc=2048 (names: data_mib, nproc, nofile, "
+                         "fsize_mib, cpu_serve_s, cpu_batch_s)")
     parser.addini("relaychaos_relay", "the relay.toml of the relay under test", default=None)
+    parser.addini("relaychaos_sandbox", "the sandbox mode: auto, strict or off", default=None)
     parser.addini("relaychaos_budget", "the stateful machine's budget: quick, nightly or ci", default=None)
 
 
@@ -56,6 +65,16 @@ def budget_name(config: pytest.Config) -> str:
     return chosen
 
 
+def sandbox_choice(config: pytest.Config) -> tuple[str, str | None]:
+    """(mode, limit overrides): --sandbox, else the ini value, else RELAYCHAOS_SANDBOX, else auto."""
+    mode = (config.getoption("relaychaos_sandbox", None) or config.getini("relaychaos_sandbox")
+            or os.environ.get("RELAYCHAOS_SANDBOX") or "auto")
+    if mode not in SANDBOX_MODES:
+        raise pytest.UsageError(f"relaychaos sandbox {mode!r} (from the ini file or RELAYCHAOS_SANDBOX) is not one "
+                                f"of {', '.join(SANDBOX_MODES)}; fix: set it to one of them")
+    return mode, config.getoption("relaychaos_sandbox_limit", None) or os.environ.get("RELAYCHAOS_SANDBOX_LIMIT")
+
+
 FAMILIES = {"basic": "the contract's answer table with no fault", "fault": "network faults between the parts",
             "race": "concurrent duplicates", "crash": "relays killed and restarted",
             "batch": "resolve, reprocess and purge", "regression": "scenario files in scenarios/regressions",
@@ -64,7 +83,7 @@ FAMILIES = {"basic": "the contract's answer table with no fault", "fault": "netw
 
 # A test using any of these fixtures needs the real stack; it gets the `stack` marker by itself,
 # so that `pytest -m "not stack"` is the fast subset.
-STACK_FIXTURES = frozenset({"toxiproxy", "account_system", "make_stack", "stack", "run_chaos"})
+STACK_FIXTURES = frozenset({"toxiproxy", "account_system", "make_stack", "stack", "run_chaos", "relaychaos_sandbox"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -87,16 +106,23 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{family}: relaychaos scenarios: {what}")
     path = config.getoption("relaychaos_results", None)
     if path and not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) writes it
-        config.pluginmanager.register(_ResultsRecorder(relay_path(config), Path(path)), "relaychaos-results")
+        from relaychaos.errors import SandboxError
+        from relaychaos.sandbox.policy import probe
+
+        try:
+            level = probe(*sandbox_choice(config))
+        except SandboxError as e:
+            raise pytest.UsageError(str(e)) from None
+        config.pluginmanager.register(_ResultsRecorder(relay_path(config), Path(path), level), "relaychaos-results")
 
 
 class _ResultsRecorder:
     """Collects every phase report (xdist sends workers' reports here) into the results JSON."""
 
-    def __init__(self, relay: Path, out: Path):
+    def __init__(self, relay: Path, out: Path, sandbox: dict):
         from relaychaos.reports.results import RunResults
 
-        self.results, self.out = RunResults(str(relay), relay.parent.name), out
+        self.results, self.out = RunResults(str(relay), relay.parent.name, sandbox=sandbox), out
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         import json
@@ -149,8 +175,28 @@ def account_system(relaychaos_dir: Path):
     system.close()
 
 
+@pytest.fixture(scope="session")
+def relaychaos_sandbox(pytestconfig: pytest.Config):
+    """This worker's sandbox (relaychaos.sandbox): every relay command of its stacks runs inside it."""
+    import warnings
+
+    from relaychaos.errors import SandboxError
+    from relaychaos.sandbox.policy import Limits, Sandbox
+
+    mode, limits = sandbox_choice(pytestconfig)
+    try:
+        sandbox = Sandbox.create(mode, Limits().with_overrides(limits))
+    except SandboxError as e:
+        pytest.exit(str(e), returncode=2)
+    if sandbox.missing and mode != "off":
+        warnings.warn(sandbox.summary(), UserWarning, stacklevel=1)
+    yield sandbox
+    sandbox.close()
+
+
 @pytest.fixture
-def make_stack(request: pytest.FixtureRequest, toxiproxy, account_system, relay_manifest, tmp_path: Path):
+def make_stack(request: pytest.FixtureRequest, toxiproxy, account_system, relay_manifest, relaychaos_sandbox,
+               tmp_path: Path):
     """make_stack(manifest=None, **options) -> Stack, closed after the test; logs attached on failure."""
     from relaychaos.stack.world import Stack
 
@@ -162,7 +208,8 @@ def make_stack(request: pytest.FixtureRequest, toxiproxy, account_system, relay_
 
             manifest = manifests.load(manifest)
         stack = Stack(toxiproxy=toxiproxy, account=account_system, manifest=manifest or relay_manifest,
-                      workdir=tmp_path / f"stack{len(stacks)}", name=request.node.name, **options)
+                      workdir=tmp_path / f"stack{len(stacks)}", name=request.node.name,
+                      **{"sandbox": relaychaos_sandbox, **options})
         stacks.append(stack)
         return stack
 

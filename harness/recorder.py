@@ -103,6 +103,10 @@ class Recorder:
     def released(self, guids: list[str] | None) -> Event:
         return self._add("nemesis", "ok", "release", guids=guids)
 
+    def tampered(self, after_step: int | str | None, changes: list[str]) -> Event:
+        """Parts of the stack found changed behind the harness's back (each listed the first time it is seen)."""
+        return self._add("observer", "info", "tampered", after_step=after_step, changes=changes)
+
     def healed(self) -> Event:
         return self._add("nemesis", "ok", "heal")
 

@@ -36,7 +36,8 @@ def render(results: dict) -> str:
            f"<h1>relaychaos report: relay <code>{_e(results['relay_name'])}</code> — "
            f"<span class={'held' if results['ok'] else 'broken'}>{verdict}</span></h1>",
            f"<p>Manifest: <code>{_e(results['relay'])}</code>. Scenarios: {s['passed']} passed, {s['failed']} "
-           f"failed, {s['error']} could not run, {s['skipped']} skipped.</p>", "<h2>Rules</h2>",
+           f"failed, {s['error']} could not run, {s['skipped']} skipped.</p>", sandbox_line(results.get("sandbox")),
+           "<h2>Rules</h2>",
            "<table><tr><th>rule</th><th>what must hold</th><th>contract</th><th>result</th><th>broken in</th></tr>"]
     for rule, r in results.get("rules", {}).items():
         state = "<span class=held>held</span>" if r["held"] else "<span class=broken>broken</span>"
@@ -58,6 +59,22 @@ def render(results: dict) -> str:
                    f"<td>{sc['duration_s']:.2f}</td></tr>")
     out.append("</table>")
     return "\n".join(out)
+
+
+def sandbox_line(level: dict | None) -> str:
+    """The sandbox level the relay ran under, as one paragraph (results written before it had one: unknown)."""
+    if not level:
+        return "<p class=sandbox>Sandbox: not recorded.</p>"
+    if not level.get("enforced"):
+        return (f"<p class=sandbox>Sandbox: <b>{_e(level.get('mode'))}</b>, the relay ran unconfined "
+                f"({_e('; '.join(level.get('missing', [])))}).</p>")
+    limits = ", ".join(f"{k} {v}" for k, v in level.get("rlimits", {}).items())
+    ll = level.get("landlock", {})
+    parts = [f"uid: {_e(level.get('uid'))}", f"rlimits: {_e(limits)}",
+             f"Landlock ABI {ll.get('abi')} ({_e(', '.join(ll.get('rules', [])))})" if ll.get("abi") else "no Landlock"]
+    parts += [f"mounts: {_e(', '.join(level['mounts']))}"] if level.get("mounts") else []
+    missing = f" Not enforced: {_e('; '.join(level['missing']))}." if level.get("missing") else ""
+    return f"<p class=sandbox>Sandbox: <b>{_e(level['mode'])}</b>: {'; '.join(parts)}.{missing}</p>"
 
 
 def write(results_path: Path) -> Path:

@@ -25,6 +25,7 @@ class ScenarioResult:
 class RunResults:
     relay: str
     relay_name: str
+    sandbox: dict = field(default_factory=dict)  # the level enforced (relaychaos.sandbox.policy.probe)
     started_at: float = field(default_factory=time.time)
     scenarios: dict[str, ScenarioResult] = field(default_factory=dict)
 
@@ -66,7 +67,8 @@ class RunResults:
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"relay": self.relay, "relay_name": self.relay_name, "started_at": self.started_at,
+        data = {"relay": self.relay, "relay_name": self.relay_name, "sandbox": self.sandbox,
+                "started_at": self.started_at,
                 "finished_at": time.time(), "summary": self.summary(),
                 "ok": self.summary()["failed"] == 0 and self.summary()["error"] == 0,
                 "rules": self.by_rule(), "notes": self.notes(),

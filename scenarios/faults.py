@@ -6,7 +6,8 @@ SCENARIOS = [
              description="the account system's answer never reaches the relay: E901, resends get E901, "
                          "resolve settles it",
              steps=(AddToxic("account", "timeout", attributes={"timeout": 0}), Send("g1", attempts=3), Heal(),
-                    Send("g1")), covers=("3.in-doubt", "3.unknown", "3.in-time", "5.resolve-asks", "5.resolve-found")),
+                    Send("g1")), covers=("3.in-doubt", "3.unknown", "3.in-time", "5.resolve-asks", "5.resolve-found",
+                                         "6.sandbox")),
     Scenario("dropped-response-to-channel", family="fault",
              description="the relay's answer never reaches the channel; the channel resends the same GUID",
              steps=(AddToxic("hub-a", "timeout", name="drop", attributes={"timeout": 0}), Send("g1", timeout_s=0.5),

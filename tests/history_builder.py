@@ -191,6 +191,10 @@ class HistoryBuilder:
         """Every toxic removed, every proxy enabled, server faults cleared."""
         self.at(at, lambda r: r.healed())
 
+    def tampered(self, at: float, after_step, *changes: str) -> None:
+        """The harness's audit found parts of the stack changed behind its back."""
+        self.at(at, lambda r: r.tampered(after_step, list(changes)))
+
     def build(self) -> History:
         """The History: header first, events by time, final schema and account statistics last."""
         events = sorted(self.events, key=lambda e: e[0])  # stable: ties keep their order

@@ -274,6 +274,23 @@ def test_a_batch_that_failed_with_the_account_system_reachable_or_was_killed_bre
     return batch_run(returncode, down=down)
 
 
+@holds("tampering")
+def test_a_run_whose_audits_found_nothing_changed_holds_tampering():
+    h = story()
+    h.send("g1", at=0.2, answered_at=0.3)
+    h.account_call("g1", 0.25)
+    return h.build()
+
+
+@breaks("tampering", None)
+def test_a_toxic_removed_behind_the_harness_s_back_breaks_tampering():
+    h = story()
+    h.send("g1", at=0.2, answered_at=0.3)
+    h.account_call("g1", 0.25)
+    h.tampered(0.6, 2, "toxic latency_downstream (latency) on proxy account was removed; the harness added it")
+    return h.build()
+
+
 @breaks("serve-ready", None)
 def test_a_step_that_failed_breaks_serve_ready():
     h = story()

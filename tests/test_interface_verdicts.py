@@ -1,7 +1,9 @@
 """A relay that breaks the contract's interface gets a verdict naming the rule, not a harness stack trace."""
 import dataclasses
 import json
+import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +21,8 @@ def broken(tmp_path):
     def manifest(mode: str, serve: list[str] | None = None) -> str:
         folder = tmp_path / mode
         folder.mkdir()
-        cmd = lambda c: json.dumps([sys.executable, str(BROKEN), mode, c])  # noqa: E731
+        shutil.copy(BROKEN, folder)  # a submission holds its code: a sandboxed relay reaches only its folder
+        cmd = lambda c: json.dumps([sys.executable, BROKEN.name, mode, c])  # noqa: E731
         (folder / "relay.toml").write_text(
             f'name = "broken-{mode}"\n[commands]\nserve = {json.dumps(serve) if serve else cmd("serve")}\n'
             f'resolve = {cmd("resolve")}\nreprocess = {cmd("reprocess")}\npurge = {cmd("purge")}\n'
@@ -66,8 +69,8 @@ def test_a_relay_without_health_gets_the_serve_ready_verdict(run_chaos, broken):
 @pytest.fixture
 def lenient(tmp_path):
     """A manifest for the reference relay changed only to ignore fields beyond the four."""
-    script = ROOT / "tests" / "relays" / "lenient_relay.py"
-    cmd = lambda c: json.dumps([sys.executable, str(script), c])  # noqa: E731
+    script = shutil.copy(ROOT / "tests" / "relays" / "lenient_relay.py", tmp_path)
+    cmd = lambda c: json.dumps([sys.executable, Path(script).name, c])  # noqa: E731
     (tmp_path / "relay.toml").write_text(f'name = "lenient"\n[commands]\nserve = {cmd("serve")}\n'
                                          f'resolve = {cmd("resolve")}\nreprocess = {cmd("reprocess")}\n'
                                          f'purge = {cmd("purge")}\n')

@@ -83,6 +83,21 @@ def batch_runs(f: Facts) -> list[Verdict]:
     return out
 
 
+@rule("tampering", "the stack stays as the harness set it: toxics, proxies, the account system's faults",
+      contract=("6.sandbox",))
+def tampering(f: Facts) -> list[Verdict]:
+    """Whatever the harness set up and later found changed, not by itself: only the relay can have done it.
+
+    The harness audits after every step and before the checks; each change is listed
+    when first seen. A relay may reach only its port, the account proxy and its
+    folders: the harness's controls are none of these.
+    """
+    return [Verdict("tampering", None, f"after step {e.value.get('after_step')} the stack was no longer as the "
+                    f"harness set it: {'; '.join(e.value.get('changes', []))}", (e.index,),
+                    details={"changes": e.value.get("changes", [])}, clause="6.sandbox")
+            for e in f.events if e.f == "tampered"]
+
+
 def _account_unreachable(f: Facts, t0: float, t1: float) -> bool:
     """Whether the account proxy was down, or cut or held answers, at some moment between t0 and t1."""
     return any(down or any(kind in ("timeout", "limit_data", "reset_peer") for kind, _ in toxics)

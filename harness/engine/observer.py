@@ -18,6 +18,7 @@ class Observer:
 
     def __init__(self, stack: Stack, recorder: Recorder, tag: str):
         self.stack, self.recorder, self.tag = stack, recorder, tag
+        self._tampering_seen: set[str] = set()
 
     def rows(self) -> dict[str, dict]:
         """This run's ledger rows, by GUID (sqlite3 errors propagate)."""
@@ -38,6 +39,14 @@ class Observer:
             self.recorder.ledger_unreadable(after_step, kind, str(e))
             return
         self.recorder.ledger_snapshot(after_step, kind, rows, time.time())
+
+    def audit(self, after_step) -> None:
+        """Record what of the stack (toxics, proxies, the account system's faults) is no longer as the harness
+        set it; each change once, when first seen."""
+        new = [c for c in self.stack.audit() if c not in self._tampering_seen]
+        if new:
+            self._tampering_seen.update(new)
+            self.recorder.tampered(after_step, new)
 
     def schema(self) -> None:
         """Record the ledger table's columns (contract §4), or why they could not be read."""

@@ -123,6 +123,7 @@ class Runner:
             return False
         self.recorder.step_done(n)
         self.observer.snapshot(n, S.kind(step))
+        self.observer.audit(n)
         return True
 
     def finish(self) -> None:
@@ -132,6 +133,7 @@ class Runner:
         finally:
             self.client.close()
         self.observer.snapshot("end", "end")
+        self.observer.audit("end")
         self.observer.schema()
         self.observer.account_stats()
 

@@ -1,14 +1,15 @@
 """Child processes the harness owns: spawned in their own group, logged, never left behind.
 
 Every process is started in a new session (so the whole group can be killed),
-with its output in a log file, and with Linux's parent-death signal set so that
-it is SIGKILLed if the harness itself dies without cleaning up. `reap_all()`
-runs at interpreter exit as a last line of defence.
+with its output in a log file, through the sandbox's exec wrapper, which sets
+Linux's parent-death signal (so that it is SIGKILLed if the harness itself dies
+without cleaning up) and whatever layers its plan holds, then `execve`s it:
+nothing runs between fork and exec in the threaded harness. `reap_all()` runs at
+interpreter exit as a last line of defence.
 """
 from __future__ import annotations
 
 import atexit
-import ctypes
 import os
 import signal
 import socket
@@ -20,7 +21,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-_PR_SET_PDEATHSIG = 1
+from relaychaos.sandbox.plan import Plan
+
 _live: dict[int, "Child"] = {}
 _live_lock = threading.Lock()
 
@@ -37,13 +39,6 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.2)
         return s.connect_ex((host, port)) == 0
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 def log_tail(path: Path, lines: int = 15) -> str:
@@ -103,19 +98,19 @@ class Child:
 
 
 def spawn(name: str, argv: list[str], *, log_path: Path, cwd: Path | str | None = None,
-          env: dict[str, str] | None = None) -> Child:
-    """Start argv in its own process group with stdout and stderr appended to log_path.
+          env: dict[str, str] | None = None, plan: Plan | None = None) -> Child:
+    """Start argv under `plan` (default: none but the parent-death signal) in its own process group, with
+    stdout and stderr appended to log_path.
 
-    Raises FileNotFoundError / PermissionError as subprocess does; callers turn
-    those into a HarnessError naming their own source (a manifest, a binary).
+    argv not found or not executable makes the child exit 127 or 126 with one line in its log saying so;
+    callers check an executable exists first when they want to name their own source in the error.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         log.write(f"--- {time.strftime('%H:%M:%S')} start {name}: {argv}\n".encode())
         log.flush()
-        popen = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                 stdout=log, stderr=subprocess.STDOUT,
-                                 start_new_session=True, preexec_fn=_die_with_parent)
+        popen = subprocess.Popen((plan or Plan()).wrap(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     child = Child(name, list(argv), log_path, popen)
     with _live_lock:
         _live[popen.pid] = child

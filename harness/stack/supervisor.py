@@ -5,18 +5,26 @@ scaled-out hub). Each start takes a fresh free port; the supervisor waits for
 `GET /health`, can SIGKILL a slot at any moment and start it again on the same
 ledger. Batch commands run to completion under a time limit. Every process
 keeps its output in a log file, quoted in any error; `close()` kills every
-process group it started, also after a failure or an interrupt.
+process group it started, also after a failure or an interrupt, and, in a
+sandbox with a uid of its own, every process left under that uid.
+
+Under a sandbox (relaychaos.sandbox) every command runs from the sandbox's working
+copy of the relay's folder, as the sandbox's plan says: it may listen on its
+RELAY_PORT, connect to the account proxy, and reach its folder and the ledger's.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from relaychaos.errors import RelayError
+from relaychaos.sandbox.policy import Sandbox
 from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.processes import Child, free_port, log_tail, port_in_use, spawn, wait_http_ok
 
@@ -78,8 +86,10 @@ class Supervisor:
     """Runs one relay's commands against one ledger (see the module doc)."""
 
     def __init__(self, manifest: Manifest, *, workdir: Path, account_url: str, account_timeout_ms: int,
-                 ledger_path: Path | None = None):
+                 ledger_path: Path | None = None, sandbox: Sandbox | None = None):
         self.manifest, self.workdir = manifest, workdir
+        self.sandbox = sandbox or Sandbox.create("off")
+        self.folder = self.sandbox.working_copy(manifest.folder)
         self.account_url, self.account_timeout_ms = account_url, account_timeout_ms
         self.ledger_path = ledger_path or workdir / "ledger.sqlite"
         self.relays: dict[str, RelayProcess] = {}
@@ -95,17 +105,29 @@ class Supervisor:
         env.update(RELAY_HOST="127.0.0.1", ACCOUNT_URL=self.account_url, LEDGER_PATH=str(self.ledger_path),
                    ACCOUNT_TIMEOUT_MS=str(self.account_timeout_ms), PYTHONUNBUFFERED="1")
         env["RELAY_PORT"] = str(port) if port is not None else ""
+        if self.sandbox.on:  # the harness's own home and temporary folder are not the relay's
+            env["HOME"] = str(self.folder)
+            tmp = self.sandbox.tmp_dir()
+            env.update({"TMPDIR": str(tmp)} if tmp else {})
         return env
 
-    def _spawn(self, command: str, argv: list[str], log_path: Path, env: dict[str, str]) -> Child:
-        try:
-            return spawn(f"{self.manifest.name}:{command}", argv, log_path=log_path,
-                         cwd=self.manifest.folder, env=env)
-        except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
+    def _executable(self, command: str, argv0: str, env: dict[str, str]) -> str:
+        """argv0 as found (relative to the relay's folder, or on PATH); RelayError naming the manifest if not."""
+        found = (str(self.folder / argv0) if os.access(self.folder / argv0, os.X_OK) else None) if "/" in argv0 \
+            else shutil.which(argv0, path=env["PATH"])
+        if found is None or os.path.isdir(found):
             raise RelayError(f"[commands].{command} = {list(self.manifest.commands[command])} cannot be run: "
-                             f"{e.strerror or e}", where=str(self.manifest.path),
-                             fix=f"make `{argv[0]}` an executable that exists on PATH or relative to "
-                                 f"{self.manifest.folder}") from None
+                             f"`{argv0}` is not an executable file", where=str(self.manifest.path),
+                             fix=f"make `{argv0}` an executable that exists on PATH or relative to "
+                                 f"{self.manifest.folder}")
+        return found
+
+    def _spawn(self, command: str, argv: list[str], log_path: Path, env: dict[str, str],
+               port: int | None = None) -> Child:
+        plan = self.sandbox.plan(command, folder=self.folder, ledger_dir=self.ledger_path.parent,
+                                 argv0=self._executable(command, argv[0], env),
+                                 connect=(urlsplit(self.account_url).port,), bind=(port,) if port else ())
+        return spawn(f"{self.manifest.name}:{command}", argv, log_path=log_path, cwd=self.folder, env=env, plan=plan)
 
     # -- serve -------------------------------------------------------------------------
     def start(self, slot: str = "a", port: int | None = None) -> RelayProcess:
@@ -122,7 +144,7 @@ class Supervisor:
                              fix="stop that process, or let the supervisor choose a free port")
         log_path = self.workdir / f"relay-{slot}.log"
         argv = list(self.manifest.commands["serve"])
-        child = self._spawn("serve", argv, log_path, self.env(port))
+        child = self._spawn("serve", argv, log_path, self.env(port), port)
         why = wait_http_ok(f"http://127.0.0.1:{port}/health", timeout_s=self.manifest.ready_timeout_s, child=child)
         if why is None and not child.alive():
             why = f"exited with status {child.popen.returncode}, yet something else answers on port {port}"
@@ -189,12 +211,13 @@ class Supervisor:
         return self.wait_batch(self.start_batch(command, argument), timeout_s)
 
     def close(self) -> None:
-        """Kill every serve and batch process this supervisor started."""
+        """Kill every serve and batch process this supervisor started, and all left under the sandbox's uid."""
         for slot in list(self.relays):
             self.kill(slot)
         for child in self._batches:
             child.kill()
         self._batches.clear()
+        self.sandbox.sweep()
 
 
 def seconds_text(value: float) -> str:

@@ -102,6 +102,10 @@ class Toxiproxy:
     def proxy_names(self) -> list[str]:
         return sorted(self._call("get", "/proxies").json())
 
+    def proxies(self) -> dict[str, dict]:
+        """Every proxy on the server as it is now: {name: {listen, upstream, enabled, toxics: [...]}} (one call)."""
+        return self._call("get", "/proxies").json()
+
     # -- toxics ----------------------------------------------------------------------
     def add_toxic(self, proxy: ProxyRef, name: str, kind: str, *, stream: str = "downstream",
                   **attributes: int | float) -> None:

@@ -5,7 +5,8 @@
 The stack only acts: it records nothing (the engine's parts record what they do
 through the run's Recorder). Proxy names are unique per stack, so parallel
 workers never share one; `close()` kills the relays and removes the proxies,
-whatever happened before.
+whatever happened before. Under a sandbox the ledger lives in a folder of the
+sandbox's uid while the relays run, and is moved into `workdir/ledger/` by close().
 """
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ import asyncio
 import itertools
 import os
 import re
+import shutil
 import sqlite3
 from pathlib import Path
 
 from relaychaos.stack.account_system import AccountSystem
 from relaychaos.stack.channel import Channel, Outcome, RetryPolicy
 from relaychaos.recorder import Recorder
+from relaychaos.sandbox.policy import Sandbox
 from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.supervisor import RelayProcess, Supervisor
 from relaychaos.tolerances import CURRENT as TOLERANCES
@@ -33,19 +36,22 @@ class Stack:
 
     def __init__(self, *, toxiproxy: Toxiproxy, account: AccountSystem, manifest: Manifest, workdir: Path,
                  name: str = "stack", account_timeout_ms: int = DEFAULT_ACCOUNT_TIMEOUT_MS,
-                 accounts: dict[str, int] | None = None):
+                 accounts: dict[str, int] | None = None, sandbox: Sandbox | None = None):
         self.toxiproxy, self.account, self.manifest = toxiproxy, account, manifest
+        self.sandbox = sandbox or Sandbox.create("off")
         self.workdir = workdir
         self.account_timeout_ms = account_timeout_ms
         self.prefix = f"rc{os.getpid()}-{next(_stack_ids)}-{re.sub(r'[^A-Za-z0-9_-]', '_', name)[:40]}"
         self.proxies: dict[str, ProxyRef] = {}
         self._touched: set[str] = set()  # proxies given a toxic or disabled since the last heal
+        self.expected: dict[str, dict] = {}  # each proxy as the harness set it: enabled, upstream, toxics
         workdir.mkdir(parents=True, exist_ok=True)
-        self.ledger_path = workdir / "ledger.sqlite"
+        self.ledger_path = self.sandbox.ledger_dir(self.prefix, workdir) / "ledger.sqlite"
         account.reset(ledger_path=self.ledger_path, accounts=accounts)
         self._new_proxy("account", f"127.0.0.1:{account.port}")
         self.supervisor = Supervisor(manifest, workdir=workdir, account_url=self.proxies["account"].url,
-                                     account_timeout_ms=account_timeout_ms, ledger_path=self.ledger_path)
+                                     account_timeout_ms=account_timeout_ms, ledger_path=self.ledger_path,
+                                     sandbox=self.sandbox)
 
     def __enter__(self) -> "Stack":
         return self
@@ -68,9 +74,19 @@ class Stack:
                 self.account.clear_faults()
             except Exception:
                 pass
+            self._keep_ledger()
+
+    def _keep_ledger(self) -> None:
+        """Move a ledger kept in the sandbox's folder into workdir/ledger/, for whoever looks after the run."""
+        folder = self.ledger_path.parent
+        if folder != self.workdir and folder.exists():
+            target = self.workdir / "ledger"
+            shutil.move(str(folder), str(target))
+            self.ledger_path = target / self.ledger_path.name
 
     def _new_proxy(self, key: str, upstream: str) -> ProxyRef:
         self.proxies[key] = self.toxiproxy.create_proxy(f"{self.prefix}-{key}", upstream)
+        self.expected[key] = {"enabled": True, "upstream": upstream, "toxics": {}}
         return self.proxies[key]
 
     # -- relays ------------------------------------------------------------------------
@@ -80,6 +96,7 @@ class Stack:
         key, upstream = f"hub-{slot}", f"127.0.0.1:{relay.port}"
         if key in self.proxies:
             self.proxies[key] = self.toxiproxy.set_upstream(self.proxies[key], upstream)
+            self.expected[key]["upstream"] = upstream
         else:
             self._new_proxy(key, upstream)
         return relay
@@ -108,21 +125,32 @@ class Stack:
         name = name or f"{kind}_{stream}"
         self._touched.add(proxy)
         self.toxiproxy.add_toxic(self.proxies[proxy], name, kind, stream=stream, **attributes)
+        self.expected[proxy]["toxics"][name] = {"type": kind, "stream": stream, "attributes": dict(attributes)}
         return name
 
     def remove_toxic(self, proxy: str, name: str) -> None:
         self.toxiproxy.remove_toxic(self.proxies[proxy], name)
+        self.expected[proxy]["toxics"].pop(name, None)
 
     def set_proxy_enabled(self, proxy: str, enabled: bool) -> None:
         self._touched.add(proxy)
         self.toxiproxy.set_enabled(self.proxies[proxy], enabled)
+        self.expected[proxy]["enabled"] = enabled
 
     def heal(self) -> None:
         """Remove every toxic, enable every proxy, clear server-side faults."""
         for key in sorted(self._touched & set(self.proxies)):  # the others are as they were created
             self.toxiproxy.heal(self.proxies[key])
+            self.expected[key].update(enabled=True, toxics={})
         self._touched.clear()
         self.account.clear_faults()
+
+    def audit(self) -> list[str]:
+        """What is no longer as the harness set it: each proxy's state and toxics (one call to Toxiproxy),
+        and the account system's faults. [] when nothing was touched behind its back."""
+        actual = self.toxiproxy.proxies()
+        return [change for key, proxy in sorted(self.proxies.items())
+                for change in proxy_changes(key, self.expected[key], actual.get(proxy.name))] + self.account.audit()
 
     # -- the channel -------------------------------------------------------------------
     def channel(self, recorder: Recorder, slot: str = "a", *, via_hub: bool = True,
@@ -155,6 +183,30 @@ class Stack:
     def ledger_rows(self) -> dict[str, dict]:
         """A read-only snapshot of the whole ledger, by GUID."""
         return read_ledger(self.ledger_path)
+
+
+def proxy_changes(key: str, expected: dict, actual: dict | None) -> list[str]:
+    """How proxy `key` as Toxiproxy reports it (`actual`) differs from what the harness set (`expected`)."""
+    if actual is None:
+        return [f"proxy {key} was deleted"]
+    out = []
+    if actual.get("enabled") != expected["enabled"]:
+        out.append(f"proxy {key} is {'enabled' if actual.get('enabled') else 'disabled'}; the harness "
+                   f"{'enabled' if expected['enabled'] else 'disabled'} it")
+    if actual.get("upstream") != expected["upstream"]:
+        out.append(f"proxy {key} forwards to {actual.get('upstream')}; the harness pointed it at {expected['upstream']}")
+    toxics = {t.get("name"): t for t in actual.get("toxics") or []}
+    for name, want in sorted(expected["toxics"].items()):
+        got = toxics.pop(name, None)
+        if got is None:
+            out.append(f"toxic {name} ({want['type']}) on proxy {key} was removed; the harness added it")
+        elif got.get("type") != want["type"] or got.get("stream") != want["stream"] or \
+                float(got.get("toxicity", 1.0)) != 1.0 or \
+                any(got.get("attributes", {}).get(k) != v for k, v in want["attributes"].items()):
+            out.append(f"toxic {name} on proxy {key} was changed to {got.get('type')} {got.get('stream')} toxicity "
+                       f"{got.get('toxicity')} {got.get('attributes')}; the harness set {want}")
+    out += [f"toxic {name} ({t.get('type')}) on proxy {key} was added, not by the harness" for name, t in toxics.items()]
+    return out
 
 
 def read_ledger(path: Path, suffix: str | None = None) -> dict[str, dict]:

@@ -1,0 +1,143 @@
+"""Sandbox slots: one unprivileged uid and one home folder per concurrent harness process.
+
+A slot is claimed with an exclusive `flock` on `BASE/slot-N.lock`, held for the
+life of the process (so parallel workers and parallel runs never share a uid),
+and its uid is a system user `relaychaos-sN`, created with `useradd` the first
+time (root only). Claiming a slot kills every process left under its uid and
+empties its home: whatever a previous run left behind.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import pwd
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from relaychaos.errors import HarnessError
+
+MAX_SLOTS = 64
+USER_PREFIX = "relaychaos-s"
+
+
+def base_dir() -> Path:
+    """The folder holding every slot's home: BASE = $TMPDIR/relaychaos-sandbox-<euid>, mode 0711."""
+    base = Path(tempfile.gettempdir()) / f"relaychaos-sandbox-{os.geteuid()}"
+    try:
+        base.mkdir(mode=0o711, exist_ok=True)
+        st = os.lstat(base)
+    except OSError as e:
+        raise HarnessError(f"cannot make the sandbox folder {base}: {e.strerror}",
+                           fix="make the temporary folder writable, or set TMPDIR elsewhere") from None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        raise HarnessError(f"{base} is not a folder owned by uid {os.geteuid()}: someone else made it",
+                           fix=f"remove it (`rm -rf {base}`) and run again")
+    os.chmod(base, 0o711)
+    return base
+
+
+@dataclass
+class Slot:
+    """A claimed slot: its number, uid and gid (the harness's own when `separate` is False), home and lock."""
+
+    number: int
+    uid: int
+    gid: int
+    user: str
+    home: Path
+    separate: bool
+    _lock_fd: int
+
+    def sweep(self) -> int:
+        """SIGKILL every process running under this slot's uid (a separate one only); how many there were."""
+        return kill_uid(self.uid) if self.separate else 0
+
+    def release(self) -> None:
+        self.sweep()
+        shutil.rmtree(self.home, ignore_errors=True)
+        os.close(self._lock_fd)
+
+
+def claim(separate: bool) -> Slot:
+    """Claim the first free slot; with `separate` (root only) under its own system user, created if need be."""
+    base = base_dir()
+    for n in range(MAX_SLOTS):
+        fd = os.open(base / f"slot-{n}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        user = f"{USER_PREFIX}{n}" if separate else pwd.getpwuid(os.geteuid()).pw_name
+        uid, gid = ensure_user(user) if separate else (os.geteuid(), os.getegid())
+        home = base / f"slot-{n}"
+        slot = Slot(n, uid, gid, user, home, separate, fd)
+        slot.sweep()
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(mode=0o700)
+        os.chown(home, uid, gid)
+        return slot
+    raise HarnessError(f"all {MAX_SLOTS} sandbox slots in {base} are taken by running harness processes",
+                       fix="wait for some to finish, or run fewer in parallel")
+
+
+def ensure_user(user: str) -> tuple[int, int]:
+    """The (uid, gid) of system user `user`, created with useradd (no home, no login shell) when missing."""
+    for attempt in range(20):
+        try:
+            entry = pwd.getpwnam(user)
+            return entry.pw_uid, entry.pw_gid
+        except KeyError:
+            pass
+        done = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home",
+                               "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", user],
+                              capture_output=True, text=True)
+        if done.returncode not in (0, 9):  # 9: made meanwhile by a parallel worker
+            if "lock" in done.stderr and attempt < 19:  # /etc/passwd locked by a parallel useradd
+                time.sleep(0.05 * (attempt + 1))
+                continue
+            raise HarnessError(f"could not create the sandbox user {user}: useradd said "
+                               f"{done.stderr.strip() or done.returncode}",
+                               fix="install useradd (package passwd), or run with --sandbox off")
+    raise HarnessError(f"could not create the sandbox user {user}", fix="run with --sandbox off")
+
+
+def uid_processes(uid: int) -> list[int]:
+    """Pids whose real uid is `uid` and that are not zombies (from /proc)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        if int(fields.get("Uid", "-1 0").split()[0]) == uid and not fields.get("State", "").strip().startswith("Z"):
+            pids.append(int(entry))
+    return pids
+
+
+def kill_uid(uid: int, rounds: int = 50) -> int:
+    """SIGKILL every process of `uid`, again until none is left (a fork loop is bounded by RLIMIT_NPROC)."""
+    if uid == 0 or uid == os.geteuid():
+        raise ValueError(f"refusing to kill every process of uid {uid}: it is not a sandbox uid")
+    killed = 0
+    for _ in range(rounds):
+        pids = uid_processes(uid)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)
+    return killed
