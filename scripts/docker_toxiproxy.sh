@@ -30,17 +30,26 @@ die() {  # die WHAT FIX: one message, then the end of the log that explains it
   exit 1
 }
 answers() { timeout 10 docker info >/dev/null 2>&1; }
+is_live() {  # is_live PID NAME: a live NAME process (not a zombie waiting to be reaped)
+  [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}
+is_dockerd() { is_live "$1" dockerd; }
+clear_stale() {  # clear_stale PIDFILE NAME: remove a pid file left by a NAME that was killed; dockerd trips on it
+  local pid; pid=$(cat "$1" 2>/dev/null) || return 0
+  is_live "$pid" "$2" && return 0
+  rm -f "$1"; say "removed the stale $1 (process $pid is no live $2)"
+}
 seconds() { local ms=$(( ($(date +%s%N) - $1) / 1000000 )); printf "%d.%d" $((ms / 1000)) $((ms % 1000 / 100)); }
 
 stop() {
   local pid
   pid=$(cat "$state/dockerd.pid" 2>/dev/null) || { say "no dockerd started by this script ($state/dockerd.pid absent)"; return 0; }
-  if ! kill -0 "$pid" 2>/dev/null || [ "$(cat "/proc/$pid/comm" 2>/dev/null)" != dockerd ]; then
+  if ! is_dockerd "$pid"; then
     say "dockerd $pid is not running; removing its stale pid file"; rm -f "$state/dockerd.pid"; return 0
   fi
   kill -TERM "$pid"
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-  if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; say "dockerd $pid did not stop within 20 s: killed"; fi
+  for _ in $(seq 1 100); do is_dockerd "$pid" || break; sleep 0.2; done
+  if is_dockerd "$pid"; then kill -KILL "$pid"; say "dockerd $pid did not stop within 20 s: killed"; fi
   rm -f "$state/dockerd.pid"
   say "stopped dockerd $pid"
 }
@@ -65,13 +74,15 @@ start_daemon() {
   if answers; then say "a Docker daemon answers already (server $(docker version -f '{{.Server.Version}}' 2>/dev/null))"; return 0; fi
   [ "$(id -u)" = 0 ] || die "no Docker daemon answers and starting dockerd needs root" "run this script as root"
   local t0 pid; t0=$(date +%s%N)
+  clear_stale /var/run/docker.pid dockerd
+  clear_stale /var/run/docker/containerd/containerd.pid containerd
   say "starting dockerd --iptables=false --bridge=none (log $state/dockerd.log) ..."
   setsid dockerd --iptables=false --bridge=none </dev/null >>"$state/dockerd.log" 2>&1 &
   pid=$!
   echo "$pid" >"$state/dockerd.pid"
   for _ in $(seq 1 120); do
     answers && { say "dockerd $pid answers after $(seconds "$t0") s (pid file $state/dockerd.pid)"; return 0; }
-    kill -0 "$pid" 2>/dev/null || { rm -f "$state/dockerd.pid"; log=$state/dockerd.log
+    is_dockerd "$pid" || { rm -f "$state/dockerd.pid"; log=$state/dockerd.log
       die "dockerd exited during startup" "read $state/dockerd.log"; }
     sleep 0.5
   done
