@@ -1,33 +1,38 @@
 """Finding a Toxiproxy server: TOXIPROXY_URL, else a binary, else Docker, else one clear error.
 
-The order is the contract of `acquire()`:
+RELAYCHAOS_TOXIPROXY chooses the route: `auto` (the default) is this order, the contract of
+`acquire()`:
 1. `TOXIPROXY_URL` if set: used as it is, never started or stopped by the harness;
 2. a `toxiproxy-server` binary on PATH or in the project's tools/bin: spawned on a
    free loopback port and stopped by `close()`;
-3. a reachable Docker daemon: the image ghcr.io/shopify/toxiproxy:2.12.0 on the host network;
+3. a reachable Docker daemon: RELAYCHAOS_TOXIPROXY_IMAGE (default ghcr.io/shopify/toxiproxy:2.12.0)
+   on the host network, the container removed by `close()` (see toxiproxy_docker);
 4. otherwise ToxiproxyError saying how to install one.
+`binary` and `docker` force that route alone (TOXIPROXY_URL is then not used), and fail with
+a message naming what is missing rather than falling back to another.
 """
 from __future__ import annotations
 
 import os
 import shutil
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from relaychaos.errors import ToxiproxyError
+from relaychaos.stack import toxiproxy_docker
 from relaychaos.stack.processes import free_port, spawn, wait_http_ok
 from relaychaos.stack.toxiproxy_control import Toxiproxy
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout (in a wheel: nothing there)
 TOOLS_BIN = PROJECT_ROOT / "tools" / "bin"
-DOCKER_IMAGE = "ghcr.io/shopify/toxiproxy:2.12.0"
+ROUTES = ("auto", "binary", "docker")
 START_TIMEOUT_S = 15.0
-INSTALL_FIX = ("run `bash scripts/bootstrap.sh` (it builds the server with Go: "
-               "go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0, renamed toxiproxy-server), "
-               "put a toxiproxy-server binary on PATH, start a Docker daemon, "
-               "or set TOXIPROXY_URL to a running server")
+BUILD_FIX = ("run `bash scripts/bootstrap.sh` (it builds the server with Go: "
+             "go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0, renamed toxiproxy-server), "
+             "or put a toxiproxy-server binary on PATH")
+INSTALL_FIX = (f"{BUILD_FIX}, start a Docker daemon (`bash {toxiproxy_docker.SETUP_SCRIPT}` as root starts one "
+               "and builds a local image), or set TOXIPROXY_URL to a running server")
 
 
 @dataclass
@@ -35,7 +40,7 @@ class ToxiproxyServer:
     """A reachable Toxiproxy server and how it came to be; close() stops what the harness started."""
 
     control: Toxiproxy
-    source: str  # 'TOXIPROXY_URL', a binary path, or 'docker'
+    source: str  # 'TOXIPROXY_URL', a binary path, or 'docker container ID of IMAGE'
     _stop: Callable[[], None] = field(default=lambda: None, repr=False)
 
     @property
@@ -61,8 +66,27 @@ def find_binary() -> str | None:
     return str(local) if os.access(local, os.X_OK) else None
 
 
+def route() -> str:
+    """RELAYCHAOS_TOXIPROXY: auto (default), binary or docker; anything else is an error."""
+    chosen = (os.environ.get("RELAYCHAOS_TOXIPROXY") or "auto").strip().lower()
+    if chosen not in ROUTES:
+        raise ToxiproxyError(f"RELAYCHAOS_TOXIPROXY={chosen!r} is not a route to Toxiproxy",
+                             fix="set it to auto (TOXIPROXY_URL, else a binary, else Docker), binary or "
+                                 "docker, or unset it")
+    return chosen
+
+
 def acquire(log_dir: Path) -> ToxiproxyServer:
-    """A running Toxiproxy server, found in the documented order (see the module doc)."""
+    """A running Toxiproxy server, by the route RELAYCHAOS_TOXIPROXY chooses (see the module doc)."""
+    chosen = route()
+    if chosen == "docker":
+        return _run_container()
+    if chosen == "binary":
+        binary = find_binary()
+        if not binary:
+            raise ToxiproxyError(f"RELAYCHAOS_TOXIPROXY=binary, but there is no toxiproxy-server on PATH or in "
+                                 f"{tools_bin()}", fix=f"{BUILD_FIX}; or unset RELAYCHAOS_TOXIPROXY")
+        return _spawn_binary(binary, log_dir)
     url = os.environ.get("TOXIPROXY_URL")
     if url:
         control = Toxiproxy(url)
@@ -76,9 +100,13 @@ def acquire(log_dir: Path) -> ToxiproxyServer:
     binary = find_binary()
     if binary:
         return _spawn_binary(binary, log_dir)
-    docker_reason = _docker_unavailable_reason()
+    docker_reason = toxiproxy_docker.unavailable_reason()
     if docker_reason is None:
-        return _run_container()
+        try:
+            return _run_container()
+        except ToxiproxyError as e:
+            raise ToxiproxyError(f"no TOXIPROXY_URL and no toxiproxy-server binary, so Docker ({e.where}) was "
+                                 f"tried: {e.what}", fix=f"{e.fix}; or {BUILD_FIX}", details=e.details) from None
     raise ToxiproxyError(
         "no Toxiproxy server found: TOXIPROXY_URL is not set, no toxiproxy-server on PATH or in "
         f"{tools_bin()}, and no Docker daemon ({docker_reason})", fix=INSTALL_FIX)
@@ -95,44 +123,6 @@ def _spawn_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
     return ToxiproxyServer(Toxiproxy(f"http://127.0.0.1:{port}"), binary, child.stop)
 
 
-def _docker_unavailable_reason() -> str | None:
-    try:
-        import docker  # noqa: PLC0415 - optional at run time, and slow to import
-    except ImportError:
-        return "the docker package is not installed"
-    try:
-        docker.from_env(timeout=3).ping()
-    except Exception as e:  # docker raises many kinds; any means 'no daemon here'
-        return f"docker: {str(e).splitlines()[0][:160]}"
-    return None
-
-
 def _run_container() -> ToxiproxyServer:
-    import docker  # noqa: PLC0415
-
-    port = free_port()
-    client = docker.from_env()
-    try:
-        container = client.containers.run(DOCKER_IMAGE, ["-host", "127.0.0.1", "-port", str(port)],
-                                          network_mode="host", detach=True, remove=True)
-    except Exception as e:
-        raise ToxiproxyError(f"could not run {DOCKER_IMAGE} with Docker: {e}", fix=INSTALL_FIX) from None
-
-    def stop() -> None:
-        try:
-            container.remove(force=True)
-        except Exception:
-            pass
-
-    control = Toxiproxy(f"http://127.0.0.1:{port}")
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        try:
-            control.version()
-            return ToxiproxyServer(control, "docker", stop)
-        except ToxiproxyError:
-            if time.monotonic() > deadline:
-                stop()
-                raise ToxiproxyError(f"the {DOCKER_IMAGE} container did not answer on port {port} "
-                                     f"within {START_TIMEOUT_S:g} s", fix=INSTALL_FIX) from None
-            time.sleep(0.1)
+    control, stop, what = toxiproxy_docker.start()
+    return ToxiproxyServer(control, what, stop)
