@@ -24,6 +24,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from relaychaos.errors import RelayError
+from relaychaos.sandbox.diagnose import diagnose
+from relaychaos.sandbox.plan import Plan
 from relaychaos.sandbox.policy import Sandbox
 from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.processes import Child, free_port, log_tail, port_in_use, spawn, wait_http_ok
@@ -122,11 +124,14 @@ class Supervisor:
                                  f"{self.manifest.folder}")
         return found
 
-    def _spawn(self, command: str, argv: list[str], log_path: Path, env: dict[str, str],
-               port: int | None = None) -> Child:
-        plan = self.sandbox.plan(command, folder=self.folder, ledger_dir=self.ledger_path.parent,
-                                 argv0=self._executable(command, argv[0], env),
+    def _plan(self, command: str, argv0: str, env: dict[str, str], port: int | None) -> Plan:
+        return self.sandbox.plan(command, folder=self.folder, ledger_dir=self.ledger_path.parent,
+                                 argv0=self._executable(command, argv0, env),
                                  connect=(urlsplit(self.account_url).port,), bind=(port,) if port else ())
+
+    def _spawn(self, command: str, argv: list[str], log_path: Path, env: dict[str, str],
+               port: int | None = None, plan: Plan | None = None) -> Child:
+        plan = plan or self._plan(command, argv[0], env, port)
         return spawn(f"{self.manifest.name}:{command}", argv, log_path=log_path, cwd=self.folder, env=env, plan=plan)
 
     # -- serve -------------------------------------------------------------------------
@@ -150,12 +155,25 @@ class Supervisor:
             why = f"exited with status {child.popen.returncode}, yet something else answers on port {port}"
         if why:
             child.kill()
+            layer = self._diagnose(argv, port) if self.sandbox.on else None
+            if layer:
+                raise RelayError(f"relay '{self.manifest.name}' serve {why} in the sandbox ({self.sandbox.summary()})"
+                                 f"; {layer}; its log in the sandbox says:", where=str(self.manifest.path),
+                                 details=log_tail(log_path))
             raise RelayError(f"relay '{self.manifest.name}' serve {why}", where=str(self.manifest.path),
                              fix="serve must listen on RELAY_HOST:RELAY_PORT and answer GET /health with 200 "
                                  f"within [limits].ready_timeout_s = {self.manifest.ready_timeout_s:g} s "
                                  "(contract section 1); its log says:", details=log_tail(log_path))
         self.relays[slot] = RelayProcess(slot, port, child)
         return self.relays[slot]
+
+    def _diagnose(self, argv: list[str], port: int) -> str | None:
+        """Which sandbox layer keeps serve from starting (relaychaos.sandbox.diagnose), or None."""
+        env = self.env(port)
+        log = self.workdir / "sandbox-diagnosis.log"
+        return diagnose(lambda plan: self._spawn("serve", argv, log, env, port, plan),
+                        self._plan("serve", argv[0], env, port), f"http://127.0.0.1:{port}/health",
+                        self.manifest.ready_timeout_s, self.sandbox.limits)
 
     def kill(self, slot: str = "a") -> tuple[int, int | None] | None:
         """SIGKILL the slot's whole process group, now, whatever it is doing: (pid, exit status), or None
