@@ -141,3 +141,18 @@ def test_a_runtime_the_data_limit_starves_gets_the_layer_its_measured_need_and_t
         stack.close()
     finally:
         starved.close()
+
+
+# -- tamper evidence -----------------------------------------------------------------------------
+def test_the_audit_names_each_change_made_behind_the_harness_s_back(stack, toxiproxy):
+    stack.start_relay()
+    stack.add_toxic("account", "latency", latency=200)
+    stack.set_proxy_enabled("hub-a", False)
+    stack.account.set_faults(delay_ms=50)
+    assert stack.audit() == [], "what the harness itself set is no tampering"
+    toxiproxy.remove_toxic(stack.proxies["account"], "latency_downstream")  # someone else's hand
+    toxiproxy.set_enabled(stack.proxies["hub-a"], True)
+    assert stack.audit() == ["toxic latency_downstream (latency) on proxy account was removed; the harness added it",
+                             "proxy hub-a is enabled; the harness disabled it"]
+    stack.heal()
+    assert stack.audit() == []
