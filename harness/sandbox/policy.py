@@ -77,6 +77,7 @@ class Sandbox:
     def __init__(self, mode: str, limits: Limits, slot: slots.Slot | None, abi: int, missing: list[str]):
         self.mode, self.limits, self.slot, self.abi, self.missing = mode, limits, slot, abi, missing
         self._copies: dict[Path, Path] = {}
+        self._users = 0  # supervisors running relays in this sandbox now
 
     @classmethod
     def create(cls, mode: str = "auto", limits: Limits = Limits()) -> "Sandbox":
@@ -160,6 +161,16 @@ class Sandbox:
                     cwd=str(folder), umask=0o077, landlock_abi=self.abi,
                     read_only=tuple(read_only) + DEVICES, read_write=tuple(writable) + DEVICES,
                     connect=connect, bind=bind)
+
+    def enter(self) -> None:
+        """A supervisor begins to use the sandbox (its relays run under the slot's uid)."""
+        self._users += 1
+
+    def leave(self) -> int:
+        """A supervisor is done: when it was the last, kill every process left under the slot's own uid
+        (what relays detached from their process groups); how many there were."""
+        self._users = max(0, self._users - 1)
+        return self.sweep() if self._users == 0 else 0
 
     def sweep(self) -> int:
         """Kill every process left under the slot's own uid (none when it has no uid of its own)."""

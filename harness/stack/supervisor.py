@@ -5,8 +5,9 @@ scaled-out hub). Each start takes a fresh free port; the supervisor waits for
 `GET /health`, can SIGKILL a slot at any moment and start it again on the same
 ledger. Batch commands run to completion under a time limit. Every process
 keeps its output in a log file, quoted in any error; `close()` kills every
-process group it started, also after a failure or an interrupt, and, in a
-sandbox with a uid of its own, every process left under that uid.
+process group it started, also after a failure or an interrupt, and, as the
+last supervisor using a sandbox with a uid of its own, every process left under
+that uid (whatever a relay detached from its process group).
 
 Under a sandbox (relaychaos.sandbox) every command runs from the sandbox's working
 copy of the relay's folder, as the sandbox's plan says: it may listen on its
@@ -92,6 +93,8 @@ class Supervisor:
         self.manifest, self.workdir = manifest, workdir
         self.sandbox = sandbox or Sandbox.create("off")
         self.folder = self.sandbox.working_copy(manifest.folder)
+        self.sandbox.enter()
+        self._closed = False
         self.account_url, self.account_timeout_ms = account_url, account_timeout_ms
         self.ledger_path = ledger_path or workdir / "ledger.sqlite"
         self.relays: dict[str, RelayProcess] = {}
@@ -229,13 +232,16 @@ class Supervisor:
         return self.wait_batch(self.start_batch(command, argument), timeout_s)
 
     def close(self) -> None:
-        """Kill every serve and batch process this supervisor started, and all left under the sandbox's uid."""
+        """Kill every serve and batch process this supervisor started (and, as the sandbox's last user, every
+        process left under its uid)."""
         for slot in list(self.relays):
             self.kill(slot)
         for child in self._batches:
             child.kill()
         self._batches.clear()
-        self.sandbox.sweep()
+        if not self._closed:
+            self._closed = True
+            self.sandbox.leave()
 
 
 def seconds_text(value: float) -> str:
