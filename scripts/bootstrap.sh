@@ -55,3 +55,43 @@ if command -v go >/dev/null 2>&1; then
 else
   echo "bootstrap: Go relay not built (no 'go' on PATH); fix: install Go 1.26+ (https://go.dev/dl/) and run scripts/bootstrap.sh again." >&2
 fi
+
+# 4. The Java relay (relay_under_test/java): its classes in build/classes, the SQLite JDBC jar in
+#    lib/, that jar's native library extracted to build/native (so the relay writes nothing outside
+#    its folder at run time). Rebuilt only when its sources change: the stamp holds a sha256 of
+#    src/**/*.java and the jar's version.
+java_relay=relay_under_test/java
+SQLITE_JDBC_VERSION=3.54.1.0
+sqlite_jar="$java_relay/lib/sqlite-jdbc-$SQLITE_JDBC_VERSION.jar"
+if command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 && command -v jar >/dev/null 2>&1; then
+  if [ ! -s "$sqlite_jar" ]; then
+    echo "bootstrap: fetching sqlite-jdbc $SQLITE_JDBC_VERSION into $java_relay/lib ..."
+    mkdir -p "$java_relay/lib"
+    if command -v mvn >/dev/null 2>&1; then
+      mvn -B -q dependency:copy "-Dartifact=org.xerial:sqlite-jdbc:$SQLITE_JDBC_VERSION" "-DoutputDirectory=$root/$java_relay/lib"
+    else
+      url="https://repo1.maven.org/maven2/org/xerial/sqlite-jdbc/$SQLITE_JDBC_VERSION/sqlite-jdbc-$SQLITE_JDBC_VERSION.jar"
+      curl -fsSL -o "$sqlite_jar.part" "$url"
+      [ "$(curl -fsSL "$url.sha1" | cut -c1-40)" = "$(sha1sum "$sqlite_jar.part" | cut -d' ' -f1)" ] || {
+        echo "bootstrap: $url: checksum mismatch" >&2; rm -f "$sqlite_jar.part"; exit 1; }
+      mv "$sqlite_jar.part" "$sqlite_jar"
+    fi
+  fi
+  want=$( (cd "$java_relay" && find src -name '*.java' | LC_ALL=C sort | xargs cat; echo "sqlite-jdbc $SQLITE_JDBC_VERSION") | sha256sum | cut -d' ' -f1)
+  if [ ! -f "$java_relay/build/native/libsqlitejdbc.so" ] || [ "$(cat "$java_relay/build/.stamp" 2>/dev/null)" != "$want" ]; then
+    echo "bootstrap: building the Java relay ($java_relay/build) ..."
+    (
+      cd "$java_relay"
+      jar_name=lib/sqlite-jdbc-$SQLITE_JDBC_VERSION.jar
+      rm -rf build && mkdir -p build/native build/unpack
+      find src -name '*.java' | LC_ALL=C sort > build/sources.txt
+      javac -nowarn --release 17 -d build/classes -cp "$jar_name" @build/sources.txt
+      os=$(java -cp "$jar_name" org.sqlite.util.OSInfo)
+      (cd build/unpack && jar xf "../../$jar_name" "org/sqlite/native/$os/libsqlitejdbc.so")
+      mv "build/unpack/org/sqlite/native/$os/libsqlitejdbc.so" build/native/ && rm -rf build/unpack build/sources.txt
+    )
+    echo "$want" > "$java_relay/build/.stamp"
+  fi
+else
+  echo "bootstrap: Java relay not built (no java/javac/jar on PATH); fix: install a JDK 17+ (e.g. apt-get install openjdk-17-jdk-headless) and run scripts/bootstrap.sh again." >&2
+fi

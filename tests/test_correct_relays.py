@@ -1,7 +1,7 @@
 """No false alarms: every bundled correct relay, each written independently from the contract, passes the suite.
 
-The reference runs the suite as `scenarios/` itself; here the Go relay and the plain
-stdlib Python relay run every named scenario and every regression file. A verdict
+The reference runs the suite as `scenarios/` itself; here the Go relay, the plain
+stdlib Python relay and the Java relay run every named scenario and every regression file. A verdict
 here is a harness that goes beyond the contract (or a broken bundled relay): both
 are bugs of the first order.
 """
@@ -13,8 +13,12 @@ from relaychaos.scenarios import ALL, REGRESSION_FILES
 from .conftest import ROOT
 
 CORRECT = {"go": ROOT / "relay_under_test" / "go" / "relay.toml",
-           "stdlib": ROOT / "relay_under_test" / "stdlib" / "relay.toml"}
+           "stdlib": ROOT / "relay_under_test" / "stdlib" / "relay.toml",
+           "java": ROOT / "relay_under_test" / "java" / "relay.toml"}
 GO_BINARY = ROOT / "relay_under_test" / "go" / "bin" / "relay"
+JAVA_BUILD = [ROOT / "relay_under_test" / "java" / "build" / "classes" / "jrelay" / "Main.class",
+              ROOT / "relay_under_test" / "java" / "build" / "native" / "libsqlitejdbc.so",
+              ROOT / "relay_under_test" / "java" / "lib" / "sqlite-jdbc-3.54.1.0.jar"]
 STORIES = [(name, s) for name, s in ALL.items()] + [(p.stem, scenario_file.load(p).scenario) for p in REGRESSION_FILES]
 
 
@@ -23,4 +27,7 @@ STORIES = [(name, s) for name, s in ALL.items()] + [(p.stem, scenario_file.load(
 def test_an_independent_correct_relay_passes(run_chaos, relay, name, scenario):
     if relay == "go":
         assert GO_BINARY.exists(), f"{GO_BINARY} is missing: run scripts/bootstrap.sh (it builds the Go relay)"
+    if relay == "java":
+        missing = [str(p) for p in JAVA_BUILD if not p.exists()]
+        assert not missing, f"{', '.join(missing)} missing: run scripts/bootstrap.sh (it builds the Java relay; needs a JDK 17+)"
     run_chaos(scenario, manifest=CORRECT[relay]).assert_holds()
