@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 _STACKS = pytest.StashKey[list]()
-BUDGETS = ("quick", "nightly", "ci")  # relaychaos.engine.budget.BUDGETS, named here so options load nothing
+BUDGETS = ("quick", "nightly", "ci", "grade")  # relaychaos.engine.budget.BUDGETS, named here so options load nothing
 SANDBOX_MODES = ("auto", "strict", "off")  # relaychaos.sandbox.policy.MODES
 
 
@@ -29,7 +29,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write the run's results JSON (outcome and verdicts per scenario) to PATH")
     group.addoption("--relaychaos-budget", dest="relaychaos_budget", default=None, choices=BUDGETS,
                     help="how hard the stateful machine searches: quick (8 examples), nightly (300), ci (12, "
-                         "derandomized); default: ci when CI is set, else quick")
+                         "derandomized), grade (12, from --relaychaos-seed, not shrunk); default: ci when CI is "
+                         "set, else quick")
+    group.addoption("--relaychaos-seed", dest="relaychaos_seed", default=None, type=int, metavar="N",
+                    help="draw the stateful machine's stories from seed N (the same stories on every run)")
+    group.addoption("--relaychaos-scenarios", dest="relaychaos_scenarios", action="append", default=[],
+                    metavar="SET=FOLDER", help="also run every scenario file in FOLDER, as scenario set SET "
+                                               "(e.g. hidden=grading/hidden; repeatable)")
     group.addoption("--sandbox", dest="relaychaos_sandbox", default=None, choices=SANDBOX_MODES,
                     help="how relay commands are contained: auto (all this machine offers, saying what it "
                          "could not; the default), strict (refuse to run without a uid of its own and Landlock "
@@ -87,6 +93,11 @@ STACK_FIXTURES = frozenset({"toxiproxy", "account_system", "make_stack", "stack"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unused = [i for i in items if "relaychaos_extra_scenario" in getattr(i, "fixturenames", ())] \
+        if not config.getoption("relaychaos_scenarios", None) else []  # nothing to run is not a skip
+    if unused:
+        config.hook.pytest_deselected(items=unused)
+        items[:] = [i for i in items if i not in unused]
     for item in items:
         if any(_ours(item, name) for name in STACK_FIXTURES & set(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.stack)
@@ -127,10 +138,14 @@ class _ResultsRecorder:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         import json
 
-        verdicts = [v for k, raw in report.user_properties if k == "relaychaos_verdicts" for v in json.loads(raw)]
-        notes = [n for k, raw in report.user_properties if k == "relaychaos_notes" for n in json.loads(raw)]
+        props = [(k, json.loads(raw)) for k, raw in report.user_properties if k.startswith("relaychaos_")]
+        verdicts = [v for k, value in props if k == "relaychaos_verdicts" for v in value]
+        notes = [n for k, value in props if k == "relaychaos_notes" for n in value]
         self.results.add(report.nodeid, report.when, report.outcome, report.duration,
-                         report.longreprtext if report.failed else None, verdicts, notes)
+                         report.longreprtext if report.failed else None, verdicts, notes,
+                         next((value for k, value in props if k == "relaychaos_stateful"), None))
+        if report.when == "teardown":  # written as it goes: a run cut short still leaves its results
+            self.results.write(self.out)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.results.write(self.out)
@@ -235,6 +250,33 @@ def run_chaos(request: pytest.FixtureRequest, make_stack):
         return result
 
     return run
+
+
+@pytest.fixture
+def relaychaos_seed(pytestconfig: pytest.Config) -> int | None:
+    """--relaychaos-seed, else RELAYCHAOS_SEED, else None (the budget decides)."""
+    chosen = pytestconfig.getoption("relaychaos_seed", None)
+    if chosen is None and os.environ.get("RELAYCHAOS_SEED", "").strip():
+        chosen = int(os.environ["RELAYCHAOS_SEED"])
+    return chosen
+
+
+def extra_scenario_files(config: pytest.Config) -> list[tuple[str, Path]]:
+    """(set, path) of every scenario file in the --relaychaos-scenarios folders, sorted."""
+    out = []
+    for spec in config.getoption("relaychaos_scenarios", None) or []:
+        name, sep, folder = spec.partition("=")
+        if not sep or not name or not Path(folder).is_dir():
+            raise pytest.UsageError(f"--relaychaos-scenarios {spec!r} is not SET=FOLDER with an existing folder; "
+                                    "fix: e.g. --relaychaos-scenarios hidden=grading/hidden")
+        out += [(name, p) for p in sorted(Path(folder).glob("*.y*ml"))]
+    return out
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "relaychaos_extra_scenario" in metafunc.fixturenames:
+        files = extra_scenario_files(metafunc.config)
+        metafunc.parametrize("relaychaos_extra_scenario", files, ids=[f"{s}:{p.stem}" for s, p in files])
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ class ScenarioResult:
     verdicts: list[dict] = field(default_factory=list)
     message: str | None = None
     notes: list[str] = field(default_factory=list)  # observations that are not verdicts
+    stateful: dict | None = None  # the stateful machine's own account: examples, seed, first failure
 
 
 @dataclass
@@ -30,7 +31,8 @@ class RunResults:
     scenarios: dict[str, ScenarioResult] = field(default_factory=dict)
 
     def add(self, nodeid: str, when: str, outcome: str, duration: float, message: str | None,
-            verdicts: list[dict] | None = None, notes: list[str] | None = None) -> None:
+            verdicts: list[dict] | None = None, notes: list[str] | None = None,
+            stateful: dict | None = None) -> None:
         """Fold one pytest phase report in: a failing setup/teardown is an `error` of the scenario."""
         entry = self.scenarios.setdefault(nodeid, ScenarioResult(nodeid, "passed", 0.0))
         entry.duration_s += duration
@@ -41,6 +43,7 @@ class RunResults:
             entry.outcome = "skipped"
         entry.verdicts += verdicts or []
         entry.notes += [n for n in notes or [] if n not in entry.notes]
+        entry.stateful = stateful or entry.stateful
 
     def summary(self) -> dict[str, int]:
         counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
@@ -66,6 +69,7 @@ class RunResults:
                 for n in s.notes]
 
     def write(self, path: Path) -> None:
+        """Write the results JSON atomically (a reader never sees half a file)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         data = {"relay": self.relay, "relay_name": self.relay_name, "sandbox": self.sandbox,
                 "started_at": self.started_at,
@@ -73,4 +77,6 @@ class RunResults:
                 "ok": self.summary()["failed"] == 0 and self.summary()["error"] == 0,
                 "rules": self.by_rule(), "notes": self.notes(),
                 "scenarios": [asdict(s) for s in sorted(self.scenarios.values(), key=lambda s: s.nodeid)]}
-        path.write_text(json.dumps(data, indent=2))
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2))
+        tmp.replace(path)

@@ -61,6 +61,8 @@ class Context:
     examples: int = 0
     failures: list[str] = field(default_factory=list)
     first_failure_at: tuple[int, float] | None = None
+    first_verdicts: list[dict] = field(default_factory=list)  # of the first failing example, as found
+    first_report: str = ""
     started: float = field(default_factory=time.monotonic)
     last_file: Path | None = None
     counts: collections.Counter = field(default_factory=collections.Counter)  # steps and faults run
@@ -224,9 +226,11 @@ class ChaosMachine(RuleBasedStateMachine):
     def _fail(self, verdicts, where: str) -> None:
         self.failed = True
         ctx = self.context
+        text = report(self.runner.history, verdicts, limit=2)
         if ctx.first_failure_at is None:
             ctx.first_failure_at = (ctx.examples, time.monotonic() - ctx.started)
-        text = report(self.runner.history, verdicts, limit=2)
+            ctx.first_verdicts = [{**v.to_dict(), "scenario": "stateful"} for v in verdicts]
+            ctx.first_report = f"{where}: found at example {ctx.examples}\n{text}"
         rules = sorted({v.rule for v in verdicts})
         ctx.failures.append(",".join(rules))
         path = self._write(rules)

@@ -1,0 +1,134 @@
+"""`relaychaos grade` and `relaychaos gradebook merge`: the command line of grading.
+
+    relaychaos grade SUBMISSIONS... --out GRADEBOOK [--rubric R] [--seed N] [--shard i/N] [--budget-s S]
+    relaychaos grade --gradescope [/autograder]       # one submission, Gradescope's folders
+    relaychaos grade --prairielearn [/grade]          # one submission, PrairieLearn's folders
+    relaychaos gradebook merge SHARD_DIRS... --out GRADEBOOK
+
+Exit status: 0 when every submission was graded (whatever the scores), 2 when grading
+could not run (a bad rubric or shard, no submissions), 130 after Ctrl-C (the
+gradebook then holds what was graded).
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from relaychaos.errors import HarnessError
+
+
+def add_parsers(sub) -> None:
+    g = sub.add_parser("grade", help="grade a class of relays: a score per rule, Gradescope and PrairieLearn "
+                                     "results, a gradebook")
+    g.add_argument("submissions", nargs="*", help="submission folders (each holding relay.toml), manifests, globs")
+    g.add_argument("--out", help="the gradebook folder (default: runs/grade-YYYYmmdd-HHMMSS)")
+    g.add_argument("--rubric", help="a rubric.toml (default: the shipped one, relaychaos/grading/rubric.toml)")
+    g.add_argument("--seed", type=int, default=0, help="the stateful machine's seed: the same seed, the same grade")
+    g.add_argument("--shard", help="grade only shard i of N (0-based), e.g. 0/4; merge with `gradebook merge`")
+    g.add_argument("--budget-s", type=float, default=120.0, help="wall seconds per submission (default 120)")
+    g.add_argument("--workers", type=int, default=2, help="pytest-xdist workers for the named scenarios")
+    g.add_argument("--scenarios", help="only these scenarios (comma-separated names; `stateful` is the machine)")
+    g.add_argument("--sandbox", choices=("auto", "strict", "off"), default="auto")
+    g.add_argument("--sandbox-limit", default="fsize_mib=64", help="sandbox limits (default fsize_mib=64: a relay "
+                                                                  "printing gigabytes is stopped at 64 MiB)")
+    g.add_argument("--gradescope", nargs="?", const="/autograder", metavar="ROOT",
+                   help="grade ROOT/submission into ROOT/results/results.json (Gradescope's autograder)")
+    g.add_argument("--prairielearn", nargs="?", const="/grade", metavar="ROOT",
+                   help="grade ROOT/student into ROOT/results/results.json (PrairieLearn's external grader)")
+    g.set_defaults(func=cmd_grade)
+    book = sub.add_parser("gradebook", help="gradebook tools")
+    books = book.add_subparsers(dest="gradebook_command", required=True)
+    merge = books.add_parser("merge", help="join the gradebooks of shards into one")
+    merge.add_argument("dirs", nargs="+", help="the shards' gradebook folders")
+    merge.add_argument("--out", required=True, help="the merged gradebook folder")
+    merge.set_defaults(func=cmd_merge)
+
+
+def _options(args: argparse.Namespace):
+    from relaychaos.grading import rubric
+    from relaychaos.grading.run_one import Options
+    from relaychaos.sandbox.policy import probe
+
+    probe(args.sandbox, args.sandbox_limit)  # strict refused here, before anything starts
+    only = tuple(s.strip() for s in args.scenarios.split(",")) if args.scenarios else ()
+    return Options(rubric.load(args.rubric), args.seed, args.budget_s, args.workers, args.sandbox, args.sandbox_limit,
+                   only)
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from relaychaos.grading import batch, submissions
+    from relaychaos.grading.progress import Progress
+
+    platform_root = args.gradescope or args.prairielearn
+    try:
+        opts = _options(args)
+        if platform_root:
+            return _grade_for_platform(Path(platform_root), "gradescope" if args.gradescope else "prairielearn", opts)
+        if not args.submissions:
+            raise HarnessError("no submissions given", fix="relaychaos grade path/to/submissions/*/ --out GRADEBOOK")
+        found = submissions.find(args.submissions, lambda text: print(f"relaychaos: {text}", file=sys.stderr))
+        subs = submissions.shard(found, *submissions.parse_shard(args.shard))
+        out = Path(args.out or Path("runs") / time.strftime("grade-%Y%m%d-%H%M%S")).resolve()
+    except HarnessError as e:
+        print(f"relaychaos: {e}", file=sys.stderr)
+        return 2
+    print(f"relaychaos: grading {len(subs)} submission(s) with rubric '{opts.rubric.name}' "
+          f"({opts.rubric.max_score:g} points), seed {opts.seed}, {opts.budget_s:g} s each -> {out}", flush=True)
+    try:
+        records = batch.grade_all(subs, out, opts, Progress(len(subs)))
+    except KeyboardInterrupt:
+        print(f"\nrelaychaos: interrupted; the gradebook in {out} holds the submissions graded so far",
+              file=sys.stderr)
+        return 130
+    print(f"relaychaos: {len(records)} graded; gradebook in {out / 'gradebook.html'} and {out / 'gradebook.csv'}")
+    return 0
+
+
+def _grade_for_platform(root: Path, platform: str, opts) -> int:
+    """One submission in a grading platform's folders: its results.json is rewritten as the run goes."""
+    from relaychaos.grading import batch, submissions
+    from relaychaos.grading.run_one import grade, provisional
+    from relaychaos.reports import gradescope, prairielearn
+
+    folder = root / ("submission" if platform == "gradescope" else "student")
+    target = root / "results" / "results.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    writer = gradescope if platform == "gradescope" else prairielearn
+    sub = submissions.Submission(folder.name, folder.resolve(),
+                                 (folder / "relay.toml").resolve() if (folder / "relay.toml").is_file() else None)
+    work = Path(tempfile.mkdtemp(prefix="relaychaos-grade-"))
+    started, last = time.monotonic(), [0.0]
+
+    def partial(state: dict) -> None:
+        if time.monotonic() - last[0] >= 5.0:
+            last[0] = time.monotonic()
+            writer.write(provisional(sub, opts, state.get("done", []), time.monotonic() - started), target)
+
+    record = grade(sub, work / sub.slug, opts, partial)
+    writer.write(record, target)
+    batch.write_outputs(record, work / sub.slug)
+    shutil.copy(work / sub.slug / "grade.json", target.with_name("grade.json"))
+    print(f"relaychaos: {sub.name}: {record['score']:g}/{record['max_score']:g} -> {target}")
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from relaychaos.reports import gradebook
+
+    try:
+        records = gradebook.merge([Path(d) for d in args.dirs])
+    except (ValueError, OSError) as e:
+        print(f"relaychaos: cannot merge: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for d in args.dirs:
+        for folder in sorted(Path(d).glob("submissions/*")):
+            shutil.copytree(folder, out / "submissions" / folder.name, dirs_exist_ok=True)
+    gradebook.write(records, out)
+    print(f"relaychaos: merged {len(records)} submission(s) from {len(args.dirs)} gradebook(s) into {out}")
+    return 0

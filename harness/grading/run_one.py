@@ -1,0 +1,241 @@
+"""Grading one submission: the suite run against it, within a wall budget, and its graded record.
+
+Two pytest runs go at once, each in a process group of its own: the named scenarios and
+scenario files (on `workers` xdist workers), and the stateful machine (seeded, not shrunk).
+When a named scenario fails, the machine is stopped and not counted: a bug the suite has
+already shown need not be hunted again. When the wall budget runs out, both are killed
+and whatever had not finished counts against every rule (`not-run`). Both write their
+results as they go (relaychaos.reports.results), so a cut run still leaves them. The
+record (relaychaos.reports.grade_record) is the one source of every output.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from relaychaos import paths
+from relaychaos.grading.rubric import Rubric
+from relaychaos.grading.score import Outcome, score
+from relaychaos.grading.submissions import Submission
+
+STATEFUL = "stateful"
+
+
+@dataclass(frozen=True)
+class Options:
+    """How every submission of a batch is graded."""
+
+    rubric: Rubric
+    seed: int = 0
+    budget_s: float = 120.0
+    workers: int = 2
+    sandbox: str = "auto"
+    sandbox_limit: str | None = "fsize_mib=64"  # a relay printing gigabytes is stopped at 64 MiB
+    only: tuple[str, ...] = ()  # scenario names to run (all when empty)
+
+
+def expected(opts: Options) -> list[tuple[str, str]]:
+    """(name, set) of every scenario a full grade runs, in order; `only` narrows it."""
+    from relaychaos.scenarios import ALL, REGRESSION_FILES
+
+    rows = [(n, opts.rubric.set_of(n)) for n in ALL] + [(p.stem, opts.rubric.set_of(p.stem)) for p in REGRESSION_FILES]
+    for set_name, folder in sorted(opts.rubric.folders.items()):
+        rows += [(p.stem, set_name) for p in sorted(folder.glob("*.y*ml"))]
+    rows.append((STATEFUL, opts.rubric.set_of(STATEFUL)))
+    return [r for r in rows if not opts.only or r[0] in opts.only]
+
+
+def _pytest(manifest: Path, out: Path, results: Path, opts: Options, machine: bool) -> list[str]:
+    argv = [sys.executable, "-m", "pytest", str(paths.suite()), "--rootdir", str(paths.suite()), "-c",
+            str(out / "pytest.ini"), "--relay", str(manifest), "--relaychaos-results", str(results), "-q", "-rN",
+            "--sandbox", opts.sandbox, "-p", "no:cacheprovider", "-m", "stateful" if machine else "not stateful"]
+    argv += ["--sandbox-limit", opts.sandbox_limit] if opts.sandbox_limit else []
+    if machine:
+        argv += ["--relaychaos-budget", "grade", "--relaychaos-seed", str(opts.seed)]
+    else:
+        argv += ["-n", str(opts.workers)] if opts.workers > 1 else []
+        argv += [a for s, f in sorted(opts.rubric.folders.items()) for a in ("--relaychaos-scenarios", f"{s}={f}")]
+    names = [n for n in opts.only if n != STATEFUL]
+    if opts.only and not machine:
+        argv += ["-k", " or ".join(names) if names else "no-such-scenario"]
+    return argv
+
+
+def _start(argv: list[str], log: Path, cwd: Path) -> subprocess.Popen:
+    with open(log, "ab") as f:
+        env = dict(os.environ, RELAYCHAOS_FOUND_DIR=str(cwd / "found"))
+        return subprocess.Popen(argv, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen | None) -> None:
+    """Kill a pytest run's whole process group (its workers, their relays) and wait for it."""
+    if proc is None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGINT)  # pytest closes its stacks on an interrupt ...
+        proc.wait(timeout=5)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # ... and whatever is left goes now
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def read_results(path: Path) -> list[dict]:
+    try:
+        return json.loads(path.read_text()).get("scenarios", [])
+    except (OSError, ValueError):
+        return []
+
+
+def name_of(nodeid: str) -> tuple[str, str | None]:
+    """(scenario name, the set its folder gave it, if any) of a suite test's node id."""
+    if "test_random_stories" in nodeid:
+        return STATEFUL, None
+    m = re.search(r"\[(.*)\]$", nodeid)
+    param = m.group(1) if m else nodeid
+    if "test_scenario_file_of_a_set" in nodeid and ":" in param:
+        set_name, _, stem = param.partition(":")
+        return stem, set_name
+    return param, None
+
+
+def run_suite(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], None]) -> dict:
+    """Run both pytest runs within the budget; {'scenarios': [...results entries], 'timed_out', 'machine'}."""
+    (out / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    named_json, machine_json = out / "named.json", out / "machine.json"
+    want_machine = any(n == STATEFUL for n, _ in expected(opts))
+    deadline = time.monotonic() + opts.budget_s
+    named = _start(_pytest(sub.manifest, out, named_json, opts, machine=False), out / "named.log", out)
+    machine = _start(_pytest(sub.manifest, out, machine_json, opts, machine=True), out / "machine.log", out) \
+        if want_machine else None
+    timed_out, machine_why, never_started = False, None, False
+    try:
+        while named.poll() is None or (machine is not None and machine.poll() is None):
+            done = read_results(named_json)
+            progress({"done": done, "machine": machine is not None and machine.poll() is None})
+            if any(s["outcome"] == "failed" for s in done) and machine is not None and machine.poll() is None:
+                _stop(machine)  # its result would not count (below): no need to wait for it
+            if time.monotonic() > deadline:
+                timed_out = True
+                break
+            if len(done) >= 2 and all(_never_started(s) for s in done):
+                never_started = True  # the rest would show the same: every rule broken, at a budget's cost
+                break
+            time.sleep(0.25)
+    finally:
+        _stop(named)
+        _stop(machine)
+    scenarios = read_results(named_json)
+    if any(s["outcome"] == "failed" for s in scenarios):  # whatever the timing: the same grade on every regrade
+        machine_why = "not run: a named scenario had already shown a bug"
+    elif want_machine:
+        scenarios += read_results(machine_json)
+    return {"scenarios": scenarios, "timed_out": timed_out, "machine_why": machine_why, "never_started": never_started}
+
+
+def _never_started(result: dict) -> bool:
+    return result["outcome"] == "failed" and any(v.get("rule") == "serve-ready" for v in result.get("verdicts", []))
+
+
+def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], None] = lambda _: None) -> dict:
+    """Grade one submission into `out` (its own folder): the record, also written as out/grade.json."""
+    from relaychaos.checkers import RULES
+    from relaychaos.errors import HarnessError
+    from relaychaos.sandbox.policy import probe
+    from relaychaos.stack import manifest
+
+    out.mkdir(parents=True, exist_ok=True)
+    os.chmod(out, 0o700)
+    started = time.monotonic()
+    record = {"submission": sub.name, "path": str(sub.folder), "manifest": str(sub.manifest) if sub.manifest else None,
+              "seed": opts.seed, "gradable": True, "error": None, "timed_out": False,
+              "sandbox": probe(opts.sandbox, opts.sandbox_limit), "rubric": opts.rubric.describe(),
+              "max_score": opts.rubric.max_score, "notes": [], "stateful": {"ran": False, "shrunk": False,
+                                                                             "why_not": None}}
+    try:
+        if sub.manifest is None:
+            raise HarnessError(f"no relay.toml in {sub.folder}", fix="a submission is a folder holding relay.toml "
+                                                                     "(the relay contract, section 1)")
+        manifest.load(sub.manifest)
+    except HarnessError as e:
+        record.update(gradable=False, error=f"could not start: {e}", score=0.0, rules=_zero(opts, RULES),
+                      scenarios=[], execution_time_s=round(time.monotonic() - started, 2))
+        return _save(record, out)
+    ran = run_suite(sub, out, opts, progress)
+    outcomes = _outcomes(ran, opts)
+    record["score"], record["rules"] = score(outcomes, opts.rubric, {r.id: r.text for r in RULES.values()})
+    record.update(scenarios=[o.to_dict() for o in outcomes], timed_out=ran["timed_out"],
+                  execution_time_s=round(time.monotonic() - started, 2))
+    started_none = [s for s in ran["scenarios"] if _never_started(s)]
+    if ran["never_started"] or (started_none and len(started_none) == len(ran["scenarios"])):
+        first = next(v for v in started_none[0]["verdicts"] if v.get("rule") == "serve-ready")
+        record["error"] = f"could not start: {first.get('summary')}"
+    elif outcomes and all(o.outcome in ("error", "not-run") for o in outcomes if o.name != STATEFUL):
+        record["error"] = "could not run: no scenario finished; see the first scenario's report"
+    machine = next((s for s in ran["scenarios"] if name_of(s["nodeid"])[0] == STATEFUL), None)
+    info = (machine or {}).get("stateful") or {}
+    record["stateful"] = {"ran": machine is not None, "shrunk": bool(info.get("shrunk")), "examples": info.get("examples"),
+                          "why_not": ran["machine_why"] or (None if machine else "not run")}
+    record["notes"] = sorted({n for s in ran["scenarios"] for n in s.get("notes", [])})
+    return _save(record, out)
+
+
+def provisional(sub: Submission, opts: Options, done: list[dict], elapsed_s: float) -> dict:
+    """A record of what is known while the submission runs (what has not finished counts as not run yet),
+    for graders that want results even when they stop the run: Gradescope kills at its own time-out."""
+    from relaychaos.checkers import RULES
+
+    outcomes = _outcomes({"scenarios": done, "machine_why": None}, opts)
+    total, rules = score(outcomes, opts.rubric, {r.id: r.text for r in RULES.values()})
+    return {"submission": sub.name, "path": str(sub.folder), "manifest": str(sub.manifest), "seed": opts.seed,
+            "gradable": True, "error": None, "timed_out": True, "execution_time_s": round(elapsed_s, 2),
+            "sandbox": {}, "rubric": opts.rubric.describe(), "score": total, "max_score": opts.rubric.max_score,
+            "rules": rules, "scenarios": [o.to_dict() for o in outcomes],
+            "notes": ["partial: the grading run was still going when these results were written"],
+            "stateful": {"ran": False, "shrunk": False, "why_not": "still running"}}
+
+
+def _outcomes(ran: dict, opts: Options) -> list[Outcome]:
+    by_name: dict[str, dict] = {}
+    for s in ran["scenarios"]:
+        name, folder_set = name_of(s["nodeid"])
+        by_name[name] = {**s, "folder_set": folder_set}
+    out = []
+    for name, set_name in expected(opts):
+        s = by_name.get(name)
+        if s is None:
+            skipped = name == STATEFUL and ran["machine_why"]
+            out.append(Outcome(name, set_name, "skipped" if skipped else "not-run", cut=not skipped))
+            continue
+        message = s.get("message")
+        if name == STATEFUL and (s.get("stateful") or {}).get("first_report"):
+            message = s["stateful"]["first_report"] + ("" if s["stateful"].get("shrunk") else
+                                                       "\n\n(not shrunk: grade mode reports the first failing "
+                                                       "example as found)")
+        out.append(Outcome(name, set_name, s["outcome"], s.get("verdicts", []), message, s.get("duration_s", 0.0)))
+    return out
+
+
+def _zero(opts: Options, rules) -> list[dict]:
+    return [{"rule": r, "group": opts.rubric.group_of[r], "what": rules[r].text, "set": "visible", "points": 0.0,
+             "max_points": p, "held_in": 0, "scenarios": 0, "broken_in": [], "incidents": []}
+            for r, p in opts.rubric.points.items()]
+
+
+def _save(record: dict, out: Path) -> dict:
+    tmp = out / "grade.json.tmp"
+    tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False))
+    tmp.replace(out / "grade.json")
+    return record

@@ -1,0 +1,121 @@
+"""`relaychaos grade`: a class graded end to end, bad submissions as graded outcomes, stable regrades,
+shards that merge into the same gradebook, and Ctrl-C leaving a valid partial one.
+
+Each test grades a few submissions on two or three scenarios (`--scenarios`), to keep the
+project's tests short; the full class benchmark is benchmarks/grade_class.py.
+"""
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from relaychaos.reports import gradescope, prairielearn
+
+from .conftest import ROOT
+
+pytestmark = pytest.mark.stack
+RELAYS = ROOT / "relay_under_test"
+QUICK = "happy-path,dropped-response-to-channel"
+
+
+def grade(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "relaychaos.cli", "grade", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def records(out: Path) -> dict[str, dict]:
+    return {r["submission"]: r for r in (json.loads(p.read_text()) for p in out.glob("submissions/*/grade.json"))}
+
+
+def manifest(folder: Path, serve: list[str], ready_timeout_s: float = 1) -> Path:
+    folder.mkdir(parents=True)
+    cmd = json.dumps(serve)
+    (folder / "relay.toml").write_text(f'name = "{folder.name}"\n[commands]\nserve = {cmd}\nresolve = {cmd}\n'
+                                       f'reprocess = {cmd}\npurge = {cmd}\n[limits]\nready_timeout_s = {ready_timeout_s}\n')
+    return folder
+
+
+@pytest.fixture
+def bad_class(tmp_path):
+    """Submissions a class really hands in: none, a missing program, one that never answers, odd names."""
+    root = tmp_path / "class"
+    (root / "no manifest").mkdir(parents=True)
+    manifest(root / "missing-program", ["./relay-binary", "serve"])
+    manifest(root / "never ready ü", ["python", "-c", "import time; time.sleep(600)"])
+    shutil.copytree(RELAYS / "base", root / "base")
+    return root
+
+
+def test_a_class_is_graded_and_every_bad_submission_is_a_graded_outcome(tmp_path, bad_class):
+    out = tmp_path / "book"
+    done = grade(RELAYS / "reference", *sorted(bad_class.iterdir()), "--out", out, "--scenarios",
+                 QUICK + ",stateful", "--budget-s", 90)
+    assert done.returncode == 0, done.stdout + done.stderr
+    got = records(out)
+    assert got["reference"]["score"] == 100 and got["reference"]["stateful"]["ran"]
+    assert 0 < got["base"]["score"] < 100 and got["base"]["stateful"]["why_not"].startswith("not run: a named")
+    assert got["no manifest"]["gradable"] is False and "no relay.toml" in got["no manifest"]["error"]
+    assert got["missing-program"]["score"] == 0
+    assert got["missing-program"]["error"].startswith("could not start:") and "relay-binary" in \
+        got["missing-program"]["error"]
+    assert got["never ready ü"]["score"] == 0 and "/health" in got["never ready ü"]["error"]
+    for folder in out.glob("submissions/*"):
+        assert gradescope.validate(json.loads((folder / "results.json").read_text())) == [], folder
+        assert prairielearn.validate(json.loads((folder / "prairielearn.json").read_text())) == [], folder
+    rows = list(csv.DictReader((out / "gradebook.csv").open()))
+    assert sorted(r["submission"] for r in rows) == sorted(got)
+    assert "<svg" in (out / "gradebook.html").read_text()
+
+
+@pytest.mark.parametrize("relay", ["reference", "mutants/unknown_resent"])
+def test_a_regrade_with_the_same_seed_gives_the_same_score(tmp_path, relay):
+    scores = []
+    for n in range(2):
+        out = tmp_path / f"book{n}"
+        done = grade(RELAYS / relay, "--out", out, "--scenarios", "happy-path,stateful", "--seed", 11)
+        assert done.returncode == 0, done.stdout + done.stderr
+        (record,) = records(out).values()
+        assert record["seed"] == 11
+        scores.append((record["score"], [(e["rule"], e["points"]) for e in record["rules"]],
+                       [(s["name"], s["outcome"], sorted(v["rule"] for v in s["verdicts"])) for s in record["scenarios"]]))
+    assert scores[0] == scores[1]
+
+
+def test_three_shards_merged_equal_one_unsharded_run(tmp_path):
+    subs = [RELAYS / "reference", RELAYS / "base", RELAYS / "mutants" / "check_then_insert"]
+    whole = tmp_path / "whole"
+    assert grade(*subs, "--out", whole, "--scenarios", QUICK).returncode == 0
+    for i in range(3):
+        assert grade(*subs, "--out", tmp_path / f"shard{i}", "--scenarios", QUICK, "--shard", f"{i}/3").returncode == 0
+    merged = tmp_path / "merged"
+    done = subprocess.run([sys.executable, "-m", "relaychaos.cli", "gradebook", "merge",
+                           *[tmp_path / f"shard{i}" for i in range(3)], "--out", merged], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert [len(records(tmp_path / f"shard{i}")) for i in range(3)] == [1, 1, 1]
+    assert (merged / "gradebook.csv").read_text() == (whole / "gradebook.csv").read_text()
+
+
+def test_ctrl_c_leaves_a_valid_partial_gradebook_and_nothing_running(tmp_path):
+    out = tmp_path / "book"
+    proc = subprocess.Popen([sys.executable, "-m", "relaychaos.cli", "grade", str(RELAYS / "base"),
+                             str(RELAYS / "reference"), str(RELAYS / "go"), "--out", str(out), "--scenarios", QUICK],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list(out.glob("submissions/*/grade.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(2)  # into the second submission
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    rows = list(csv.DictReader((out / "gradebook.csv").open()))
+    assert [r["submission"] for r in rows] == ["base"]
+    left = subprocess.run(["pgrep", "-af", str(out)], capture_output=True, text=True).stdout
+    assert left.strip() == "", f"left running: {left}"
