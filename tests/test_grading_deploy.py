@@ -80,3 +80,9 @@ def test_run_autograder_grades_the_submission_for_gradescope():
     assert "exec .venv/bin/relaychaos grade --gradescope" in (GRADESCOPE / "run_autograder").read_text()
     assert "PYTHON=python3.11 bash scripts/bootstrap.sh" in (GRADESCOPE / "setup.sh").read_text()
 
+
+
+def test_the_grading_guide_points_at_files_that_exist():
+    guide = (ROOT / "docs" / "grading.md").read_text()
+    for link in re.findall(r"\]\((?!https?:)([^)#]+)", guide):
+        assert (ROOT / "docs" / link).resolve().exists(), link
