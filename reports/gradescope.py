@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import grade_summary
 from .atomic import write_text
-from .fieldcheck import (LIST, NUMBER, OBJECT, STRING, STRINGS, as_json_problems, check, either,
+from .fieldcheck import (INTEGER, LIST, NUMBER, OBJECT, STRING, STRINGS, as_json_problems, check, either,
                          one_of)
 from .grade_record import incidents
 
@@ -117,8 +117,7 @@ def write(record: dict, path: Path) -> Path:
     return write_text(Path(path), json.dumps(results(record), indent=2, ensure_ascii=False) + "\n")
 
 
-TOP = {"score": NUMBER, "execution_time": (lambda v: NUMBER[0](v) and v == int(v) and v >= 0,
-                                           "a whole number of seconds"),
+TOP = {"score": NUMBER, "execution_time": (lambda v: INTEGER[0](v) and v >= 0, "a whole number of seconds"),
        "output": STRING, "output_format": one_of(*FORMATS), "test_output_format": one_of(*FORMATS),
        "test_name_format": one_of(*FORMATS), "visibility": one_of(*VISIBILITY),
        "stdout_visibility": one_of(*VISIBILITY), "extra_data": OBJECT, "tests": LIST, "leaderboard": LIST}

@@ -1,4 +1,4 @@
-"""grade.json is the one interface between the grading run and every output: its problems are named, never guessed at."""
+"""grade.json is the one interface between the grading run and every output: its problems are named, not guessed."""
 import json
 import os
 

@@ -94,6 +94,7 @@ def test_the_leaderboard_ranks_by_visible_points_alone():
 
 @pytest.mark.parametrize("breakage, expected", [
     (lambda d: d.update(execution_time=18.2), "results.execution_time must be a whole number of seconds"),
+    (lambda d: d.update(execution_time=18.0), "results.execution_time must be a whole number of seconds"),
     (lambda d: d.update(output_format="markdown"), "results.output_format must be one of 'text'"),
     (lambda d: d.update(visibility="students"), "results.visibility must be one of 'hidden'"),
     (lambda d: d["tests"][0].update(status="partial"), "tests[0].status must be one of 'passed', 'failed'"),
