@@ -1,0 +1,128 @@
+"""The class's gradebook: every submission's grade record as one CSV and one HTML page, and shards merged.
+
+    records = merge(["gradebook-0", "gradebook-1"])     # each <dir>/submissions/<safe-name>/grade.json
+    write(records, "gradebook")                         # gradebook/gradebook.csv and gradebook.html
+    python -m relaychaos.reports.gradebook merge gradebook-* --out gradebook
+
+A submission is known by its `path`: the same path in two shards must be the same record
+(same seed, same content), or merge refuses with both files named. The CSV has one row per
+submission, by name, and a column per rule with its points over every scenario set. A text
+cell starting with = + - or @ gets a leading apostrophe, so a spreadsheet shows a student's
+folder name rather than running it as a formula. The page is reports.gradebook_page.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+from pathlib import Path
+
+from .atomic import write_text
+from .grade_record import load, rule_points, validate
+from .gradebook_page import html, order_key, rule_texts
+
+__all__ = ["csv_text", "html", "merge", "write"]
+FIXED = ["submission", "score", "max_score", "gradable", "timed_out", "error", "seed"]
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(records: list[dict], rules_order) -> str:
+    """The gradebook as CSV (RFC 4180 quoting, CRLF rows): the fixed columns, then one per rule.
+
+    The rule columns are `rules_order`, then any other rule the records hold, in the order it
+    first appears; a rule a submission lacks is an empty cell."""
+    rules = list(dict.fromkeys([*rules_order, *rule_texts(records)]))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(FIXED + rules)
+    for r in sorted(records, key=order_key):
+        gradable = r.get("gradable", True)
+        points = rule_points(r)
+        writer.writerow([_text(r["submission"]), _num(r["score"] if gradable else 0), _num(r["max_score"]),
+                         _flag(gradable), _flag(r.get("timed_out", False)), _text(r.get("error") or ""), r["seed"]]
+                        + [_num(points[rule][0] if gradable else 0) if rule in points else "" for rule in rules])
+    return out.getvalue()
+
+
+def _text(value: str) -> str:
+    return "'" + value if value.startswith(FORMULA_START) else value
+
+
+def _num(x) -> str:
+    x = round(float(x), 4)
+    return str(int(x)) if x.is_integer() else repr(x)
+
+
+def _flag(b) -> str:
+    return "true" if b else "false"
+
+
+def write(records: list[dict], folder: Path, rules_order=()) -> list[Path]:
+    """Write gradebook.csv and gradebook.html into `folder`, each atomically; returns their paths."""
+    folder = Path(folder)
+    return [write_text(folder / "gradebook.csv", csv_text(records, rules_order)),
+            write_text(folder / "gradebook.html", html(records))]
+
+
+def merge(dirs) -> list[dict]:
+    """The records of every shard's output folder, each submission once, sorted by name.
+
+    ValueError, naming the files, when a folder is missing, a record is unusable, or one
+    submission path was graded in two shards with different seeds or different results."""
+    seen: dict[str, tuple[Path, dict]] = {}
+    for folder in map(Path, dirs):
+        for path in _records_in(folder):
+            record = load(path)
+            problems = validate(record)
+            if problems:
+                raise ValueError(f"{path}: not a usable grade record: {'; '.join(problems[:5])}")
+            if record["path"] in seen:
+                _same_or_refuse(*seen[record["path"]], path, record)
+            else:
+                seen[record["path"]] = (path, record)
+    return sorted((record for _, record in seen.values()), key=order_key)
+
+
+def _records_in(folder: Path) -> list[Path]:
+    """Every grade.json of a shard's output folder (<folder>/submissions/*/grade.json)."""
+    if not folder.is_dir():
+        raise ValueError(f"{folder}: no such gradebook folder")
+    found = sorted(folder.glob("submissions/*/grade.json"))
+    stray = sorted(set(folder.rglob("grade.json")) - set(found))
+    if stray:
+        raise ValueError(f"{folder}: {stray[0]} is not where relaychaos grade writes a record "
+                         f"(<folder>/submissions/<name>/grade.json): is this the right folder?")
+    return found
+
+
+def _same_or_refuse(first: Path, a: dict, second: Path, b: dict) -> None:
+    if a["seed"] != b["seed"]:
+        raise ValueError(f"{first} and {second} grade the same submission {a['path']} with different seeds "
+                         f"({a['seed']} and {b['seed']}): the shards come from different runs; merge one run's shards")
+    if a != b:
+        fields = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+        raise ValueError(f"{first} and {second} grade the same submission {a['path']} differently "
+                         f"(fields {', '.join(fields)}): it was graded twice; keep one of them")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`merge DIR... --out DIR`: merge shards and write the gradebook (exit 2 with the reason when refused)."""
+    parser = argparse.ArgumentParser(prog="python -m relaychaos.reports.gradebook")
+    sub = parser.add_subparsers(dest="command", required=True)
+    cmd = sub.add_parser("merge", help="merge shards' output folders into one gradebook")
+    cmd.add_argument("dirs", nargs="+", type=Path)
+    cmd.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    try:
+        records = merge(args.dirs)
+    except ValueError as e:
+        print(f"gradebook: {e}", file=sys.stderr)
+        return 2
+    for path in write(records, args.out):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

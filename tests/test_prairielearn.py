@@ -1,0 +1,92 @@
+"""PrairieLearn's results.json: a score in [0, 1], a test per rule and scenario set, not gradable if it cannot start."""
+import json
+
+import pytest
+
+from relaychaos.reports import prairielearn
+
+from .grade_records import class_of_records, record, ungradable
+
+BOB = record("bob", broken={"one-account-call": ["race-32-one-relay", "min-age-trap"],
+                            "converged": ["kill-before-account-call"]})
+
+
+@pytest.mark.parametrize("r", class_of_records(), ids=lambda r: r["submission"])
+def test_every_kind_of_record_gives_results_that_follow_the_spec(r):
+    assert prairielearn.validate(prairielearn.results(r)) == []
+    assert prairielearn.validate(prairielearn.results(r, reveal_hidden=True)) == []
+
+
+def test_the_score_is_the_share_of_max_score_and_each_rule_entry_is_a_test():
+    data = prairielearn.results(BOB)
+    assert data["gradable"] is True and data["score"] == 0.845
+    assert [(t["name"], t["points"], t["max_points"]) for t in data["tests"]] == [
+        ("one-account-call (visible scenarios)", 13.5, 15.0),
+        ("one-account-call (hidden scenarios)", 13.5, 15.0),
+        ("answer-codes (visible scenarios)", 20.0, 20.0),
+        ("converged (scenarios shown after the due date)", 37.5, 50.0)]
+    assert data["tests"][0]["description"] == "at most one account call per GUID"
+
+
+def test_a_failing_visible_test_says_where_and_carries_the_incident_report():
+    t = prairielearn.results(BOB)["tests"][0]
+    assert t["message"] == "Held in 9 of 10 scenario(s): 13.5 / 15 points. Broken in: race-32-one-relay."
+    assert t["output"].startswith("[one-account-call] GUID g1-") and "timeline (seconds since" in t["output"]
+
+
+def test_hidden_and_after_due_date_tests_keep_their_points_but_not_their_details():
+    hidden, later = prairielearn.results(BOB)["tests"][1], prairielearn.results(BOB)["tests"][3]
+    for t in (hidden, later):
+        assert t["message"] == "Details of these scenarios are not shown." and t["output"] == ""
+        assert "min-age-trap" not in json.dumps(t) and "kill-before" not in json.dumps(t)
+    revealed = prairielearn.results(BOB, reveal_hidden=True)["tests"][1]
+    assert "Broken in: min-age-trap." in revealed["message"] and revealed["output"].startswith("[one-account-call]")
+
+
+def test_a_submission_that_cannot_start_is_not_gradable_with_the_reason():
+    data = prairielearn.results(ungradable("carol", "could not start: no relay.toml in /class/carol"))
+    assert data["gradable"] is False and "score" not in data and "tests" not in data
+    assert data["format_errors"] == ["could not start: no relay.toml in /class/carol"]
+    assert data["message"].startswith("Your submission could not be graded: could not start: no relay.toml")
+
+
+def test_a_timed_out_grading_says_its_results_are_partial_in_the_message():
+    assert "these results are partial" in prairielearn.results(record("dora", timed_out=True))["message"]
+
+
+def test_a_zero_max_score_gives_score_0_not_a_division_by_zero():
+    r = record("zed")
+    for rule in r["rules"]:
+        rule.update(points=0.0, max_points=0.0)
+    r.update(score=0.0, max_score=0.0)
+    assert prairielearn.results(r)["score"] == 0.0
+
+
+@pytest.mark.parametrize("breakage, expected", [
+    (lambda d: d.pop("score"), "missing field 'score' (required unless gradable is false)"),
+    (lambda d: d.update(score=84.5), "results.score must be in [0, 1], not 84.5"),
+    (lambda d: d.update(score="0.8"), "results.score must be a number"),
+    (lambda d: d.update(gradable="true"), "results.gradable must be true or false"),
+    (lambda d: d.update(format_errors=[1]), "results.format_errors must be a string or a list of strings"),
+    (lambda d: d["tests"][0].update(points="13.5"), "tests[0].points must be a number"),
+    (lambda d: d["tests"][0].update(images=[{"label": "plot"}]), "tests[0].images[0]: missing field 'url'"),
+    (lambda d: d.update(output="x" * 1_000_001), "over the limit of 1000000"),
+    (lambda d: d.update(score=float("nan")), "results.score must be a number"),
+])
+def test_hand_broken_results_are_caught(breakage, expected):
+    data = prairielearn.results(BOB)
+    breakage(data)
+    problems = prairielearn.validate(data)
+    assert any(expected in p for p in problems), problems
+
+
+def test_extra_fields_are_allowed_as_prairielearn_allows_them():
+    data = {**prairielearn.results(BOB), "seed": 12345, "images": ["data:image/png;base64,AAAA"]}
+    assert prairielearn.validate(data) == []
+    assert prairielearn.validate({"gradable": False}) == [], "score is not needed when not gradable"
+
+
+def test_write_makes_the_results_folder_and_a_complete_file(tmp_path):
+    target = tmp_path / "grade" / "results" / "results.json"
+    prairielearn.write(BOB, target)
+    assert json.loads(target.read_text(encoding="utf-8")) == prairielearn.results(BOB)
