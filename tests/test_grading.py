@@ -122,3 +122,15 @@ def test_ctrl_c_leaves_a_valid_partial_gradebook_and_nothing_running(tmp_path):
     assert [r["submission"] for r in rows] == ["base"]
     left = subprocess.run(["pgrep", "-af", str(out)], capture_output=True, text=True).stdout
     assert left.strip() == "", f"left running: {left}"
+
+
+@pytest.mark.parametrize("platform, folder", [("gradescope", "submission"), ("prairielearn", "student")])
+def test_in_a_grading_platform_s_folders_the_results_land_where_it_reads_them(tmp_path, platform, folder):
+    root = tmp_path / platform
+    shutil.copytree(RELAYS / "base", root / folder)
+    done = grade(f"--{platform}", root, "--scenarios", QUICK)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads((root / "results" / "results.json").read_text())
+    validate = gradescope.validate if platform == "gradescope" else prairielearn.validate
+    assert validate(results) == []
+    assert (results["score"] if platform == "gradescope" else results["score"] * 100) < 100
