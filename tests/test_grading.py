@@ -62,7 +62,7 @@ def test_a_class_is_graded_and_every_bad_submission_is_a_graded_outcome(tmp_path
     assert got["reference"]["score"] == 100 and got["reference"]["stateful"]["ran"]
     assert 0 < got["base"]["score"] < 100 and got["base"]["stateful"]["why_not"].startswith("not run: a named")
     assert got["no manifest"]["gradable"] is False and "no relay.toml" in got["no manifest"]["error"]
-    assert got["missing-program"]["score"] == 0
+    assert got["missing-program"]["score"] == 0 and got["missing-program"]["gradable"] is False
     assert got["missing-program"]["error"].startswith("could not start:") and "relay-binary" in \
         got["missing-program"]["error"]
     assert got["never ready ü"]["score"] == 0 and "/health" in got["never ready ü"]["error"]

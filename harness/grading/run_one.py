@@ -181,7 +181,7 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
     started_none = [s for s in ran["scenarios"] if _never_started(s)]
     if ran["never_started"] or (started_none and len(started_none) == len(ran["scenarios"])):
         first = next(v for v in started_none[0]["verdicts"] if v.get("rule") == "serve-ready")
-        record["error"] = f"could not start: {first.get('summary')}"
+        record.update(error=f"could not start: {first.get('summary')}", gradable=False)
     elif any(o.name != STATEFUL for o in outcomes) and \
             all(o.outcome in ("error", "not-run") for o in outcomes if o.name != STATEFUL):
         record["error"] = "could not run: no scenario finished; see the first scenario's report"
