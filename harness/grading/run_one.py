@@ -36,7 +36,7 @@ class Options:
     rubric: Rubric
     seed: int = 0
     budget_s: float = 120.0
-    workers: int = 2
+    workers: int = 3
     sandbox: str = "auto"
     sandbox_limit: str | None = "fsize_mib=64"  # a relay printing gigabytes is stopped at 64 MiB
     only: tuple[str, ...] = ()  # scenario names to run (all when empty)
