@@ -22,18 +22,14 @@ SCENARIOS = "race-32-two-relays,dropped-response-downstream,kill-after-applied-b
 
 
 def sample(uid: int, stop: threading.Event, peaks: dict[str, int]) -> None:
-    from relaychaos.sandbox.slots import uid_processes
+    from relaychaos.sandbox.slots import mib, statuses
 
     while not stop.wait(0.02):
         tasks = 0
-        for pid in uid_processes(uid):
-            try:
-                fields = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status") if ":" in line)
-            except OSError:
-                continue
+        for _, fields in statuses(uid):
             tasks += int(fields.get("Threads", "1"))
             for key in ("VmData", "VmHWM"):
-                peaks[key] = max(peaks[key], int(fields.get(key, "0 kB").split()[0]) >> 10)
+                peaks[key] = max(peaks[key], mib(fields, key))
         peaks["tasks"] = max(peaks["tasks"], tasks)
 
 

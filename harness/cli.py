@@ -24,19 +24,6 @@ from relaychaos.errors import HarnessError
 SUITE_INI = "[pytest]\naddopts = -p no:cacheprovider\n"
 
 
-def sandbox_line(mode: str, limits: str | None) -> str:
-    """The sandbox the run's relays will get, in one line; SandboxError when `strict` cannot be had here."""
-    from relaychaos.sandbox.policy import probe
-
-    level = probe(mode, limits)
-    if not level["enforced"]:
-        return f"sandbox {level['mode']}: relays run unconfined"
-    ll = level["landlock"]
-    line = (f"sandbox {level['mode']}: uid {level['uid']}, rlimits, "
-            + (f"Landlock ABI {ll['abi']} ({', '.join(ll['rules'])})" if ll["abi"] else "no Landlock"))
-    return line + (f"; not enforced: {'; '.join(level['missing'])}" if level["missing"] else "")
-
-
 def preflight(relay: Path, out: Path) -> None:
     """Fail fast, with one message, on what would stop every scenario: the manifest, Toxiproxy."""
     from relaychaos.stack import manifest
@@ -55,7 +42,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     os.chmod(out, 0o700)  # histories and logs: the harness's, not the relays'
     try:
         preflight(relay, out)
-        sandbox_summary = sandbox_line(args.sandbox, args.sandbox_limit)
+        from relaychaos.sandbox.policy import describe, probe
+
+        sandbox_summary = describe(probe(args.sandbox, args.sandbox_limit))  # SandboxError: strict cannot be had
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2

@@ -2,7 +2,7 @@
 
     records = merge(["gradebook-0", "gradebook-1"])     # each <dir>/submissions/<safe-name>/grade.json
     write(records, "gradebook")                         # gradebook/gradebook.csv and gradebook.html
-    python -m relaychaos.reports.gradebook merge gradebook-* --out gradebook
+    relaychaos gradebook merge gradebook-* --out gradebook  # the command line (relaychaos.grading.command)
 
 A submission is known by its `path`: the same path in two shards must be the same record
 (same seed, same content), or merge refuses with both files named. The CSV has one row per
@@ -12,10 +12,8 @@ folder name rather than running it as a formula. The page is reports.gradebook_p
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import io
-import sys
 from pathlib import Path
 
 from .atomic import write_text
@@ -104,25 +102,3 @@ def _same_or_refuse(first: Path, a: dict, second: Path, b: dict) -> None:
         fields = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
         raise ValueError(f"{first} and {second} grade the same submission {a['path']} differently "
                          f"(fields {', '.join(fields)}): it was graded twice; keep one of them")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`merge DIR... --out DIR`: merge shards and write the gradebook (exit 2 with the reason when refused)."""
-    parser = argparse.ArgumentParser(prog="python -m relaychaos.reports.gradebook")
-    sub = parser.add_subparsers(dest="command", required=True)
-    cmd = sub.add_parser("merge", help="merge shards' output folders into one gradebook")
-    cmd.add_argument("dirs", nargs="+", type=Path)
-    cmd.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args(argv)
-    try:
-        records = merge(args.dirs)
-    except ValueError as e:
-        print(f"gradebook: {e}", file=sys.stderr)
-        return 2
-    for path in write(records, args.out):
-        print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -10,6 +10,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from relaychaos.reports.atomic import write_text
+
 
 @dataclass
 class ScenarioResult:
@@ -70,13 +72,10 @@ class RunResults:
 
     def write(self, path: Path) -> None:
         """Write the results JSON atomically (a reader never sees half a file)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = {"relay": self.relay, "relay_name": self.relay_name, "sandbox": self.sandbox,
                 "started_at": self.started_at,
                 "finished_at": time.time(), "summary": self.summary(),
                 "ok": self.summary()["failed"] == 0 and self.summary()["error"] == 0,
                 "rules": self.by_rule(), "notes": self.notes(),
                 "scenarios": [asdict(s) for s in sorted(self.scenarios.values(), key=lambda s: s.nodeid)]}
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2))
-        tmp.replace(path)
+        write_text(path, json.dumps(data, indent=2))

@@ -134,11 +134,11 @@ def test_the_merge_command_writes_the_gradebook_and_exits_2_when_it_refuses(tmp_
     records = class_of_records()
     for i in range(2):
         write_shard(tmp_path / f"gradebook-{i}", records[i::2])
-    cmd = [sys.executable, "-m", "relaychaos.reports.gradebook", "merge",
+    cmd = [sys.executable, "-m", "relaychaos.cli", "gradebook", "merge",
            str(tmp_path / "gradebook-0"), str(tmp_path / "gradebook-1"), "--out", str(tmp_path / "gradebook")]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert len(rows((tmp_path / "gradebook" / "gradebook.csv").read_text(encoding="utf-8"))) == len(records)
-    proc = subprocess.run(cmd[:4] + [str(tmp_path / "nope"), "--out", str(tmp_path / "x")], cwd=ROOT,
+    proc = subprocess.run(cmd[:5] + [str(tmp_path / "nope"), "--out", str(tmp_path / "x")], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "no such gradebook folder" in proc.stderr

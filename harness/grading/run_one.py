@@ -25,6 +25,7 @@ from relaychaos import paths
 from relaychaos.grading.rubric import Rubric
 from relaychaos.grading.score import Outcome, score
 from relaychaos.grading.submissions import Submission
+from relaychaos.reports.atomic import write_text
 
 STATEFUL = "stateful"
 
@@ -159,11 +160,7 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
     out.mkdir(parents=True, exist_ok=True)
     os.chmod(out, 0o700)
     started = time.monotonic()
-    record = {"submission": sub.name, "path": str(sub.folder), "manifest": str(sub.manifest) if sub.manifest else None,
-              "seed": opts.seed, "gradable": True, "error": None, "timed_out": False,
-              "sandbox": probe(opts.sandbox, opts.sandbox_limit), "rubric": opts.rubric.describe(),
-              "max_score": opts.rubric.max_score, "notes": [], "stateful": {"ran": False, "shrunk": False,
-                                                                             "why_not": None}}
+    record = _record(sub, opts, sandbox=probe(opts.sandbox, opts.sandbox_limit))
     try:
         if sub.manifest is None:
             raise HarnessError(f"no relay.toml in {sub.folder}", fix="a submission is a folder holding relay.toml "
@@ -175,8 +172,7 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
         return _save(record, out)
     ran = run_suite(sub, out, opts, progress)
     outcomes = _outcomes(ran, opts)
-    record["score"], record["rules"] = score(outcomes, opts.rubric, {r.id: r.text for r in RULES.values()})
-    record.update(scenarios=[o.to_dict() for o in outcomes], timed_out=ran["timed_out"],
+    record.update(_scored(outcomes, opts), timed_out=ran["timed_out"],
                   execution_time_s=round(time.monotonic() - started, 2))
     started_none = [s for s in ran["scenarios"] if _never_started(s)]
     if ran["never_started"] or (started_none and len(started_none) == len(ran["scenarios"])):
@@ -196,23 +192,30 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
 def provisional(sub: Submission, opts: Options, done: list[dict], elapsed_s: float) -> dict:
     """A record of what is known while the submission runs (what has not finished counts as not run yet),
     for graders that want results even when they stop the run: Gradescope kills at its own time-out."""
+    outcomes = _outcomes({"scenarios": done, "machine_why": None}, opts)
+    return _record(sub, opts, timed_out=True, execution_time_s=round(elapsed_s, 2), **_scored(outcomes, opts),
+                   notes=["partial: the grading run was still going when these results were written"],
+                   stateful={"ran": False, "shrunk": False, "why_not": "still running"})
+
+
+def _record(sub: Submission, opts: Options, **fields) -> dict:
+    """A record's fields for one submission (see relaychaos.reports.grade_record), `fields` on top."""
+    return {"submission": sub.name, "path": str(sub.folder), "manifest": str(sub.manifest) if sub.manifest else None,
+            "seed": opts.seed, "gradable": True, "error": None, "timed_out": False, "sandbox": {},
+            "rubric": opts.rubric.describe(), "max_score": opts.rubric.max_score, "notes": [],
+            "stateful": {"ran": False, "shrunk": False, "why_not": None}, **fields}
+
+
+def _scored(outcomes: list[Outcome], opts: Options) -> dict:
+    """The record's score, rules and scenarios for these outcomes."""
     from relaychaos.checkers import RULES
 
-    outcomes = _outcomes({"scenarios": done, "machine_why": None}, opts)
     total, rules = score(outcomes, opts.rubric, {r.id: r.text for r in RULES.values()})
-    return {"submission": sub.name, "path": str(sub.folder), "manifest": str(sub.manifest), "seed": opts.seed,
-            "gradable": True, "error": None, "timed_out": True, "execution_time_s": round(elapsed_s, 2),
-            "sandbox": {}, "rubric": opts.rubric.describe(), "score": total, "max_score": opts.rubric.max_score,
-            "rules": rules, "scenarios": [o.to_dict() for o in outcomes],
-            "notes": ["partial: the grading run was still going when these results were written"],
-            "stateful": {"ran": False, "shrunk": False, "why_not": "still running"}}
+    return {"score": total, "rules": rules, "scenarios": [o.to_dict() for o in outcomes]}
 
 
 def _outcomes(ran: dict, opts: Options) -> list[Outcome]:
-    by_name: dict[str, dict] = {}
-    for s in ran["scenarios"]:
-        name, folder_set = name_of(s["nodeid"])
-        by_name[name] = {**s, "folder_set": folder_set}
+    by_name = {name_of(s["nodeid"])[0]: s for s in ran["scenarios"]}
     out = []
     for name, set_name in expected(opts):
         s = by_name.get(name)
@@ -236,7 +239,5 @@ def _zero(opts: Options, rules) -> list[dict]:
 
 
 def _save(record: dict, out: Path) -> dict:
-    tmp = out / "grade.json.tmp"
-    tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False))
-    tmp.replace(out / "grade.json")
+    write_text(out / "grade.json", json.dumps(record, indent=2, ensure_ascii=False))
     return record

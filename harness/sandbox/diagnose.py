@@ -10,30 +10,19 @@ no sandbox: then the relay itself is at fault, and the ordinary message stands.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import replace
 from typing import Callable
 
 from relaychaos.sandbox.plan import Plan
 from relaychaos.sandbox.policy import Limits
+from relaychaos.sandbox.slots import mib, statuses
 from relaychaos.stack.processes import Child, wait_http_ok
 
 
 def usage(pgid: int) -> tuple[int, int]:
     """(largest VmData in MiB, threads in all) over the processes of process group `pgid`."""
-    data, threads = 0, 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[2]) != pgid:
-                continue
-            fields = dict(line.split(":", 1) for line in open(f"/proc/{entry}/status") if ":" in line)
-        except (OSError, IndexError, ValueError):
-            continue
-        data = max(data, int(fields.get("VmData", "0 kB").split()[0]) >> 10)
-        threads += int(fields.get("Threads", "1"))
-    return data, threads
+    group = [f for _, f in statuses() if int(f.get("NSpgid", "0").split()[-1]) == pgid]
+    return max((mib(f, "VmData") for f in group), default=0), sum(int(f.get("Threads", "1")) for f in group)
 
 
 def diagnose(launch: Callable[[Plan], Child], plan: Plan, health_url: str, timeout_s: float,

@@ -16,6 +16,7 @@ Layers, each on when the machine offers it (`auto`), required (`strict`), or non
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import platform
@@ -99,14 +100,8 @@ class Sandbox:
         return _level(self.mode, self.separate_uid, self.abi, self.missing, self.limits) | user
 
     def summary(self) -> str:
-        """One line: `sandbox auto: uid relaychaos-s0, rlimits, Landlock ABI 7 (filesystem, ...)`."""
-        if not self.on:
-            return f"sandbox {self.mode}: relays run unconfined ({'; '.join(self.missing)})"
-        parts = [f"uid {self.slot.user} ({self.slot.uid})" if self.separate_uid else "the harness's own uid",
-                 "rlimits"] + (["private /tmp"] if self.separate_uid else [])
-        parts.append(f"Landlock ABI {self.abi} ({', '.join(landlock.kinds(self.abi))})" if self.abi else "no Landlock")
-        line = f"sandbox {self.mode}: " + ", ".join(parts)
-        return line + (f"; not enforced: {'; '.join(self.missing)}" if self.missing else "")
+        """One line: `sandbox auto: uid relaychaos-s0 (999), rlimits, ...` (see `describe`)."""
+        return describe(self.level())
 
     # -- folders -----------------------------------------------------------------------
     def working_copy(self, folder: Path) -> Path:
@@ -222,6 +217,19 @@ def _level(mode: str, separate: bool, abi: int, missing: list[str], limits: Limi
             "missing": missing}
 
 
+def describe(level: dict) -> str:
+    """A level (`Sandbox.level()`, `probe()`) in one line: `sandbox auto: uid relaychaos-s0 (999), rlimits,
+    private /tmp, Landlock ABI 7 (filesystem, ...)`, then what is not enforced."""
+    if not level["enforced"]:
+        return f"sandbox {level['mode']}: relays run unconfined ({'; '.join(level['missing'])})"
+    uid = f"uid {level['user']} ({level['uid']})" if "user" in level else f"uid: {level['uid']}"
+    ll = level["landlock"]
+    parts = [uid, "rlimits"] + (["private /tmp"] if level["mounts"] else [])
+    parts.append(f"Landlock ABI {ll['abi']} ({', '.join(ll['rules'])})" if ll["abi"] else "no Landlock")
+    line = f"sandbox {level['mode']}: " + ", ".join(parts)
+    return line + (f"; not enforced: {'; '.join(level['missing'])}" if level["missing"] else "")
+
+
 def probe(mode: str = "auto", limits: str | None = None) -> dict:
     """The level a sandbox of this mode would enforce here, without claiming a slot (for results.json)."""
     mode, root, abi, missing = _probe(mode)
@@ -231,15 +239,22 @@ def probe(mode: str = "auto", limits: str | None = None) -> dict:
 def runtime_paths(argv0: str | None) -> list[str]:
     """Folders a relay may read: the system's, this Python's (so `python` in a manifest works), the bundled
     relays' package, and the folder of the command's own executable when it lies elsewhere."""
+    paths = list(_harness_runtime())
+    if argv0 and os.path.isabs(argv0):
+        paths.append(str(Path(os.path.realpath(argv0)).parent))
+    return list(outermost(paths))
+
+
+@functools.lru_cache(maxsize=1)
+def _harness_runtime() -> tuple[str, ...]:
+    """The part of runtime_paths that is the same for every command of this process (found once)."""
     paths = list(SYSTEM_READ_ONLY)
     paths += [sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(os.path.realpath(sys.executable)).parents[1])]
     paths += site.getsitepackages()
     for package in ("relaychaos", "relaychaos.relay_under_test"):
         spec = importlib.util.find_spec(package)
         paths += list(spec.submodule_search_locations or []) if spec else []
-    if argv0 and os.path.isabs(argv0):
-        paths.append(str(Path(os.path.realpath(argv0)).parent))
-    return list(outermost([os.path.realpath(p) for p in paths if os.path.exists(p)]))
+    return tuple(os.path.realpath(p) for p in paths if os.path.exists(p))
 
 
 def hidden_folders(paths: list[str], uid: int, gid: int) -> list[Tmpfs]:

@@ -108,9 +108,8 @@ def ensure_user(user: str) -> tuple[int, int]:
     raise HarnessError(f"could not create the sandbox user {user}", fix="run with --sandbox off")
 
 
-def uid_processes(uid: int) -> list[int]:
-    """Pids whose real uid is `uid` and that are not zombies (from /proc)."""
-    pids = []
+def statuses(uid: int | None = None):
+    """(pid, fields of /proc/PID/status) of every live process (of real uid `uid`, if given); zombies left out."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -119,9 +118,20 @@ def uid_processes(uid: int) -> list[int]:
                 fields = dict(line.split(":", 1) for line in f if ":" in line)
         except OSError:
             continue
-        if int(fields.get("Uid", "-1 0").split()[0]) == uid and not fields.get("State", "").strip().startswith("Z"):
-            pids.append(int(entry))
-    return pids
+        if fields.get("State", "").strip().startswith("Z"):
+            continue
+        if uid is None or int(fields.get("Uid", "-1 0").split()[0]) == uid:
+            yield int(entry), fields
+
+
+def mib(fields: dict, key: str) -> int:
+    """A /proc status size field (`VmData:  1234 kB`) in MiB."""
+    return int(fields.get(key, "0 kB").split()[0]) >> 10
+
+
+def uid_processes(uid: int) -> list[int]:
+    """Pids whose real uid is `uid` and that are not zombies (from /proc)."""
+    return [pid for pid, _ in statuses(uid)]
 
 
 def kill_uid(uid: int, rounds: int = 50) -> int:
