@@ -29,8 +29,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write the run's results JSON (outcome and verdicts per scenario) to PATH")
     group.addoption("--relaychaos-budget", dest="relaychaos_budget", default=None, choices=BUDGETS,
                     help="how hard the stateful machine searches: quick (8 examples), nightly (300), ci (12, "
-                         "derandomized), grade (12, from --relaychaos-seed, not shrunk); default: ci when CI is "
-                         "set, else quick")
+                         "derandomized), grade (12, from --relaychaos-seed, shrunk for 10 s at most); default: "
+                         "ci when CI is set, else quick")
+    group.addoption("--relaychaos-shrink-s", dest="relaychaos_shrink_s", default=None, type=float, metavar="S",
+                    help="stop shrinking a stateful failure after S seconds and report it as it stands "
+                         "(default: 10 in the grade budget, else Hypothesis's 300)")
     group.addoption("--relaychaos-seed", dest="relaychaos_seed", default=None, type=int, metavar="N",
                     help="draw the stateful machine's stories from seed N (the same stories on every run)")
     group.addoption("--relaychaos-scenarios", dest="relaychaos_scenarios", action="append", default=[],
@@ -285,6 +288,15 @@ def relaychaos_budget(pytestconfig: pytest.Config):
     from relaychaos.engine.budget import budget_settings
 
     return budget_settings(budget_name(pytestconfig))
+
+
+@pytest.fixture
+def relaychaos_shrink_s(pytestconfig: pytest.Config) -> float | None:
+    """Seconds of shrinking per stateful failure: --relaychaos-shrink-s, else the budget's (None: Hypothesis's)."""
+    from relaychaos.engine.budget import SHRINK_S
+
+    chosen = pytestconfig.getoption("relaychaos_shrink_s", None)
+    return chosen if chosen is not None else SHRINK_S.get(budget_name(pytestconfig))
 
 
 @pytest.fixture

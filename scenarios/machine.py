@@ -60,9 +60,10 @@ class Context:
     found_dir: Path | None = None
     examples: int = 0
     failures: list[str] = field(default_factory=list)
-    first_failure_at: tuple[int, float] | None = None
+    first_failure_at: tuple[int, float] | None = None  # (example number, seconds into the run)
     first_verdicts: list[dict] = field(default_factory=list)  # of the first failing example, as found
     first_report: str = ""
+    last_report: str = ""  # of the last failing example run: after shrinking, the shortest story found
     started: float = field(default_factory=time.monotonic)
     last_file: Path | None = None
     counts: collections.Counter = field(default_factory=collections.Counter)  # steps and faults run
@@ -71,6 +72,18 @@ class Context:
         """Count a step or fault (for the statistics), and tell Hypothesis too."""
         self.counts[what] += 1
         event(what)
+
+    def shrinking(self, settings, limit_s: float | None) -> dict:
+        """{shrunk, shrink_s}: whether the first failure was shrunk to the end, and for how long it was shrunk.
+
+        Called once the test is over. `shrink_s` is None when nothing was shrunk (no failure, or no
+        shrink phase); `shrunk` is False then, or when shrinking ran into `limit_s` (the story
+        reported is then the shortest found by that time).
+        """
+        if self.first_failure_at is None or "shrink" not in {p.name for p in settings.phases}:
+            return {"shrunk": False, "shrink_s": None}
+        spent = time.monotonic() - self.started - self.first_failure_at[1]
+        return {"shrunk": limit_s is None or spent < limit_s, "shrink_s": round(spent, 2)}
 
     def statistics(self) -> str:
         """How often each step and fault ran, over every example so far."""
@@ -233,19 +246,25 @@ class ChaosMachine(RuleBasedStateMachine):
             ctx.first_report = f"{where}: found at example {ctx.examples}\n{text}"
         rules = sorted({v.rule for v in verdicts})
         ctx.failures.append(",".join(rules))
+        story = scenario_file.dump(self._scenario(rules))
+        ctx.last_report = f"{where}: {', '.join(rules)}, in a story of {len(self.steps)} steps\n\n{story}\n{text}"
         path = self._write(rules)
         raise AssertionError(f"{where}: {', '.join(rules)}\n{text}" + (f"\n\nwritten to {path}" if path else ""))
+
+    def _scenario(self, rules) -> S.Scenario:
+        """This example's steps as a scenario, to replay (and to read)."""
+        relay = self.context.stack.manifest.name
+        return S.Scenario(f"found-{relay}", steps=tuple(self.steps), family="regression",
+                          description=f"found by the stateful machine against {relay}: breaks {', '.join(rules)}",
+                          account_timeout_ms=TIMEOUT_MS, accounts=ACCOUNTS)
 
     def _write(self, rules) -> Path | None:
         ctx = self.context
         if ctx.found_dir is None:
             return None
-        relay = ctx.stack.manifest.name
-        sc = S.Scenario(f"found-{relay}", steps=tuple(self.steps), family="regression",
-                        description=f"found by the stateful machine against {relay}: breaks {', '.join(rules)}",
-                        account_timeout_ms=TIMEOUT_MS, accounts=ACCOUNTS)
+        sc = self._scenario(rules)
         ctx.found_dir.mkdir(parents=True, exist_ok=True)
-        path = ctx.found_dir / f"found-{relay}.yaml"
+        path = ctx.found_dir / f"{sc.name}.yaml"
         text = scenario_file.dump(sc, comment=f"Found by relaychaos' stateful machine; {len(self.steps)} steps "
                                               "after shrinking (the last failing example Hypothesis ran).")
         path.write_text(text)

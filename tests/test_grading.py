@@ -76,19 +76,28 @@ def test_a_class_is_graded_and_every_bad_submission_is_a_graded_outcome(tmp_path
 
 @pytest.mark.parametrize("relay, scenarios", [("reference", "happy-path,stateful"),
                                               ("mutants/unknown_resent", "stateful")])
-def test_a_regrade_with_the_same_seed_gives_the_same_score(tmp_path, relay, scenarios):
-    """The machine alone grades the mutant here: with seed 1 it finds the bug in its first examples."""
-    scores = []
-    for n in range(2):
+def test_a_regrade_with_the_same_seed_gives_the_same_score_however_far_shrinking_got(tmp_path, relay, scenarios):
+    """The machine alone grades the mutant here: with seed 1 it finds the bug in its first examples.
+
+    The second grade may shrink for 0.01 s only: the story shown is cut short, the grade is not.
+    """
+    scores, machine = [], []
+    for n, shrink_s in enumerate((10, 0.01)):
         out = tmp_path / f"book{n}"
-        done = grade(RELAYS / relay, "--out", out, "--scenarios", scenarios, "--seed", 1)
+        done = grade(RELAYS / relay, "--out", out, "--scenarios", scenarios, "--seed", 1, "--shrink-s", shrink_s)
         assert done.returncode == 0, done.stdout + done.stderr
         (record,) = records(out).values()
         assert record["seed"] == 1
         scores.append((record["score"], [(e["rule"], e["points"]) for e in record["rules"]],
                        [(s["name"], s["outcome"], sorted(v["rule"] for v in s["verdicts"])) for s in record["scenarios"]]))
+        machine.append((record["stateful"], next(s for s in record["scenarios"] if s["name"] == "stateful")))
     assert scores[0] == scores[1]
     assert (scores[0][0] == 100) == (relay == "reference"), scores[0]
+    if relay != "reference":
+        (full, _), (cut, shown) = machine
+        assert full["shrink_s"] <= 10 + 5 and cut["shrunk"] is False and cut["shrink_s"] >= 0.01, machine
+        assert "not fully shrunk: the time budget ended the shrinking" in shown["message"], shown["message"]
+        assert "steps" in shown["message"] and "the grade counts the first failing example" in shown["message"]
 
 
 def test_three_shards_merged_equal_one_unsharded_run(tmp_path):

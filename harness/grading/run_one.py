@@ -1,7 +1,8 @@
 """Grading one submission: the suite run against it, within a wall budget, and its graded record.
 
 Two pytest runs go at once, each in a process group of its own: the named scenarios and
-scenario files (on `workers` xdist workers), and the stateful machine (seeded, not shrunk).
+scenario files (on `workers` xdist workers), and the stateful machine (seeded; a failure shrunk for
+at most 10 s, its first failing example counted).
 When a named scenario fails, the machine is stopped and not counted: a bug the suite has
 already shown need not be hunted again. When the wall budget runs out, both are killed
 and whatever had not finished counts against every rule (`not-run`). Both write their
@@ -41,6 +42,7 @@ class Options:
     sandbox: str = "auto"
     sandbox_limit: str | None = "fsize_mib=64"  # a relay printing gigabytes is stopped at 64 MiB
     only: tuple[str, ...] = ()  # scenario names to run (all when empty)
+    shrink_s: float = 10.0  # the machine's failure is shrunk this long at most (its grade does not depend on it)
 
 
 def expected(opts: Options) -> list[tuple[str, str]]:
@@ -60,7 +62,8 @@ def _pytest(manifest: Path, out: Path, results: Path, opts: Options, machine: bo
             "--sandbox", opts.sandbox, "-p", "no:cacheprovider", "-m", "stateful" if machine else "not stateful"]
     argv += ["--sandbox-limit", opts.sandbox_limit] if opts.sandbox_limit else []
     if machine:
-        argv += ["--relaychaos-budget", "grade", "--relaychaos-seed", str(opts.seed)]
+        argv += ["--relaychaos-budget", "grade", "--relaychaos-seed", str(opts.seed),
+                 "--relaychaos-shrink-s", f"{opts.shrink_s:g}"]
     else:
         argv += ["-n", str(opts.workers)] if opts.workers > 1 else []
         argv += [a for s, f in sorted(opts.rubric.folders.items()) for a in ("--relaychaos-scenarios", f"{s}={f}")]
@@ -184,6 +187,7 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
     machine = next((s for s in ran["scenarios"] if name_of(s["nodeid"])[0] == STATEFUL), None)
     info = (machine or {}).get("stateful") or {}
     record["stateful"] = {"ran": machine is not None, "shrunk": bool(info.get("shrunk")), "examples": info.get("examples"),
+                          "shrink_s": info.get("shrink_s"),
                           "why_not": ran["machine_why"] or (None if machine else "not run")}
     record["notes"] = sorted({n for s in ran["scenarios"] for n in s.get("notes", [])})
     return _save(record, out)
@@ -225,11 +229,25 @@ def _outcomes(ran: dict, opts: Options) -> list[Outcome]:
             continue
         message = s.get("message")
         if name == STATEFUL and (s.get("stateful") or {}).get("first_report"):
-            message = s["stateful"]["first_report"] + ("" if s["stateful"].get("shrunk") else
-                                                       "\n\n(not shrunk: grade mode reports the first failing "
-                                                       "example as found)")
+            message = _machine_message(s["stateful"])
         out.append(Outcome(name, set_name, s["outcome"], s.get("verdicts", []), message, s.get("duration_s", 0.0)))
     return out
+
+
+def _machine_message(info: dict) -> str:
+    """What a student reads of the machine's failure: the shrunk story, or the first found if none was kept.
+
+    The grade counts the first failing example as found (the same on every regrade); the story
+    shown is the shortest that shrinking reached within its time budget, said so when it was cut.
+    """
+    last = info.get("last_report")
+    if not last or info.get("shrink_s") is None:
+        return info["first_report"] + "\n\n(not shrunk: this is the failing example as first found)"
+    how = ("shrunk to its end" if info.get("shrunk") else
+           f"not fully shrunk: the time budget ended the shrinking after {info['shrink_s']:g} s, so the story "
+           "may be longer than it needs to be")
+    first = info["first_report"].split("\n", 1)[0]
+    return f"{last}\n\n({how}; the grade counts the first failing example, {first.split(': ', 1)[-1]})"
 
 
 def _zero(opts: Options, rules) -> list[dict]:

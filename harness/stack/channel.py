@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from relaychaos.stack import raw_http
+from relaychaos.stack import accept_queue, raw_http
 from relaychaos.recorder import Recorder
 from relaychaos.tolerances import CURRENT as TOLERANCES
 
@@ -148,7 +148,8 @@ class Channel:
     async def race(self, request: dict, n: int) -> list[Outcome]:
         """Send n copies of one transfer at the same instant, each on its own fresh connection.
 
-        A racer waits up to `delivery_cap_s` for the relay to take its request (its accept queue
+        The connections are opened first, paced to the relay's accept queue (see accept_queue);
+        then every request is written in one event-loop turn. A racer waits up to `delivery_cap_s` for the relay to take its request (its accept queue
         may be full), then `timeout_s` for the answer; one never taken is aborted with a reset,
         so no request of this run reaches the relay after the run has moved on.
         """
@@ -156,7 +157,7 @@ class Channel:
         host, port = url.hostname or "127.0.0.1", url.port or 80
         data = raw_http.request_bytes(host, port, "/transfer", request)
         guid = str(request.get("guid"))
-        conns = await asyncio.gather(*(raw_http.connect(host, port) for _ in range(n)), return_exceptions=True)
+        conns = await accept_queue.open_paced(port, n, lambda: raw_http.connect(host, port))
         barrier = asyncio.Event()
 
         async def racer(conn) -> Outcome:
