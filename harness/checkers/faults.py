@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
+from itertools import accumulate
 from dataclasses import dataclass, field
 
 from relaychaos.events import Event
@@ -74,7 +75,8 @@ class FaultState:
 
 
 class FaultTimeline:
-    """Fed every event once, in order (`see`); then answers fault questions about any time in O(log n).
+    """Fed every nemesis event in order (`see`), then every event's time (`done`); then answers fault
+    questions about any time in O(log n).
 
     states[k] is the fault state after the first k nemesis events (states[0]: none).
     Holds one float per event (the running maximum of the times) and one state per
@@ -90,10 +92,12 @@ class FaultTimeline:
         self._hub_on = [0]  # how many of states[0..k] have a hub proxy disturbed
         self._sorted = True  # whether the nemesis events' times never go back
 
+    def done(self, times: array) -> None:
+        """Every event's time, by index (once every nemesis event was seen)."""
+        self._latest = array("d", accumulate(times, max))
+
     def see(self, e: Event) -> None:
-        self._latest.append(max(e.time, self._latest[-1]) if self._latest else e.time)
-        if e.process != "nemesis":
-            return
+        """A nemesis event, in history order."""
         if self._times and e.time < self._times[-1]:
             self._sorted = False
         self._indices.append(e.index)
