@@ -13,7 +13,9 @@
 3. The scaling exponent: the least-squares slope of log(time) against log(events).
 
 Exits 1 if an injected violation is missed or another verdict appears, if the slope is
-over 1.15, or if a history of a million events or more takes over 10 s or 1 GiB.
+over 1.15, or if a history of a million events or more takes over 10 s or 1 GiB. The
+limits are judged on CPU time (the check is single-threaded): on a shared machine the wall
+time also counts the waits for a core, and is printed beside it with the load average.
 With PYTHONPATH at an older checkout (no HistoryFile), the history is loaded whole into a
 History instead: that is how the figures before the linear checkers were taken.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
 import tempfile
@@ -48,11 +51,11 @@ def child(path: str) -> None:
         from relaychaos.history import History
         source = History.loads(gzip.open(path, "rt").read())
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     verdicts = checkers.check(source)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"seconds": seconds, "rss_mib": peak / 1024, "base_mib": before / 1024,
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "rss_mib": peak / 1024, "base_mib": before / 1024,
                       "verdicts": sorted({(v.rule, v.guid) for v in verdicts})}))
 
 
@@ -87,26 +90,29 @@ def main() -> int:
         path = work / f"synthetic-{size}.jsonl.gz"
         injected, skipped = build(path, size, tuple(args.templates.split(",")))
         runs = [check_once(path) for _ in range(args.rounds)]
-        seconds, rss = median(r["seconds"] for r in runs), max(r["rss_mib"] for r in runs)
-        points.append((size, seconds))
+        seconds, cpu, rss = (median(r["seconds"] for r in runs), median(r["cpu"] for r in runs),
+                             max(r["rss_mib"] for r in runs))
+        points.append((size, seconds, cpu))
         wanted = sorted({(rule, guid) for rule, guid, _ in injected})
         found = sorted(tuple(v) for v in runs[0]["verdicts"])
         missed, extra = sorted(set(wanted) - set(found)), sorted(set(found) - set(wanted))
         each = ", ".join(f"{r['seconds']:.2f}" for r in runs)
-        print(f"{size:>9,} events: {seconds:7.2f} s (median of {args.rounds}: {each}), peak RSS {rss:.0f} MiB "
+        print(f"{size:>9,} events: {seconds:7.2f} s wall (median of {args.rounds}: {each}), {cpu:.2f} s CPU, peak RSS {rss:.0f} MiB "
               f"(interpreter and imports {runs[0]['base_mib']:.0f} MiB); {len(found)} of {len(wanted)} injected "
               f"violations found{', no other verdict' if not extra else ''}", flush=True)
         for what in skipped:
             print(f"    not injected (no copy could take it): {what}")
         failures += [f"{size}: missed {m}" for m in missed] + [f"{size}: unexpected verdict {x}" for x in extra]
-        if size >= 1_000_000 and (seconds > SECONDS_LIMIT or rss >= MEMORY_LIMIT_MIB):
-            failures.append(f"{size}: {seconds:.2f} s and {rss:.0f} MiB (limits {SECONDS_LIMIT} s, "
+        if size >= 1_000_000 and (cpu > SECONDS_LIMIT or rss >= MEMORY_LIMIT_MIB):
+            failures.append(f"{size}: {cpu:.2f} s CPU and {rss:.0f} MiB (limits {SECONDS_LIMIT} s, "
                             f"{MEMORY_LIMIT_MIB} MiB)")
     if len(points) > 1:
-        k = slope(points)
-        print(f"\nscaling exponent (log-log slope of time against events): {k:.2f} (limit {SLOPE_LIMIT})")
+        k, w = slope([(n, c) for n, _, c in points]), slope([(n, s) for n, s, _ in points])
+        print(f"\nscaling exponent (log-log slope of time against events): {k:.2f} on CPU time, {w:.2f} on wall "
+              f"time (limit {SLOPE_LIMIT}, on CPU time)")
         if k > SLOPE_LIMIT:
             failures.append(f"slope {k:.2f} > {SLOPE_LIMIT}")
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     for f in failures:
         print(f"FAIL {f}")
     return 1 if failures else 0

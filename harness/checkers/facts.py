@@ -10,8 +10,10 @@ a relaychaos.history.HistoryFile); it is iterated again only if `events` is aske
 """
 from __future__ import annotations
 
+import gc
 from array import array
 from bisect import bisect_left, bisect_right
+from contextlib import contextmanager
 from functools import cached_property
 from typing import Iterable
 
@@ -24,6 +26,19 @@ DEFINITE = {"0000", "B201", "B202", "B203", "E500"}
 KNOWN_CODES = DEFINITE | {"E400", "E901", "E902", "E903", "E904"}
 BATCH_COMMANDS = ("resolve", "reprocess", "purge")
 DISTURBING = ("kill", "server-fault", "add-toxic", "disable-proxy")  # faults that may change a first send's answer
+
+
+@contextmanager
+def no_collection():
+    """The cyclic garbage collector paused: indexing a long history makes millions of objects and no cycles,
+    and each of the collector's passes over them would be wasted time (a third of a check's)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _named(v: dict) -> list:
@@ -63,7 +78,8 @@ class Facts:
         self._times: dict[str, list[float]] = {"disturbing": [], "kill": [], "heal": []}
         self._open_batches: dict[str, Batch] = {}
         self._header: dict | None = None
-        self._read(history)
+        with no_collection():
+            self._read(history)
 
     def _read(self, history: Iterable[Event]) -> None:
         """One pass: channel calls folded by process, every other kind of event by `_fold`."""
@@ -81,11 +97,16 @@ class Facts:
             elif e.process in open_calls:
                 open_calls.pop(e.process).complete(e)
             guid = v.get("guid")
+            if guid is None:
+                continue
             try:
-                seen = named.setdefault(guid, [])
+                seen = named.get(guid)
             except TypeError:
                 continue  # not a GUID
-            seen.append(e.index)
+            if seen is None:
+                named[guid] = [e.index]
+            else:
+                seen.append(e.index)
         self.start = times[0] if times else 0.0
         self.faults.done(times)
         for c in self.channel:
@@ -99,7 +120,10 @@ class Facts:
         f, v = e.f, e.value
         if e.process == "nemesis":
             self.faults.see(e)
-        if f in BATCH_COMMANDS and "run" in v:
+        if f == "step":
+            if e.type == "fail":
+                self.failed_steps.append(e)
+        elif f in BATCH_COMMANDS and "run" in v:
             if e.type == "invoke":
                 self._open_batches[e.process] = batch = Batch(f, e, None)
                 self.batches.append(batch)
@@ -118,8 +142,6 @@ class Facts:
             self.schema_events.append(e)
         elif f == "tampered":
             self.tampered.append(e)
-        elif f == "step" and e.type == "fail":
-            self.failed_steps.append(e)
         if f in DISTURBING:
             self._times["disturbing"].append(e.time)
         if f in ("kill", "heal"):
@@ -127,7 +149,11 @@ class Facts:
         if _always_shown(e):
             self._shown.append(e.index)
             return
+        if "guid" not in v and "hold_guids" not in v and "guids" not in v:
+            return
         for name in _named(v):
+            if name is None:
+                continue
             try:
                 seen = self._named.setdefault(name, [])
             except TypeError:
@@ -226,7 +252,8 @@ class Facts:
         return i < len(times) and times[i] <= t1
 
     def events_for(self, guid: str) -> tuple[int, ...]:
-        """Every history event naming the GUID, plus fault and process events, in order."""
+        """Every history event naming the GUID, plus fault and process events, in order (GUID None: only the
+        fault and process events)."""
         return tuple(sorted(self._shown + self._named.get(guid, [])))
 
     def call_seqs(self, guid: str) -> tuple[int, ...]:
