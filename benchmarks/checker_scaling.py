@@ -8,7 +8,7 @@
    and times shifted, six violations injected at known GUIDs).
 2. Each is checked `--rounds` times, each time in a fresh process, as a soak's history is:
    `checkers.check(HistoryFile(path))`, the file read in one pass. Reported: the check's
-   wall time (median) and the process's peak resident memory (ru_maxrss; the same process
+   wall time (median) and the process's peak resident memory (VmHWM; the same process
    before reading holds the interpreter and the imports, reported apart).
 3. The scaling exponent: the least-squares slope of log(time) against log(events).
 
@@ -36,9 +36,17 @@ from benchmarks.synthetic_history import TEMPLATES, build
 SLOPE_LIMIT, SECONDS_LIMIT, MEMORY_LIMIT_MIB = 1.15, 10.0, 1024
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident memory: VmHWM (ru_maxrss would count the parent's, inherited at fork)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def child(path: str) -> None:
     """Check one history file; print seconds, peak RSS before and after, and the verdicts' (rule, GUID)."""
-    import resource
     import time
 
     from relaychaos import checkers
@@ -50,12 +58,11 @@ def child(path: str) -> None:
 
         from relaychaos.history import History
         source = History.loads(gzip.open(path, "rt").read())
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = peak_rss_mib()
     started, cpu = time.perf_counter(), time.process_time()
     verdicts = checkers.check(source)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"seconds": seconds, "cpu": cpu, "rss_mib": peak / 1024, "base_mib": before / 1024,
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "rss_mib": peak_rss_mib(), "base_mib": before,
                       "verdicts": sorted({(v.rule, v.guid) for v in verdicts})}))
 
 
