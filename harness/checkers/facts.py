@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import Iterable
 
 from relaychaos.events import Event
+# ChannelCall, Batch and classify_body lived here before calls.py: still importable from here
 from relaychaos.checkers.calls import TRANSFER_FIELDS, Batch, ChannelCall, classify_body  # noqa: F401
 from relaychaos.checkers.faults import FaultState, FaultTimeline
 from relaychaos.tolerances import Tolerances
