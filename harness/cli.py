@@ -63,9 +63,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"relaychaos: running the suite against {relay} -> {out}\nrelaychaos: {sandbox_summary}", flush=True)
     from relaychaos.suite_process import run_suite
 
-    rc, interrupted = run_suite(argv, out)
+    rc, interrupted, mid_line = run_suite(argv, out)
     results = out / "results.json"
     if interrupted:
+        print(end="\n" if mid_line else "")  # pytest's progress dots end without a newline
         return _interrupted(relay, out)
     if rc in (0, 1) and results.exists():
         from relaychaos.reports.html import write as write_html

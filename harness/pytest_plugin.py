@@ -308,7 +308,9 @@ def run_chaos(request: pytest.FixtureRequest, make_stack, relaychaos_keep):
     def run(scenario, manifest=None):
         stack = make_stack(manifest, accounts=scenario.accounts, account_timeout_ms=scenario.account_timeout_ms)
         result = run_and_check(stack, scenario)
-        relaychaos_keep(result.history, scenario.name, stack)
+        kept = relaychaos_keep(result.history, scenario.name, stack)
+        if kept:
+            result.history_path = run_folder(request.config) / kept  # the incident report names the kept copy
         request.node.user_properties.append(
             ("relaychaos_verdicts", json.dumps([{**v.to_dict(), "scenario": scenario.name} for v in result.verdicts])))
         if result.notes:

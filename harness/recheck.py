@@ -13,6 +13,7 @@ Exit status, as `relaychaos run`: 0 every check held, 1 a check failed, 2 nothin
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -52,7 +53,7 @@ def judge(path: Path):
     except (ValueError, TypeError, EOFError) as e:
         raise HarnessError(f"not a history (JSON lines of events): {e}", where=str(path),
                            fix="give a history file kept by relaychaos run (histories/<scenario>.jsonl[.gz])") from None
-    if not len(history) or history[0].f != "scenario":
+    if not history.where(f="scenario"):
         raise HarnessError("the file holds no scenario header", where=str(path),
                            fix="give a whole history file, as relaychaos run keeps it")
     return history, checkers.check(history), checkers.notes(history)
@@ -91,8 +92,8 @@ def _recheck_run(folder: Path) -> int:
         verdicts, notes, texts = [], [], []
         for rel in entry.histories:
             history, found, found_notes = judge(folder / rel)
-            name = history[0].value.get("name", "?")
-            verdicts += [{**v.to_dict(), "scenario": name} for v in found]
+            name = history.where(f="scenario")[0].value.get("name", "?")
+            verdicts += json.loads(json.dumps([{**v.to_dict(), "scenario": name} for v in found]))  # as results.json has them
             notes += [n for n in found_notes if n not in notes]
             texts += [f"{report(history, found)}\n\nhistory: {folder / rel}"] if found else []
             checked += 1

@@ -1,6 +1,6 @@
 """The suite's pytest process as `relaychaos run` starts it: output passed through, Ctrl-C turned into a clean stop.
 
-    rc, interrupted = run_suite(argv, cwd)
+    rc, interrupted, mid_line = run_suite(argv, cwd)
 
 pytest runs in a process group of its own, so that a Ctrl-C reaches the command line
 alone; it then sends one SIGINT to the whole group (pytest and its xdist workers, which
@@ -21,25 +21,28 @@ import time
 STOP_WAIT_S = 60.0  # for the workers to close their stacks and pytest to write the results
 
 
-def _pump(source, target, echo: threading.Event) -> None:
-    """Copy a pipe to one of our streams as it comes, while `echo` is set (then read and drop)."""
+def _pump(source, target, echo: threading.Event, last: dict) -> None:
+    """Copy a pipe to one of our streams as it comes, while `echo` is set (then read and drop);
+    `last[target]` is the last byte passed on."""
     fd = source.fileno()
     while chunk := os.read(fd, 65536):
         if echo.is_set():
             try:
                 target.write(chunk)
                 target.flush()
+                last[target] = chunk[-1:]
             except (OSError, ValueError):
                 echo.clear()
 
 
-def run_suite(argv: list[str], cwd) -> tuple[int, bool]:
-    """Run pytest; (its exit status, whether the person interrupted it)."""
+def run_suite(argv: list[str], cwd) -> tuple[int, bool, bool]:
+    """Run pytest; (its exit status, whether the person interrupted it, whether its output stopped mid-line)."""
     proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, process_group=0)
     echo = threading.Event()
     echo.set()
-    pumps = [threading.Thread(target=_pump, args=(pipe, stream.buffer, echo), daemon=True)
+    last: dict = {}
+    pumps = [threading.Thread(target=_pump, args=(pipe, stream.buffer, echo, last), daemon=True)
              for pipe, stream in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr))]
     for t in pumps:
         t.start()
@@ -52,7 +55,7 @@ def run_suite(argv: list[str], cwd) -> tuple[int, bool]:
         stop(proc)
     for t in pumps:
         t.join(timeout=5)
-    return proc.returncode, interrupted
+    return proc.returncode, interrupted, last.get(sys.stdout.buffer, b"\n") != b"\n"
 
 
 def stop(proc: subprocess.Popen) -> None:
