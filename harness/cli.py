@@ -3,6 +3,7 @@
     relaychaos run [--relay relay.toml] [--out DIR] [-n N] [--sandbox auto|strict|off] [-- extra pytest args]
     relaychaos replay incident.yaml [--relay relay.toml] [--sandbox auto|strict|off]
     relaychaos recheck RUN_DIR|HISTORY
+    relaychaos incident import BUNDLE --out scenario.yaml
 
 Runs the chaos suite (scenarios/) against a relay (the bundled reference by
 default) and writes results.json, junit.xml and report.html into a fresh run folder.
@@ -163,9 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     from relaychaos.grading.command import add_parsers
 
     add_parsers(sub)
-    from relaychaos import recheck  # noqa: E402 - subcommands load lazily
+    from relaychaos import recheck
+    from relaychaos.incidents import command as incidents
 
     recheck.add_parsers(sub)
+    incidents.add_parsers(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

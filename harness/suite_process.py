@@ -2,8 +2,8 @@
 
     rc, interrupted, mid_line = run_suite(argv, cwd)
 
-pytest runs in a process group of its own, so that a Ctrl-C reaches the command line
-alone; it then sends one SIGINT to the whole group (pytest and its xdist workers, which
+pytest runs in a process group of its own, with SIGINT at its default, so that a Ctrl-C
+reaches the command line alone; it then sends one SIGINT to the whole group (pytest and its xdist workers, which
 close their stacks and write the results that finished) and stops passing their output
 on, so the person sees one line and no traceback. A group still running 60 s later is
 killed. The relays and fixtures run in sessions of their own (stack.processes) and are
@@ -35,10 +35,16 @@ def _pump(source, target, echo: threading.Event, last: dict) -> None:
                 echo.clear()
 
 
+def _interruptible() -> None:
+    """In the child before exec: SIGINT at its default (a command started in the background of a script
+    inherits it ignored), so that stop()'s SIGINT reaches pytest and its workers."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_suite(argv: list[str], cwd) -> tuple[int, bool, bool]:
     """Run pytest; (its exit status, whether the person interrupted it, whether its output stopped mid-line)."""
     proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, process_group=0)
+                            stderr=subprocess.PIPE, process_group=0, preexec_fn=_interruptible)
     echo = threading.Event()
     echo.set()
     last: dict = {}

@@ -43,7 +43,8 @@ def test_ctrl_c_writes_the_partial_results_and_report_says_one_line_exits_130_an
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "relaychaos.cli", "run", "--out", str(out), "--", "-m",
                              "not stateful"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # its own group: the terminal's Ctrl-C, as a test can send it
+                            start_new_session=True,  # its own group: the terminal's Ctrl-C, as a test can send it
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as in a terminal
     results = out / "results.json"
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and proc.poll() is None:
