@@ -149,7 +149,7 @@ class _ResultsRecorder:
         self.results.add(report.nodeid, report.when, report.outcome, report.duration,
                          report.longreprtext if report.failed else None, verdicts, notes,
                          next((value for k, value in props if k == "relaychaos_stateful"), None), kept)
-        if report.when == "teardown":  # written as it goes: a run cut short still leaves its results
+        if report.when not in ("setup", "call"):  # written as each finishes: a run cut short leaves its results
             self.results.write(self.out)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:

@@ -65,7 +65,7 @@ class RunResults:
         entry.histories += [h for h in kept.get("histories", []) if h not in entry.histories]
         entry.history = entry.histories[0] if entry.histories else None
         entry.logs = kept.get("logs") or entry.logs
-        if when == "teardown":
+        if when not in ("setup", "call"):  # teardown, or xdist's "???" for a test whose worker crashed
             self.finished.add(nodeid)
 
     def summary(self) -> dict[str, int]:

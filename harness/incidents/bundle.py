@@ -143,23 +143,24 @@ def _amount(where: str, fields: dict) -> None:
         fields[key] = str(fields[key]).strip()
 
 
-def _channel_check(where: str, f: dict) -> None:
+def _transfer(where: str, f: dict, key: str, codes: re.Pattern, what: str, fix: str) -> None:
+    """A transfer's fields, and its answer `key` among `codes`."""
     _amount(where, f)
-    f["result"] = str(f["result"]).strip()
-    if not RESULTS.fullmatch(f["result"]):
-        raise _fail(where, f"result = {f['result']!r} is not a relay answer code", "write the code the relay answered "
-                    "(0000, B2xx, E500, E901-E904, E400) or `timeout` when the channel got no answer")
+    f[key] = str(f[key]).strip()
+    if not codes.fullmatch(f[key]):
+        raise _fail(where, f"{key} = {f[key]!r} is not {what}", fix)
+
+
+def _channel_check(where: str, f: dict) -> None:
+    _transfer(where, f, "result", RESULTS, "a relay answer code", "write the code the relay answered (0000, B2xx, "
+              "E500, E901-E904, E400) or `timeout` when the channel got no answer")
     f["relay"] = str(f.get("relay") or "a").strip()
     if not re.fullmatch(r"[a-z]", f["relay"]):
         raise _fail(where, f"relay = {f['relay']!r} is not a relay instance", "name instances a, b, ... (one letter)")
 
 
 def _account_check(where: str, f: dict) -> None:
-    _amount(where, f)
-    f["code"] = str(f["code"]).strip()
-    if not CODES.fullmatch(f["code"]):
-        raise _fail(where, f"code = {f['code']!r} is not an account-system answer", "write 0000, B2xx or E500 "
-                    "(contract section 2)")
+    _transfer(where, f, "code", CODES, "an account-system answer", "write 0000, B2xx or E500 (contract section 2)")
     if f.get("answered_at") not in (None, ""):
         answered = parse_time(f["answered_at"])
         if answered is None:
