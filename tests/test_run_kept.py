@@ -99,3 +99,19 @@ def test_recheck_of_something_that_is_not_a_run_exits_2_naming_the_fix(tmp_path)
     bad.write_text("not json\n")
     proc = cli("recheck", bad)
     assert proc.returncode == 2 and f"{bad}: not a history" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_report_names_the_relay_by_its_manifest_name_not_its_folder(tmp_path):
+    from relaychaos.pytest_plugin import manifest_name
+    from relaychaos.reports.html import render
+    from relaychaos.reports.results import RunResults
+
+    folder = tmp_path / "relay manifests"
+    folder.mkdir()
+    (folder / "relay.toml").write_text('name = "ledger-v2"\n[commands]\nserve = ["true"]\nresolve = ["true"]\n'
+                                       'reprocess = ["true"]\npurge = ["true"]\n')
+    assert manifest_name(folder / "relay.toml") == "ledger-v2"
+    results = RunResults(str(folder / "relay.toml"), manifest_name(folder / "relay.toml"))
+    results.write(tmp_path / "results.json")
+    page = render(json.loads((tmp_path / "results.json").read_text()))
+    assert "<title>relaychaos: ledger-v2</title>" in page and "relay manifests</title>" not in page
