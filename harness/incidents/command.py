@@ -33,6 +33,20 @@ def add_parsers(sub) -> None:
     p.set_defaults(func=cmd_import)
 
 
+def _relay_ref(relay: str | None, base: Path) -> str | None:
+    """A relay as the expect block names it: relative to the project when it is there (as scenario files
+    name the bundled relays), else absolute; a path found neither from `base` nor the project stays as given."""
+    from relaychaos import paths
+
+    if not relay:
+        return None
+    found = next((p.resolve() for p in (base / relay, Path(relay)) if p.exists()), None)
+    if found is None:
+        return relay
+    root = paths.bundled_relays().parent
+    return str(found.relative_to(root)) if found.is_relative_to(root) else str(found)
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from relaychaos.incidents import bundle as bundles
     from relaychaos.incidents.reconstruct import reconstruct
@@ -44,7 +58,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         timeout_ms = int(meta.get("account_timeout_ms", 300))
         plan = reconstruct(b, timeout_ms, args.account_clock_offset)
         name = args.name or meta.get("name") or re.sub(r"[^A-Za-z0-9_-]", "-", b.folder.resolve().name)
-        relay = args.relay or meta.get("relay")
+        relay = _relay_ref(args.relay, Path.cwd()) if args.relay else _relay_ref(meta.get("relay"), b.folder)
         text = render(plan, b, name=name, description=" ".join(str(meta.get("description", f"imported from {b.folder}")).split()),
                       account_timeout_ms=timeout_ms, relay=relay, holds_on=list(meta.get("holds_on", [REFERENCE])))
         out = write(text, Path(args.out))
