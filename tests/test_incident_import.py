@@ -50,6 +50,7 @@ def test_the_burst_night_restarts_the_relay_and_races_each_burst(tmp_path):
     assert steps[:2] == (S.Kill("a"), S.Start("a"))  # the evening's deploy
     races = [s for s in steps if isinstance(s, S.Race)]
     assert [(r.n, r.amount) for r in races] == [(5, 60), (4, 45)]
+    assert steps.index(S.ServerFault(delay_ms=200)) < steps.index(races[0]), "the evening's slow account system"
     assert "channel.jsonl lines 3-7; account.jsonl lines 3-7: 5 sends of w412-5f0e2b7c9d41 within 10 ms" in text
     assert "Clock" not in text, "these clocks agree"
 
@@ -59,10 +60,14 @@ def test_the_burst_night_restarts_the_relay_and_races_each_burst(tmp_path):
 def test_the_imported_scenario_breaks_the_rules_on_the_relay_that_ran_and_holds_on_the_reference_every_time(
         run_chaos, tmp_path, name, mutant):
     loaded, _ = imported(EXAMPLES / name, tmp_path)
+    broken = []
     for _ in range(2):  # the same verdicts on every replay
         result = run_chaos(loaded.scenario, manifest=ROOT / "relay_under_test" / "mutants" / mutant / "relay.toml")
-        assert set(RULES) <= {v.rule for v in result.verdicts}, result.report()
+        broken.append(sorted({(v.rule, result.history.where(f="guid", guid=v.guid)[0].value["label"] if v.guid
+                               else None) for v in result.verdicts}))
+        assert set(RULES) <= {rule for rule, _ in broken[-1]}, result.report()
         run_chaos(loaded.scenario).assert_holds()
+    assert broken[0] == broken[1], "the same rules broken for the same GUIDs on every replay"
 
 
 def copy(tmp_path, name):

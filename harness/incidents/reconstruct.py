@@ -11,7 +11,9 @@ arrived and was applied, the operations log restarts and batch runs. Inferences:
   - resends of one GUID within BURST_S of each other: they reached the relay together
     (a race);
   - an account call whose latest cause is a reprocess batch run: that run sent it;
-  - a restart or deploy: a kill and a start.
+  - a restart or deploy: a kill and a start;
+  - calls the account system took SLOW_MS or more to answer (`answered_at`): its processing
+    delayed by as much around those sends, so that every copy of a burst is in flight at once.
 The account system's clock is checked against the channel's: a call stamped before the
 send that caused it means the clocks disagree; the offset is estimated (the smallest
 shift that puts every first call after its send, plus 1 ms) and applied, and the plan says so.
@@ -26,6 +28,7 @@ from relaychaos.incidents.bundle import Bundle, BundleError, Record
 from relaychaos.tolerances import CURRENT as TOLERANCES
 
 BURST_S = 0.05  # resends of one GUID closer than this went out together
+SLOW_MS = 50  # an account system taking this long to answer keeps a call in flight while resends arrive
 DEFINITE = ("0000", "E500", "E904", "E400")
 
 
@@ -147,59 +150,92 @@ def _describe(send: Record, label: str) -> str:
 def reconstruct(bundle: Bundle, account_timeout_ms: int, offset_s: float | None = None) -> Plan:
     """The plan of steps that replays the bundle's night (see the module doc)."""
     offset, clock_note = clock_offset(bundle, offset_s)
-    acct_at = {id(r): r.at + offset for r in bundle.account}
     sends = sorted(bundle.channel, key=lambda r: (r.at, r.line))
-    batches = [o for o in bundle.operations if o["event"] == "batch" and o["command"] == "reprocess"]
     labels: dict[str, str] = {}
     for s in sends:
         labels.setdefault(s["guid"], f"g{len(labels) + 1}")
+    caused = _attribute(bundle, offset, sends)
+    items = [(g[0].at, g) for g in _bursts(sends)] + [(o.at, o) for o in bundle.operations]
+    steps = _Steps(account_timeout_ms)
+    for _, item in sorted(items, key=lambda i: i[0]):
+        if isinstance(item, Record):
+            steps.operation(item, caused.get(id(item), []), labels)
+        else:
+            steps.sends(item, [c for s in item for c in caused.get(id(s), [])], labels[item[0]["guid"]])
+    steps.close()
+    steps.pace(None, [])
+    return Plan(steps.out, labels, _rules(bundle), _initial_relays(bundle), _accounts(bundle), offset,
+                [n for n in [clock_note] if n])
+
+
+def _attribute(bundle: Bundle, offset: float, sends: list[Record]) -> dict[int, list[Record]]:
+    """id(cause) -> the account calls it caused: each call's latest send of its GUID or reprocess run before it."""
+    batches = [o for o in bundle.operations if o["event"] == "batch" and o["command"] == "reprocess"]
     caused: dict[int, list[Record]] = {}
-    for call in sorted(bundle.account, key=lambda r: acct_at[id(r)]):
-        cause = _cause(call, acct_at[id(call)], sends, batches)
+    for call in sorted(bundle.account, key=lambda r: r.at):
+        cause = _cause(call, call.at + offset, sends, batches)
         if cause is None:
             raise BundleError(f"GUID {call['guid']} reaches the account system before anything sent it",
                               where=f"{bundle.folder / call.file}, line {call.line}",
                               fix="check the times of this line and of the channel's sends of it")
         caused.setdefault(id(cause), []).append(call)
-    items = [("send", g[0].at, g) for g in _bursts(sends)] + [("op", o.at, o) for o in bundle.operations]
-    items.sort(key=lambda i: i[1])
-    out: list[Planned] = []
-    window: tuple | None = None  # (key, closing step)
+    return caused
 
-    def close() -> None:
-        nonlocal window
-        if window:
-            out.append(Planned(window[1], "the fault ends here"))
-            window = None
 
-    timeout_s = round(account_timeout_ms / 1000 + 0.2, 3)
-    for kind, _, item in items:
-        if kind == "op":
-            close()
-            out += _operation(item, caused.get(id(item), []), labels, account_timeout_ms)
-            continue
-        group, label = item, labels[item[0]["guid"]]
-        calls = [c for s in group for c in caused.get(id(s), [])]
+class _Steps:
+    """The steps being planned, with the fault window and the account system's pace in force."""
+
+    def __init__(self, account_timeout_ms: int):
+        self.account_timeout_ms = account_timeout_ms
+        self.out: list[Planned] = []
+        self.window: tuple | None = None  # (key, closing step)
+        self.slow: int | None = None  # the account system's processing delay in force, in ms
+
+    def close(self) -> None:
+        if self.window:
+            self.out.append(Planned(self.window[1], "the fault ends here"))
+            self.window = None
+
+    def pace(self, ms: int | None, calls: list[Record]) -> None:
+        if ms != self.slow and self.slow:
+            self.out.append(Planned(S.ServerFault(delay_ms=0), "the account system answers at its usual speed again"))
+        if ms and ms != self.slow:
+            self.out.append(Planned(S.ServerFault(delay_ms=ms), f"{_lines(calls)}: the account system took about {ms} "
+                                                                "ms to answer (answered_at - at): its processing is "
+                                                                "delayed as much"))
+        self.slow = ms
+
+    def operation(self, op: Record, calls: list[Record], labels: dict) -> None:
+        self.close()
+        self.pace(None, [])
+        self.out += _operation(op, calls, labels, self.account_timeout_ms)
+
+    def sends(self, group: list[Record], calls: list[Record], label: str) -> None:
+        self.pace(_slow_ms(calls), calls)
         if len(group) > 1:
-            close()
-            out.append(_race(group, calls, label))
-            continue
+            self.close()
+            self.out.append(_race(group, calls, label))
+            return
         send = group[0]
         fault = _fault(send, calls)
-        if (fault[0] if fault else None) != (window[0] if window else None):
-            close()
+        if (fault[0] if fault else None) != (self.window[0] if self.window else None):
+            self.close()
             if fault:
-                out.append(Planned(fault[1], f"{WHY[fault[0].split('-hub-')[0]]} ({_lines([send] + calls)})"))
-                window = (fault[0], fault[2])
-        channel_gave_up = send["result"] == "timeout"
+                self.out.append(Planned(fault[1], f"{WHY[fault[0].split('-hub-')[0]]} ({_lines([send] + calls)})"))
+                self.window = (fault[0], fault[2])
+        gave_up = send["result"] == "timeout"
         step = S.Send(label, amount=send["amount"], src=send["from"], dst=send["to"], slot=send["relay"],
-                      timeout_s=timeout_s if channel_gave_up else None)
+                      timeout_s=round(self.account_timeout_ms / 1000 + 0.2, 3) if gave_up else None)
         seen = "; account system: " + ", ".join(f"{c.where} answered {c['code']}" for c in calls) if calls else \
             "; the account system has no call for it"
-        out.append(Planned(step, f"{send.where}: {_describe(send, label)}{seen}"))
-    close()
-    return Plan(out, labels, _rules(bundle), _initial_relays(bundle), _accounts(bundle), offset,
-                [n for n in [clock_note] if n])
+        self.out.append(Planned(step, f"{send.where}: {_describe(send, label)}{seen}"))
+
+
+def _slow_ms(calls: list[Record]) -> int | None:
+    """The account system's median time to answer these calls, to 10 ms, if SLOW_MS or more; else None."""
+    took = sorted((c["answered_at"] - c.at) * 1000 for c in calls if c["answered_at"] is not None)
+    ms = took[len(took) // 2] if took else 0
+    return int(round(ms, -1)) if ms >= SLOW_MS else None
 
 
 def _race(group: list[Record], calls: list[Record], label: str) -> Planned:
