@@ -5,6 +5,7 @@ reports render. Histories are saved as JSON lines beside the run's logs.
 """
 from __future__ import annotations
 
+import gzip
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,10 +54,17 @@ def run_and_check(stack: Stack, scenario: Scenario, tag: str | None = None) -> C
     return ChaosResult(scenario, history, checkers.check(history), path, checkers.notes(history))
 
 
-def save_history(history: History, path: Path) -> Path:
-    """Write a history as JSON lines (one event a line); returns the path."""
+def save_history(history: History, path: Path, compress_above: int | None = None) -> Path:
+    """Write a history as JSON lines (one event a line); returns the path written.
+
+    With `compress_above`, a text longer than that many bytes goes to `path` + `.gz` instead."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(history.dumps())
+    text = history.dumps().encode()
+    if compress_above is not None and len(text) > compress_above:
+        path = path.with_name(path.name + ".gz")
+        path.write_bytes(gzip.compress(text, compresslevel=6))
+    else:
+        path.write_bytes(text)
     return path
 
 

@@ -2,17 +2,19 @@
 
     relaychaos run [--relay relay.toml] [--out DIR] [-n N] [--sandbox auto|strict|off] [-- extra pytest args]
     relaychaos replay incident.yaml [--relay relay.toml] [--sandbox auto|strict|off]
+    relaychaos recheck RUN_DIR|HISTORY
+    relaychaos incident import BUNDLE --out scenario.yaml
 
 Runs the chaos suite (scenarios/) against a relay (the bundled reference by
 default) and writes results.json, junit.xml and report.html into a fresh run folder.
-Exit status: 0 every check held, 1 a check failed, 2 the harness could not run.
+Exit status: 0 every check held, 1 a check failed, 2 the harness could not run, 130 after
+Ctrl-C (the scenarios that finished are written, marked partial, with their report).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -58,9 +60,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.workers != "0":
         argv += ["-n", args.workers]
     argv += args.pytest_args
+    argv += ["--color=yes"] if sys.stdout.isatty() else []
     print(f"relaychaos: running the suite against {relay} -> {out}\nrelaychaos: {sandbox_summary}", flush=True)
-    rc = subprocess.call(argv, cwd=out)
+    from relaychaos.suite_process import run_suite
+
+    rc, interrupted, mid_line = run_suite(argv, out)
     results = out / "results.json"
+    if interrupted:
+        print(end="\n" if mid_line else "")  # pytest's progress dots end without a newline
+        return _interrupted(relay, out)
     if rc in (0, 1) and results.exists():
         from relaychaos.reports.html import write as write_html
 
@@ -71,6 +79,26 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0 if rc == 0 else 1
     print(f"relaychaos: the suite could not run (pytest exit status {rc}); see the output above", file=sys.stderr)
     return 2
+
+
+def _interrupted(relay: Path, out: Path) -> int:
+    """After Ctrl-C: what finished, written and marked partial, with its report; exit status 130."""
+    from relaychaos.pytest_plugin import manifest_name
+    from relaychaos.reports.html import write as write_html
+    from relaychaos.reports.results import RunResults
+
+    path = out / "results.json"
+    try:
+        results = RunResults.load(path)
+    except (OSError, ValueError, KeyError):  # interrupted before any scenario finished
+        results = RunResults(str(relay), manifest_name(relay))
+    results.partial = True
+    results.write(path)
+    write_html(path)
+    total = f" of {results.expected}" if results.expected else ""
+    print(f"relaychaos: interrupted after {len(results.scenarios)}{total} scenarios; partial results and report in "
+          f"{out}", flush=True)
+    return 130
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -136,6 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     from relaychaos.grading.command import add_parsers
 
     add_parsers(sub)
+    from relaychaos import recheck
+    from relaychaos.incidents import command as incidents
+
+    recheck.add_parsers(sub)
+    incidents.add_parsers(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -136,7 +136,7 @@ class _ResultsRecorder:
     def __init__(self, relay: Path, out: Path, sandbox: dict):
         from relaychaos.reports.results import RunResults
 
-        self.results, self.out = RunResults(str(relay), relay.parent.name, sandbox=sandbox), out
+        self.results, self.out = RunResults(str(relay), manifest_name(relay), sandbox=sandbox), out
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         import json
@@ -144,14 +144,40 @@ class _ResultsRecorder:
         props = [(k, json.loads(raw)) for k, raw in report.user_properties if k.startswith("relaychaos_")]
         verdicts = [v for k, value in props if k == "relaychaos_verdicts" for v in value]
         notes = [n for k, value in props if k == "relaychaos_notes" for n in value]
+        kept = {"histories": [v for k, v in props if k == "relaychaos_history"],
+                "logs": next((v for k, v in props if k == "relaychaos_logs"), None)}
         self.results.add(report.nodeid, report.when, report.outcome, report.duration,
                          report.longreprtext if report.failed else None, verdicts, notes,
-                         next((value for k, value in props if k == "relaychaos_stateful"), None))
-        if report.when == "teardown":  # written as it goes: a run cut short still leaves its results
+                         next((value for k, value in props if k == "relaychaos_stateful"), None), kept)
+        if report.when not in ("setup", "call"):  # written as each finishes: a run cut short leaves its results
             self.results.write(self.out)
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if session.items:  # a plain run; under xdist the workers collect (below)
+            self.results.expected = len(session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        self.results.expected = len(ids)
+
+    def pytest_keyboard_interrupt(self, excinfo) -> None:
+        self.results.partial = True  # Ctrl-C: what finished is written, marked partial
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            self.results.partial = True
         self.results.write(self.out)
+
+
+def manifest_name(relay: Path) -> str:
+    """The relay's name as its manifest gives it (the folder's name if the manifest cannot be read)."""
+    from relaychaos.errors import HarnessError
+    from relaychaos.stack import manifest
+
+    try:
+        return manifest.load(relay).name
+    except (HarnessError, OSError):
+        return relay.parent.name
 
 
 @pytest.fixture(scope="session")
@@ -212,9 +238,44 @@ def relaychaos_sandbox(pytestconfig: pytest.Config):
     sandbox.close()
 
 
+def run_folder(config: pytest.Config) -> Path | None:
+    """The run folder (the folder of --relaychaos-results), where workers keep histories and logs; or None."""
+    path = config.getoption("relaychaos_results", None)
+    return (config.invocation_params.dir / path).resolve().parent if path else None
+
+
+@pytest.fixture
+def relaychaos_keep(request: pytest.FixtureRequest):
+    """keep(history, name, stack) -> path: keep a history in the run folder (histories/<name>.jsonl) and,
+    after the test, its stack's relay logs (logs/<name>/); the paths go into results.json. Without
+    --relaychaos-results nothing is kept (None)."""
+    import json
+
+    from relaychaos.run_folder import RunFolder
+
+    root = run_folder(request.config)
+    folder = RunFolder(root) if root else None
+    logs: dict[str, list] = {}
+
+    def keep(history, name: str, stack=None) -> str | None:
+        if folder is None:
+            return None
+        claimed = folder.claim(name)
+        logs.setdefault(claimed, []).extend([stack] if stack is not None else [])
+        path = folder.keep_history(history, claimed)
+        request.node.user_properties.append(("relaychaos_history", json.dumps(path)))
+        return path
+
+    yield keep
+    for name, stacks in logs.items():
+        if stacks:
+            kept = folder.keep_logs(name, [s.workdir for s in stacks])
+            request.node.user_properties.append(("relaychaos_logs", json.dumps(kept)))
+
+
 @pytest.fixture
 def make_stack(request: pytest.FixtureRequest, toxiproxy, account_system, relay_manifest, relaychaos_sandbox,
-               tmp_path: Path):
+               tmp_path: Path, relaychaos_keep):
     """make_stack(manifest=None, **options) -> Stack, closed after the test; logs attached on failure."""
     from relaychaos.stack.world import Stack
 
@@ -237,8 +298,9 @@ def make_stack(request: pytest.FixtureRequest, toxiproxy, account_system, relay_
 
 
 @pytest.fixture
-def run_chaos(request: pytest.FixtureRequest, make_stack):
-    """run_chaos(scenario, manifest=None) -> ChaosResult: run on a fresh stack, check, record the verdicts."""
+def run_chaos(request: pytest.FixtureRequest, make_stack, relaychaos_keep):
+    """run_chaos(scenario, manifest=None) -> ChaosResult: run on a fresh stack, check, record the verdicts;
+    the history and relay logs are kept in the run folder (relaychaos_keep)."""
     import json
 
     from relaychaos.chaos import run_and_check
@@ -246,6 +308,9 @@ def run_chaos(request: pytest.FixtureRequest, make_stack):
     def run(scenario, manifest=None):
         stack = make_stack(manifest, accounts=scenario.accounts, account_timeout_ms=scenario.account_timeout_ms)
         result = run_and_check(stack, scenario)
+        kept = relaychaos_keep(result.history, scenario.name, stack)
+        if kept:
+            result.history_path = run_folder(request.config) / kept  # the incident report names the kept copy
         request.node.user_properties.append(
             ("relaychaos_verdicts", json.dumps([{**v.to_dict(), "scenario": scenario.name} for v in result.verdicts])))
         if result.notes:

@@ -37,6 +37,7 @@ def render(results: dict) -> str:
            f"<span class={'held' if results['ok'] else 'broken'}>{verdict}</span></h1>",
            f"<p>Manifest: <code>{_e(results['relay'])}</code>. Scenarios: {s['passed']} passed, {s['failed']} "
            f"failed, {s['error']} could not run, {s['skipped']} skipped.</p>", sandbox_line(results.get("sandbox")),
+           partial_line(results),
            "<h2>Rules</h2>",
            "<table><tr><th>rule</th><th>what must hold</th><th>contract</th><th>result</th><th>broken in</th></tr>"]
     for rule, r in results.get("rules", {}).items():
@@ -59,6 +60,15 @@ def render(results: dict) -> str:
                    f"<td>{sc['duration_s']:.2f}</td></tr>")
     out.append("</table>")
     return "\n".join(out)
+
+
+def partial_line(results: dict) -> str:
+    """A run cut short (Ctrl-C) says so, and how far it got; a whole run, nothing."""
+    if not results.get("partial"):
+        return ""
+    total = f" of {results['expected']}" if results.get("expected") else ""
+    return (f"<p class=broken>Partial: the run was interrupted after {len(results['scenarios'])}{total} scenarios; "
+            "only those are judged here.</p>")
 
 
 def sandbox_line(level: dict | None) -> str:

@@ -1,10 +1,15 @@
 """The results JSON of a run: one entry per scenario with its outcome and, when it failed, why.
 
-Written by the pytest plugin at the end of a session (`--relaychaos-results PATH`),
-on the xdist controller only, from the reports every worker sent back.
+Written by the pytest plugin as the session goes (`--relaychaos-results PATH`), after each
+scenario finishes, on the xdist controller only, from the reports every worker sent back.
+Each entry names its kept history and relay logs (`history`, `logs`: paths relative to the
+run folder, relaychaos.run_folder); `partial` is true when the run was cut short, and then
+`unfinished` names the scenarios that had started but not finished. `relaychaos recheck`
+loads a file with `RunResults.load` and writes it again with new verdicts.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -22,6 +27,9 @@ class ScenarioResult:
     message: str | None = None
     notes: list[str] = field(default_factory=list)  # observations that are not verdicts
     stateful: dict | None = None  # the stateful machine's own account: examples, seed, first failure
+    history: str | None = None  # the history judged (histories/<name>.jsonl[.gz]), relative to the run folder
+    histories: list[str] = field(default_factory=list)  # every history the test kept (most keep one)
+    logs: str | None = None  # its relay logs' folder (logs/<name>), relative to the run folder
 
 
 @dataclass
@@ -31,11 +39,18 @@ class RunResults:
     sandbox: dict = field(default_factory=dict)  # the level enforced (relaychaos.sandbox.policy.probe)
     started_at: float = field(default_factory=time.time)
     scenarios: dict[str, ScenarioResult] = field(default_factory=dict)
+    expected: int | None = None  # how many scenarios the run collected (unknown until collection ends)
+    partial: bool = False  # the run was cut short (Ctrl-C): only what finished is here
+    finished: set[str] = field(default_factory=set)  # node ids whose teardown was reported
+    finished_at: float | None = None  # kept from the file by load(); a live run writes the time of writing
+    extra: dict = field(default_factory=dict)  # keys of a loaded file this class does not produce, kept as they are
 
     def add(self, nodeid: str, when: str, outcome: str, duration: float, message: str | None,
             verdicts: list[dict] | None = None, notes: list[str] | None = None,
-            stateful: dict | None = None) -> None:
-        """Fold one pytest phase report in: a failing setup/teardown is an `error` of the scenario."""
+            stateful: dict | None = None, kept: dict | None = None) -> None:
+        """Fold one pytest phase report in: a failing setup/teardown is an `error` of the scenario.
+
+        A later phase's report repeats the earlier phases' properties: verdicts and histories are taken once."""
         entry = self.scenarios.setdefault(nodeid, ScenarioResult(nodeid, "passed", 0.0))
         entry.duration_s += duration
         if outcome == "failed":
@@ -43,9 +58,15 @@ class RunResults:
             entry.message = message
         elif outcome == "skipped" and entry.outcome == "passed":
             entry.outcome = "skipped"
-        entry.verdicts += verdicts or []
+        entry.verdicts += [v for v in verdicts or [] if v not in entry.verdicts]
         entry.notes += [n for n in notes or [] if n not in entry.notes]
         entry.stateful = stateful or entry.stateful
+        kept = kept or {}
+        entry.histories += [h for h in kept.get("histories", []) if h not in entry.histories]
+        entry.history = entry.histories[0] if entry.histories else None
+        entry.logs = kept.get("logs") or entry.logs
+        if when not in ("setup", "call"):  # teardown, or xdist's "???" for a test whose worker crashed
+            self.finished.add(nodeid)
 
     def summary(self) -> dict[str, int]:
         counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
@@ -70,12 +91,34 @@ class RunResults:
         return [f"{s.nodeid.split('::')[-1]}: {n}" for s in sorted(self.scenarios.values(), key=lambda s: s.nodeid)
                 for n in s.notes]
 
+    def done(self) -> list[ScenarioResult]:
+        """The scenarios that finished (their teardown reported), by node id: what results.json lists."""
+        return [s for s in sorted(self.scenarios.values(), key=lambda s: s.nodeid) if s.nodeid in self.finished]
+
     def write(self, path: Path) -> None:
         """Write the results JSON atomically (a reader never sees half a file)."""
-        data = {"relay": self.relay, "relay_name": self.relay_name, "sandbox": self.sandbox,
-                "started_at": self.started_at,
-                "finished_at": time.time(), "summary": self.summary(),
-                "ok": self.summary()["failed"] == 0 and self.summary()["error"] == 0,
-                "rules": self.by_rule(), "notes": self.notes(),
-                "scenarios": [asdict(s) for s in sorted(self.scenarios.values(), key=lambda s: s.nodeid)]}
+        done = RunResults(self.relay, self.relay_name, scenarios={s.nodeid: s for s in self.done()})
+        data = {**self.extra, "relay": self.relay, "relay_name": self.relay_name, "sandbox": self.sandbox,
+                "started_at": self.started_at, "finished_at": self.finished_at or time.time(),
+                "expected": self.expected, "partial": self.partial, "summary": done.summary(),
+                "ok": done.summary()["failed"] == 0 and done.summary()["error"] == 0,
+                "rules": done.by_rule(), "notes": done.notes(),
+                "scenarios": [asdict(s) for s in done.scenarios.values()]}
+        unfinished = sorted(set(self.scenarios) - self.finished)
+        if unfinished:
+            data["unfinished"] = unfinished
         write_text(path, json.dumps(data, indent=2))
+
+    @classmethod
+    def load(cls, path: Path) -> "RunResults":
+        """A results.json as written above (every scenario in it counts as finished)."""
+        data = json.loads(Path(path).read_text())
+        known = {f.name for f in dataclasses.fields(ScenarioResult)}
+        scenarios = {s["nodeid"]: ScenarioResult(**{k: v for k, v in s.items() if k in known})
+                     for s in data.get("scenarios", [])}
+        derived = {"summary", "ok", "rules", "notes", "scenarios"}  # made again; "unfinished" is kept as it was
+        own = {"relay", "relay_name", "sandbox", "started_at", "finished_at", "expected", "partial"}
+        return cls(data["relay"], data.get("relay_name", ""), data.get("sandbox") or {},
+                   data.get("started_at", time.time()), scenarios, data.get("expected"), bool(data.get("partial")),
+                   set(scenarios), data.get("finished_at"),
+                   {k: v for k, v in data.items() if k not in derived | own})

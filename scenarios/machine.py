@@ -29,6 +29,7 @@ from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
 from relaychaos.engine.final_phase import safe_min_age_s
 from relaychaos.engine.runner import Runner
+from relaychaos.history import History
 from relaychaos.recorder import Recorder
 from relaychaos.reports.incident import report
 from relaychaos.stack.world import Stack
@@ -64,6 +65,8 @@ class Context:
     first_verdicts: list[dict] = field(default_factory=list)  # of the first failing example, as found
     first_report: str = ""
     last_report: str = ""  # of the last failing example run: after shrinking, the shortest story found
+    first_history: History | None = None  # the first failing example's history, as it was judged
+    last_history: History | None = None  # the last example's history (kept when none failed)
     started: float = field(default_factory=time.monotonic)
     last_file: Path | None = None
     counts: collections.Counter = field(default_factory=collections.Counter)  # steps and faults run
@@ -106,6 +109,7 @@ class ChaosMachine(RuleBasedStateMachine):
         stack = ctx.stack
         stack.account.reset(ledger_path=stack.ledger_path, accounts=ACCOUNTS)
         self.runner = Runner(stack, PLAN, Recorder())  # a fresh recorder: each example has its own history
+        ctx.last_history = self.runner.history
         self.steps: list = []
         self.active: set[str] = set()
         self.retired: set[str] = set()
@@ -244,6 +248,7 @@ class ChaosMachine(RuleBasedStateMachine):
             ctx.first_failure_at = (ctx.examples, time.monotonic() - ctx.started)
             ctx.first_verdicts = [{**v.to_dict(), "scenario": "stateful"} for v in verdicts]
             ctx.first_report = f"{where}: found at example {ctx.examples}\n{text}"
+            ctx.first_history = History(list(self.runner.history))  # a copy: teardown appends the final phase
         rules = sorted({v.rule for v in verdicts})
         ctx.failures.append(",".join(rules))
         story = scenario_file.dump(self._scenario(rules))

@@ -1,0 +1,59 @@
+"""What a run keeps beside its results.json: every scenario's history and its relay logs.
+
+    runs/<stamp>/histories/<scenario>.jsonl       (.jsonl.gz above relaychaos.history.COMPRESS_OVER)
+    runs/<stamp>/logs/<scenario>/relay-a.log ...  (each stack's *.log; stack1-... for a test's second stack)
+
+xdist workers write these files themselves and tell the controller the paths through
+the test report (it writes results.json); paths are relative to the run folder. A name
+is claimed by creating logs/<name>/ (mkdir is atomic), so two workers running scenarios
+of the same name get `name` and `name-2`.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from relaychaos.chaos import save_history
+from relaychaos.history import COMPRESS_OVER
+from relaychaos.history import History
+
+HISTORIES, LOGS = "histories", "logs"
+
+
+def safe_name(name: str) -> str:
+    """A file name made of the scenario's name (anything but A-Z a-z 0-9 . _ - becomes _)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name).strip(".") or "scenario"
+
+
+class RunFolder:
+    """The run folder of one `relaychaos run` (the folder of results.json), as a worker writes into it."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def claim(self, name: str) -> str:
+        """A name no other scenario of this run has (name, name-2, ...); its logs folder is created."""
+        base, n = safe_name(name), 1
+        (self.root / LOGS).mkdir(parents=True, exist_ok=True)
+        while True:
+            candidate = base if n == 1 else f"{base}-{n}"
+            try:
+                (self.root / LOGS / candidate).mkdir()
+                return candidate
+            except FileExistsError:
+                n += 1
+
+    def keep_history(self, history: History, name: str) -> str:
+        """Write the history under the claimed name; its path relative to the run folder."""
+        path = save_history(history, self.root / HISTORIES / f"{name}.jsonl", compress_above=COMPRESS_OVER)
+        return str(path.relative_to(self.root))
+
+    def keep_logs(self, name: str, workdirs: list[Path]) -> str:
+        """Copy every stack's *.log into logs/<name>/ (the first stack's flat, others prefixed stackN-)."""
+        target = self.root / LOGS / name
+        target.mkdir(parents=True, exist_ok=True)
+        for i, workdir in enumerate(workdirs):
+            for log in sorted(Path(workdir).glob("*.log")):
+                shutil.copy2(log, target / (log.name if i == 0 else f"stack{i}-{log.name}"))
+        return str(target.relative_to(self.root))
