@@ -136,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     from relaychaos.grading.command import add_parsers
 
     add_parsers(sub)
+    from relaychaos.timeline_command import add_parsers as add_timeline_parser
+    add_timeline_parser(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 
