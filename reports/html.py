@@ -109,7 +109,7 @@ def write_timelines(scenarios: list[Scenario]) -> list[str]:
             history = timeline.read_history(sc.history_path)
             recorded = _verdicts(sc.entry)
             timeline.write(history, sc.run_dir / sc.timeline_rel, recorded or None)
-        except (OSError, ValueError, KeyError, TypeError) as e:  # one bad history must not cost the whole report
+        except (OSError, EOFError, ValueError, KeyError, TypeError) as e:  # one bad history costs its timeline only
             problems.append(f"{sc.name}: its timeline could not be drawn from {sc.entry['history']}: {e}")
     return problems
 
@@ -117,7 +117,7 @@ def write_timelines(scenarios: list[Scenario]) -> list[str]:
 def _plots(sc: Scenario) -> str:
     try:
         model = build(timeline.read_history(sc.history_path), _verdicts(sc.entry))
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, EOFError, ValueError, KeyError, TypeError) as e:
         return f"<p>plots unavailable: {_e(e)}</p>"
     return f"<div class=plots>{plots.latency_svg(model, 520, 200)}{plots.account_rate_svg(model, 520, 200)}</div>"
 

@@ -10,26 +10,7 @@ from relaychaos.reports import plots, timeline
 from relaychaos.reports.timeline_model import build
 
 from .history_builder import HistoryBuilder
-
-
-def double_debit() -> HistoryBuilder:
-    """A relay that sent g1 twice after a dropped answer: the story every test below draws."""
-    h = HistoryBuilder(account_timeout_ms=200, accounts={"alice": 100, "bob": 0})
-    h.start("a", at=0.0)
-    name = h.toxic("account", "timeout", at=0.1, attributes={"timeout": 0})
-    h.send("g1", at=0.2, answered_at=0.45, code="E901")
-    h.account_call("g1", received_at=0.21)  # debited; its answer is lost on the way back
-    h.remove_toxic("account", name, at=0.5)
-    h.send("g1", at=0.6, answered_at=0.65)
-    h.account_call("g1", received_at=0.61)
-    h.disable("hub-a", at=0.7)
-    h.send("g2", at=0.72, answered_at=None, gave_up_at=0.9, error="connection reset")
-    h.account_call("g2", received_at=0.8, answered_at=None, code=None)  # never answered
-    h.heal(at=1.0)
-    h.kill("a", at=1.1)
-    h.start("a", at=1.2)
-    h.batch("resolve", 0.5, start=1.3, end=1.4, returncode=1)
-    return h
+from .stories import double_debit
 
 
 def lane_of(model, name):
