@@ -14,7 +14,7 @@
     .sort((a, b) => a - b);
   const esc = s => String(s).replace(/[&<>"]/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
   const fit = (label, px) => {  // the label, or its words that fit in px (10px text), or nothing
-    const room = Math.floor((px - 5) / 5.9);
+    const room = Math.floor((px - 5) / 5.5);
     if (label.length <= room) return label;
     const words = label.split(" ");
     while (words.length > 1 && words.join(" ").length + 1 > room) words.pop();
