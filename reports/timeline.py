@@ -25,6 +25,7 @@ from relaychaos.reports.atomic import write_text
 from relaychaos.reports.timeline_model import Model, build
 
 SCRIPT = Path(__file__).with_name("timeline_page.js")
+SHOWN_PER_RULE = 12  # verdict buttons listed per rule before "N more"
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #222; background: #fff; }
@@ -34,6 +35,7 @@ header, section { margin: 0 1.2em; } h1 { font-size: 1.35em; margin: .7em 0 .2em
 .rulegroup { margin: .15em 0; } .rule { font-weight: 600; color: #b3261e; } .count { color: #777; }
 .verdict { font: 12px system-ui, sans-serif; border: 1px solid #e3b4b0; background: #fff7f6; border-radius: 9px;
   padding: 0 .55em; margin: 0 .1em; cursor: pointer; }
+details.more { display: inline; } details.more summary { display: inline; cursor: pointer; color: #245; }
 .verdict.selected { background: #b3261e; color: #fff; border-color: #b3261e; }
 #selected { margin: .3em 1.2em; padding: .35em .7em; border-left: 5px solid #b3261e; background: #fff7f6;
   font-size: 13px; } #selected:empty { display: none; } #selected .clause { color: #555; font-style: italic; }
@@ -111,10 +113,13 @@ def _verdict_cards(model: Model) -> str:
         groups.setdefault(v["rule"], []).append((i, v))
     out = []
     for rule, items in groups.items():
-        buttons = "".join(f"<button class=verdict data-v={i} title='{_e(v['summary'])}'>{_e(_who(v))}</button>"
-                          for i, v in items)
+        buttons = [f"<button class=verdict data-v={i} title='{_e(v['summary'])}'>{_e(_who(v))}</button>"
+                   for i, v in items]
+        if len(buttons) > SHOWN_PER_RULE:  # a soak breaks a rule for hundreds of GUIDs: the rest on demand
+            buttons[SHOWN_PER_RULE:] = [f"<details class=more><summary>{len(buttons) - SHOWN_PER_RULE} more"
+                                        f"</summary>{''.join(buttons[SHOWN_PER_RULE:])}</details>"]
         out.append(f"<div class=rulegroup><span class=rule>{_e(rule)}</span> — {_e(items[0][1]['text'])} "
-                   f"{buttons}</div>")
+                   f"{''.join(buttons)}</div>")
     return "<div id=verdicts>" + "".join(out) + "</div><p id=selected></p>"
 
 

@@ -66,7 +66,8 @@ def test_an_unreadable_history_costs_its_timeline_not_the_report(tmp_path):
     results = make_run(tmp_path)
     (tmp_path / "histories" / "double-debit.jsonl.gz").write_bytes(b"not gzip, not json")
     page = html.write(results).read_text()
-    assert "double-debit: its timeline could not be drawn from histories/double-debit.jsonl.gz" in page
+    assert "double-debit: its timeline could not be drawn from histories/double-debit.jsonl.gz: ValueError: line 1" \
+        in page
     assert "happy" in page
 
 

@@ -117,16 +117,19 @@ def test_the_score_sheet_shows_held_rules_and_bars_for_broken_ones():
     assert "broken in 2 of 3 scenarios: a, b" in svg and "✓ held" in svg and svg.count("<rect") == 1
 
 
-def test_a_history_of_thousands_of_events_renders_in_well_under_seconds():
+def test_a_history_of_thousands_of_events_is_drawn_in_well_under_seconds():
     import time
+
+    from relaychaos import checkers
 
     h = HistoryBuilder()
     for i in range(1500):
         h.send(f"g{i}", at=i * 0.01, answered_at=i * 0.01 + 0.05)
         h.account_call(f"g{i}", received_at=i * 0.01 + 0.01)
     history = h.build()
+    verdicts = checkers.check(history)  # judged once, as the run does; drawing is what is timed
     t0 = time.monotonic()
-    page = timeline.render(history)
+    page = timeline.render(history, verdicts)
     took = time.monotonic() - t0
     assert len(history) > 3000 and page.count('"lane": "channel"') == 1500
-    assert took < 10, f"{took:.1f} s to render {len(history)} events"
+    assert took < 3, f"{took:.1f} s to draw {len(history)} events (about 0.3 s on two idle cores)"
