@@ -171,7 +171,7 @@ def render(results: dict, run_dir: Path | None = None, problems: list[str] | Non
            f"<span class={'held' if results['ok'] else 'broken'}>{verdict}</span></h1>",
            f"<p class=lede>Manifest <code>{_e(results['relay'])}</code>; run started {when}{took}. Scenarios: "
            f"{s['passed']} passed, {s['failed']} failed, {s['error']} could not run, {s['skipped']} skipped.</p>",
-           f"<div class=tiles>{tiles}</div>", sandbox_line(results.get("sandbox"))]
+           f"<div class=tiles>{tiles}</div>", sandbox_line(results.get("sandbox")), partial_line(results)]
     out += [f"<p class=broken>{_e(p)}</p>" for p in problems or []]
     out += ["<h2>Rules</h2>", plots.score_sheet_svg(results),
             "<details><summary>the rules in words: what each must hold, the contract sections</summary>",
@@ -208,6 +208,15 @@ def render(results: dict, run_dir: Path | None = None, problems: list[str] | Non
                    "histories/&lt;scenario&gt;.jsonl[.gz]</code> in the run folder (written to timelines/), then "
                    "<code>python -m relaychaos.reports.html results.json</code> to link it here.</p>")
     return "\n".join(out) + "</html>"
+
+
+def partial_line(results: dict) -> str:
+    """A run cut short (Ctrl-C) says so, and how far it got; a whole run, nothing."""
+    if not results.get("partial"):
+        return ""
+    total = f" of {results['expected']}" if results.get("expected") else ""
+    return (f"<p class=broken>Partial: the run was interrupted after {len(results['scenarios'])}{total} scenarios; "
+            "only those are judged here.</p>")
 
 
 def sandbox_line(level: dict | None) -> str:
