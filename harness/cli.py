@@ -161,14 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     replay.add_argument("--out", help="where to keep the history and logs (default: runs/replay-YYYYmmdd-HHMMSS)")
     replay.add_argument("--limit", type=int, default=10, help="how many verdicts to print in full")
     replay.set_defaults(func=cmd_replay)
-    from relaychaos.grading.command import add_parsers
-
-    add_parsers(sub)
-    from relaychaos import recheck
+    from relaychaos import recheck, timeline_command
+    from relaychaos.grading import command as grading
     from relaychaos.incidents import command as incidents
 
-    recheck.add_parsers(sub)
-    incidents.add_parsers(sub)
+    for module in (grading, recheck, incidents, timeline_command):  # each command's parsers: imported lazily
+        module.add_parsers(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -15,8 +15,7 @@ import shutil
 from pathlib import Path
 
 from relaychaos.chaos import save_history
-from relaychaos.history import COMPRESS_OVER
-from relaychaos.history import History
+from relaychaos.history import COMPRESS_OVER, History
 
 HISTORIES, LOGS = "histories", "logs"
 

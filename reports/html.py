@@ -1,25 +1,47 @@
-"""The HTML report of a run: a page a student or a reviewer can read, made from results.json alone.
+"""The HTML report of a run: a page a student or a reviewer can read, made from results.json and the histories.
 
-    python -m reports.html runs/<run>/results.json      (relaychaos run writes report.html itself)
+    python -m relaychaos.reports.html runs/<run>/results.json   (relaychaos run writes report.html itself)
 
-It shows the relay, the score per rule (held or broken, and where), and for each scenario its
-outcome and, when it failed, the incident reports with their timelines.
+It shows the relay, the score per rule (a chart and a table), and every scenario: its
+outcome, its verdicts grouped by rule, and, where its history was kept (the `history`
+field of its entry, relative to the run folder), its plots (channel latency, account
+calls per second) and a link to its timeline page. Timelines are written beside the
+report, as timelines/<scenario>.html, for every failing scenario; for any other, make
+one with `relaychaos timeline HISTORY` (it lands in the same folder, and the report
+links it when rewritten).
 """
 from __future__ import annotations
 
 import html
 import json
 import sys
+import time
 from pathlib import Path
 
+from relaychaos.checkers.verdict import Verdict
+from relaychaos.reports import plots, timeline
+from relaychaos.reports.atomic import write_text
+from relaychaos.reports.timeline_model import build, verdict_groups
+
 STYLE = """
-body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; }
-table { border-collapse: collapse; width: 100%; } td, th { padding: .3em .6em; border-bottom: 1px solid #ddd;
-text-align: left; vertical-align: top; }
-.held { color: #176b2c; font-weight: 600; } .broken { color: #b3261e; font-weight: 600; }
-pre { background: #f6f6f6; padding: .8em; overflow-x: auto; font-size: 13px; }
-details { margin: .4em 0; } summary { cursor: pointer; }
+body { font: 15px/1.5 system-ui, sans-serif; margin: 2em auto; max-width: 76em; color: #222; padding: 0 1em; }
+h1 { font-size: 1.55em; margin-bottom: .2em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; width: 100%; } td, th { padding: .3em .6em; border-bottom: 1px solid #e4e4e4;
+text-align: left; vertical-align: top; } th { font-weight: 600; color: #555; font-size: 13px; }
+.held { color: #176b2c; font-weight: 600; } .broken, .failed, .error { color: #b3261e; font-weight: 600; }
+.passed { color: #176b2c; } .skipped { color: #777; }
+pre { background: #f6f6f6; padding: .8em; overflow-x: auto; font-size: 12.5px; }
+details { margin: .4em 0; } summary { cursor: pointer; color: #245; }
+.lede { color: #555; margin-top: 0; }
+.tiles { display: flex; gap: 1em; margin: 1em 0; } .tile { border: 1px solid #ddd; border-radius: 6px;
+padding: .4em 1.1em; min-width: 6em; } .tile b { display: block; font-size: 1.7em; line-height: 1.2; }
+.card { border: 1px solid #e3b4b0; border-left: 6px solid #b3261e; border-radius: 6px; padding: .5em 1.1em 1em;
+margin: 1.2em 0; background: #fffafa; } .card h3 { margin: .3em 0; font-size: 1.1em; }
+.links a { margin-right: 1em; } .rule { font-weight: 600; color: #b3261e; } .clause { color: #555; font-style: italic; }
+ul.verdicts { padding-left: 1.2em; margin: .3em 0; } ul.verdicts li { margin: .25em 0; }
+.plots { display: flex; flex-wrap: wrap; gap: .8em; margin: .6em 0; }
+.plots svg { background: #fff; border: 1px solid #eee; border-radius: 4px; }
+code { font-size: 13px; }
 """
 
 
@@ -27,39 +49,165 @@ def _e(text) -> str:
     return html.escape(str(text))
 
 
-def render(results: dict) -> str:
-    """The whole page, from a results.json as reports.results writes it."""
+def scenario_name(entry: dict) -> str:
+    """The scenario's short name: its history file's name, else the test's parameter, else the test's name."""
+    if entry.get("history"):
+        name = Path(entry["history"]).name
+        for suffix in (".gz", ".jsonl"):
+            name = name.removesuffix(suffix)
+        return name
+    tail = entry["nodeid"].split("::")[-1]
+    return tail.split("[", 1)[1].rstrip("]") if "[" in tail else tail
+
+
+def _verdicts(entry: dict) -> list[Verdict]:
+    """The verdicts results.json recorded for a scenario, as Verdict objects again, each once (a run's results
+    may list a verdict once per test phase)."""
+    keys = ("rule", "guid", "summary", "events", "calls", "details", "clause")
+    seen, out = set(), []
+    for v in entry.get("verdicts", []):
+        key = json.dumps(v, sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            out.append(Verdict(**{k: tuple(v[k]) if k in ("events", "calls") else v[k] for k in keys if k in v}))
+    return out
+
+
+class Scenario:
+    """One entry of results.json, with what the run folder holds for it (history, timeline)."""
+
+    def __init__(self, entry: dict, run_dir: Path):
+        self.entry, self.name, self.run_dir = entry, scenario_name(entry), run_dir
+        self.history_path = run_dir / entry["history"] if entry.get("history") else None
+        self.timeline_rel = f"timelines/{self.name}.html"
+        self.failed = entry["outcome"] in ("failed", "error")
+
+    @property
+    def has_history(self) -> bool:
+        return self.history_path is not None and self.history_path.is_file()
+
+    @property
+    def has_timeline(self) -> bool:
+        return (self.run_dir / self.timeline_rel).is_file()
+
+    def links(self) -> str:
+        out = []
+        if self.has_timeline:
+            out.append(f"<a href='{_e(self.timeline_rel)}'>timeline</a>")
+        if self.has_history:
+            out.append(f"<a href='{_e(self.entry['history'])}'>history</a>")
+        return f"<span class=links>{''.join(out)}</span>" if out else ""
+
+
+def write_timelines(scenarios: list[Scenario]) -> list[str]:
+    """Write the timeline page of every failing scenario whose history was kept; returns problems, one line each."""
+    problems = []
+    for sc in scenarios:
+        if not (sc.failed and sc.has_history):
+            continue
+        try:
+            history = timeline.read_history(sc.history_path)
+            recorded = _verdicts(sc.entry)
+            timeline.write(history, sc.run_dir / sc.timeline_rel, recorded or None)
+        except Exception as e:  # noqa: BLE001 - a bad history, or a drawing bug, costs its timeline, never the report
+            problems.append(f"{sc.name}: its timeline could not be drawn from {sc.entry['history']}: "
+                            f"{type(e).__name__}: {e}")
+    return problems
+
+
+def _plots(sc: Scenario) -> str:
+    try:
+        model = build(timeline.read_history(sc.history_path), _verdicts(sc.entry))
+    except Exception as e:  # noqa: BLE001 - as in write_timelines: the report is written all the same
+        return f"<p>plots unavailable: {_e(type(e).__name__)}: {_e(e)}</p>"
+    return f"<div class=plots>{plots.latency_svg(model, 520, 200)}{plots.account_rate_svg(model, 520, 200)}</div>"
+
+
+def _verdict_list(entry: dict) -> str:
+    """The verdicts by rule: its sentence and clause once, then one line per GUID."""
+    by_rule: dict[str, list[dict]] = {}
+    for g in verdict_groups(_verdicts(entry), {}):
+        by_rule.setdefault(g["rule"], []).append(g)
+    items = []
+    for rule, groups in by_rule.items():
+        lines = []
+        for g in groups:
+            who = f"GUID <code>{_e(g['guid'])}</code>" if g["guid"] else "the run"
+            more = f" <i>(and {g['count'] - 1} more like it)</i>" if g["count"] > 1 else ""
+            lines.append(f"<li>{who}: {_e(g['summary'])}{more}</li>")
+        items.append(f"<li><span class=rule>{_e(rule)}</span> — {_e(groups[0]['text'])} <span class=clause>"
+                     f"(contract {_e(groups[0]['clause'])})</span><ul>{''.join(lines)}</ul></li>")
+    return f"<ul class=verdicts>{''.join(items)}</ul>" if items else ""
+
+
+def failing_card(sc: Scenario) -> str:
+    """A failing scenario in full: its verdicts, links, plots, and the incident report as text."""
+    e = sc.entry
+    out = [f"<section class=card id='{_e(sc.name)}'><h3><code>{_e(sc.name)}</code> "
+           f"<span class={_e(e['outcome'])}>{_e(e['outcome'])}</span> "
+           f"<small>({e['duration_s']:.1f} s)</small> {sc.links()}</h3>", _verdict_list(e)]
+    if sc.has_history:
+        out.append(_plots(sc))
+    if e.get("message"):
+        out.append(f"<details><summary>incident report (text)</summary><pre>{_e(e['message'])}</pre></details>")
+    return "".join(out) + "</section>"
+
+
+def render(results: dict, run_dir: Path | None = None, problems: list[str] | None = None) -> str:
+    """The whole page, from a results.json as reports.results writes it (histories read from run_dir)."""
+    run_dir = run_dir or Path(".")
+    scenarios = [Scenario(entry, run_dir) for entry in results["scenarios"]]
     s = results["summary"]
     verdict = "every rule held" if results["ok"] else "rules were broken"
-    out = [f"<!doctype html><meta charset=utf-8><title>relaychaos: {_e(results['relay_name'])}</title>",
+    started = results.get("started_at")
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else "?"
+    took = f", {results['finished_at'] - started:.0f} s" if started and results.get("finished_at") else ""
+    tiles = "".join(f"<div class=tile><b class={cls}>{s.get(key, 0)}</b>{label}</div>" for key, cls, label in
+                    (("passed", "passed", "passed"), ("failed", "failed", "failed"),
+                     ("error", "error", "could not run"), ("skipped", "skipped", "skipped")))
+    out = [f"<!doctype html><html lang=en><meta charset=utf-8><title>relaychaos: {_e(results['relay_name'])}</title>",
            f"<style>{STYLE}</style>",
            f"<h1>relaychaos report: relay <code>{_e(results['relay_name'])}</code> — "
            f"<span class={'held' if results['ok'] else 'broken'}>{verdict}</span></h1>",
-           f"<p>Manifest: <code>{_e(results['relay'])}</code>. Scenarios: {s['passed']} passed, {s['failed']} "
-           f"failed, {s['error']} could not run, {s['skipped']} skipped.</p>", sandbox_line(results.get("sandbox")),
-           partial_line(results),
-           "<h2>Rules</h2>",
-           "<table><tr><th>rule</th><th>what must hold</th><th>contract</th><th>result</th><th>broken in</th></tr>"]
+           f"<p class=lede>Manifest <code>{_e(results['relay'])}</code>; run started {when}{took}. Scenarios: "
+           f"{s['passed']} passed, {s['failed']} failed, {s['error']} could not run, {s['skipped']} skipped.</p>",
+           f"<div class=tiles>{tiles}</div>", sandbox_line(results.get("sandbox")), partial_line(results)]
+    out += [f"<p class=broken>{_e(p)}</p>" for p in problems or []]
+    out += ["<h2>Rules</h2>", plots.score_sheet_svg(results),
+            "<details><summary>the rules in words: what each must hold, the contract sections</summary>",
+            "<table><tr><th>rule</th><th>what must hold</th><th>contract</th><th>result</th><th>broken in</th></tr>"]
     for rule, r in results.get("rules", {}).items():
         state = "<span class=held>held</span>" if r["held"] else "<span class=broken>broken</span>"
         out.append(f"<tr><td><code>{_e(rule)}</code></td><td>{_e(r['what'])}</td><td>{_e(r.get('contract', ''))}</td>"
                    f"<td>{state}</td><td>{_e(', '.join(r['broken_in']))}</td></tr>")
-    out.append("</table>")
+    out.append("</table></details>")
     if results.get("notes"):
         out += ["<h2>Notes on the relay (not verdicts)</h2>", "<ul>"]
         out += [f"<li>{_e(n)}</li>" for n in results["notes"]]
         out.append("</ul>")
-    out += ["<h2>Scenarios</h2>", "<table><tr><th>scenario</th><th>outcome</th><th>seconds</th></tr>"]
-    for sc in results["scenarios"]:
-        name = sc["nodeid"].split("::")[-1]
-        cls = "held" if sc["outcome"] == "passed" else "broken"
-        detail = ""
-        if sc.get("message"):
-            detail = f"<details><summary>incident report</summary><pre>{_e(sc['message'])}</pre></details>"
-        out.append(f"<tr><td><code>{_e(name)}</code>{detail}</td><td class={cls}>{_e(sc['outcome'])}</td>"
-                   f"<td>{sc['duration_s']:.2f}</td></tr>")
+    failing = [sc for sc in scenarios if sc.failed]
+    if failing:
+        out.append(f"<h2>What broke ({len(failing)} scenario{'s' if len(failing) != 1 else ''})</h2>")
+        out += [failing_card(sc) for sc in failing]
+    out += ["<h2>Every scenario</h2>",
+            "<table><tr><th>scenario</th><th>outcome</th><th>seconds</th><th>verdicts</th><th></th></tr>"]
+    for sc in scenarios:
+        e = sc.entry
+        name = f"<code>{_e(sc.name)}</code>"
+        name = f"<a href='#{_e(sc.name)}'>{name}</a>" if sc.failed else name
+        extra = ""
+        if not sc.failed and sc.has_history:
+            extra = f"<details><summary>plots</summary>{_plots(sc)}</details>"
+        if not sc.failed and e.get("message"):
+            extra += f"<details><summary>message</summary><pre>{_e(e['message'])}</pre></details>"
+        out.append(f"<tr><td>{name}{extra}</td><td class={_e(e['outcome'])}>{_e(e['outcome'])}</td>"
+                   f"<td>{e['duration_s']:.2f}</td><td>{len(_verdicts(e)) or ''}</td><td>{sc.links()}</td></tr>")
     out.append("</table>")
-    return "\n".join(out)
+    if any(sc.has_history for sc in scenarios):
+        out.append("<p class=lede>A timeline for any scenario: <code>relaychaos timeline "
+                   "histories/&lt;scenario&gt;.jsonl[.gz]</code> in the run folder (written to timelines/), then "
+                   "<code>python -m relaychaos.reports.html results.json</code> to link it here.</p>")
+    return "\n".join(out) + "</html>"
 
 
 def partial_line(results: dict) -> str:
@@ -88,11 +236,13 @@ def sandbox_line(level: dict | None) -> str:
 
 
 def write(results_path: Path) -> Path:
-    """Write report.html beside results.json; returns its path."""
-    page = render(json.loads(results_path.read_text()))
-    target = results_path.with_name("report.html")
-    target.write_text(page)
-    return target
+    """Write report.html beside results.json, and the failing scenarios' timelines under timelines/; its path."""
+    results_path = Path(results_path)
+    results = json.loads(results_path.read_text())
+    run_dir = results_path.parent
+    scenarios = [Scenario(entry, run_dir) for entry in results["scenarios"]]
+    problems = write_timelines(scenarios)
+    return write_text(results_path.with_name("report.html"), render(results, run_dir, problems))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ def report(history: History, verdicts: list[Verdict], limit: int = 5) -> str:
     return "\n\n".join(["\n".join(head)] + shown + more)
 
 
-def _describe_event(e: Event) -> str:
+def describe_event(e: Event) -> str:
+    """One line saying what an event was, in words (incident reports and timeline pages)."""
     v = e.value
     if e.f == "transfer":
         if e.type == "invoke":
@@ -87,7 +88,7 @@ def timeline(verdict: Verdict, history: History, account_calls: list[dict], star
     entries: list[tuple[float, str]] = []
     for i in verdict.events:
         e = history[i]
-        entries.append((e.time, f"#{e.index:<4} {_describe_event(e)}"))
+        entries.append((e.time, f"#{e.index:<4} {describe_event(e)}"))
     by_seq = {c["seq"]: c for c in account_calls}
     for seq in verdict.calls:
         c = by_seq.get(seq)

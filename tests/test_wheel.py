@@ -56,6 +56,11 @@ def test_the_wheel_claims_one_top_level_import_name(installed):
     assert {t for t in tops if not t.endswith(".dist-info")} == {"relaychaos"}
 
 
+def test_the_wheel_holds_the_timeline_pages_script(installed):
+    _, wheel = installed
+    assert "relaychaos/reports/timeline_page.js" in zipfile.ZipFile(wheel).namelist()
+
+
 def test_relaychaos_run_on_the_reference_from_an_unrelated_folder(installed, elsewhere):
     venv, _ = installed
     done = subprocess.run([venv / "bin" / "relaychaos", "run", "--out", str(elsewhere / "run")], cwd=elsewhere,
