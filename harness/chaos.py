@@ -13,7 +13,7 @@ from relaychaos import checkers
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.engine.runner import run_scenario
 from relaychaos.engine.steps import Scenario
-from relaychaos.history import History, HistoryFile, iter_events
+from relaychaos.history import History, HistoryFile
 from relaychaos.reports.incident import report
 from relaychaos.stack.world import Stack
 
@@ -70,7 +70,7 @@ def save_history(history: History, path: Path, compress_above: int | None = None
 
 def load_history(path: Path) -> History:
     """A saved history (`.jsonl` or `.jsonl.gz`) in memory."""
-    return History(list(iter_events(path)))
+    return History.read(path)
 
 
 def check_path(path: Path) -> list[Verdict]:

@@ -87,6 +87,11 @@ class History:
         """A history from its JSON lines."""
         return cls([Event(**json.loads(line)) for line in text.splitlines() if line.strip()])
 
+    @classmethod
+    def read(cls, path: str | Path) -> "History":
+        """A saved history file (`.jsonl` or `.jsonl.gz`) in memory; see iter_events for what is skipped."""
+        return cls(list(iter_events(path)))
+
 
 class StreamedHistory:
     """An append-only, thread-safe event log written to `path` as JSON lines, one event a line, flushed.
@@ -147,7 +152,8 @@ def iter_events(path: str | Path) -> Iterator[Event]:
     """The events of a history file (`.jsonl`, or `.jsonl.gz`), read in one pass, one line at a time.
 
     A `path` that no longer exists but whose `.gz` does (a StreamedHistory compressed on
-    close) is read from there. A last line cut short (the writer killed mid-line) is skipped.
+    close) is read from there. A last line cut short (the writer killed mid-line) is skipped, unless
+    no line before it was an event.
     """
     path = Path(path)
     if not path.exists() and path.with_name(path.name + ".gz").exists():
@@ -167,6 +173,8 @@ def iter_events(path: str | Path) -> Iterator[Event]:
             try:
                 yield _parsed(tail, path, n + 1)
             except ValueError:
+                if n == 0:
+                    raise  # no event at all: not a history
                 return  # the writer stopped mid-line: everything before it stands
 
 

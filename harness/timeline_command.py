@@ -24,11 +24,12 @@ def default_out(history: Path) -> Path:
 
 def cmd_timeline(args: argparse.Namespace) -> int:
     from relaychaos import checkers
+    from relaychaos.history import History
     from relaychaos.reports import timeline
 
     path = Path(args.history)
     try:
-        history = timeline.read_history(path)
+        history = History.read(path)
     except OSError as e:
         print(f"relaychaos: {path}: cannot read the history ({e.strerror or e}); fix: give the path of a saved "
               "history (runs/<stamp>/histories/<scenario>.jsonl[.gz], or a stack folder's history.jsonl)",

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.reports import plots, timeline
+from relaychaos.history import History
 from relaychaos.reports.atomic import write_text
 from relaychaos.reports.timeline_model import build, verdict_groups
 
@@ -106,7 +107,7 @@ def write_timelines(scenarios: list[Scenario]) -> list[str]:
         if not (sc.failed and sc.has_history):
             continue
         try:
-            history = timeline.read_history(sc.history_path)
+            history = History.read(sc.history_path)
             recorded = _verdicts(sc.entry)
             timeline.write(history, sc.run_dir / sc.timeline_rel, recorded or None)
         except Exception as e:  # noqa: BLE001 - a bad history, or a drawing bug, costs its timeline, never the report
@@ -117,7 +118,7 @@ def write_timelines(scenarios: list[Scenario]) -> list[str]:
 
 def _plots(sc: Scenario) -> str:
     try:
-        model = build(timeline.read_history(sc.history_path), _verdicts(sc.entry))
+        model = build(History.read(sc.history_path), _verdicts(sc.entry))
     except Exception as e:  # noqa: BLE001 - as in write_timelines: the report is written all the same
         return f"<p>plots unavailable: {_e(type(e).__name__)}: {_e(e)}</p>"
     return f"<div class=plots>{plots.latency_svg(model, 520, 200)}{plots.account_rate_svg(model, 520, 200)}</div>"

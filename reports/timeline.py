@@ -13,13 +13,11 @@ timeline_page.js, inlined.
 """
 from __future__ import annotations
 
-import gzip
 import html
-import json
 from pathlib import Path
 
 from relaychaos.checkers.verdict import Verdict
-from relaychaos.history import Event, History
+from relaychaos.history import History
 from relaychaos.reports import plots
 from relaychaos.reports.atomic import write_text
 from relaychaos.reports.timeline_model import Model, build
@@ -82,20 +80,6 @@ LEGEND = ("<span class=key style='background:#b3f3b5'></span> ok &nbsp;"
 
 def _e(text) -> str:
     return html.escape(str(text))
-
-
-def read_history(path: Path) -> History:
-    """A saved history, plain JSON lines or gzip-compressed; a ValueError names the line that is no event."""
-    raw = Path(path).read_bytes()
-    text = gzip.decompress(raw).decode() if raw[:2] == b"\x1f\x8b" else raw.decode()
-    events = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                events.append(Event(**json.loads(line)))
-            except (ValueError, TypeError) as e:
-                raise ValueError(f"line {n} is not an event ({e})") from None
-    return History(events)
 
 
 def _who(group: dict) -> str:

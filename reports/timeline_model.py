@@ -103,7 +103,7 @@ def pack(items: list) -> int:
 
 
 def _channel_outcome(call) -> str:
-    if call.completion is None:
+    if not call.completed:
         return "open"
     if not call.answered:
         return "info"
@@ -113,16 +113,17 @@ def _channel_outcome(call) -> str:
 def channel_boxes(facts: Facts, end: float) -> list[Box]:
     """One box per channel request, from its invoke to its answer (or to giving up); `→b` names the relay
     when there are several."""
-    out = []
-    hubs = {c.invoke.process.split("-")[1] for c in facts.channel if c.invoke.process.count("-") >= 1}
+    out, events = [], {e.index: e for e in facts.events}  # a call keeps where its events are, not the events
+    hubs = {events[c.index].process.split("-")[1] for c in facts.channel if events[c.index].process.count("-") >= 1}
     for c in facts.channel:
-        t1 = c.completion.time - facts.start if c.completion else end
-        parts = c.invoke.process.split("-")
+        invoke, completion = events[c.index], events[c.end_index] if c.completed else None
+        t1 = completion.time - facts.start if completion else end
+        parts = invoke.process.split("-")
         hub = f"→{parts[1]} " if len(hubs) > 1 and len(parts) > 1 else ""
         who = facts.labels.get(c.guid or "", c.guid or "raw")
-        answer = c.code or (c.status and f"HTTP {c.status}") or ("no answer" if c.completion else "pending")
-        text = [describe_event(c.invoke)] + ([describe_event(c.completion)] if c.completion else [])
-        out.append(Box("channel", c.invoke.time - facts.start, t1, _channel_outcome(c), f"{who} {hub}{answer}",
+        answer = c.code or (c.status and f"HTTP {c.status}") or ("no answer" if completion else "pending")
+        text = [describe_event(invoke)] + ([describe_event(completion)] if completion else [])
+        out.append(Box("channel", invoke.time - facts.start, t1, _channel_outcome(c), f"{who} {hub}{answer}",
                        "\n".join(text), c.events, guid=c.guid))
     return out
 

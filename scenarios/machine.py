@@ -65,6 +65,7 @@ class Context:
     first_verdicts: list[dict] = field(default_factory=list)  # of the first failing example, as found
     first_report: str = ""
     last_report: str = ""  # of the last failing example run: after shrinking, the shortest story found
+    slowest_example_s: float = 0.0  # shrinking stops at the first example ending past its limit
     first_history: History | None = None  # the first failing example's history, as it was judged
     last_history: History | None = None  # the last example's history (kept when none failed)
     started: float = field(default_factory=time.monotonic)
@@ -86,7 +87,8 @@ class Context:
         if self.first_failure_at is None or "shrink" not in {p.name for p in settings.phases}:
             return {"shrunk": False, "shrink_s": None}
         spent = time.monotonic() - self.started - self.first_failure_at[1]
-        return {"shrunk": limit_s is None or spent < limit_s, "shrink_s": round(spent, 2)}
+        return {"shrunk": limit_s is None or spent < limit_s, "shrink_s": round(spent, 2),
+                "slowest_example_s": round(self.slowest_example_s, 2)}
 
     def statistics(self) -> str:
         """How often each step and fault ran, over every example so far."""
@@ -106,6 +108,7 @@ class ChaosMachine(RuleBasedStateMachine):
         super().__init__()
         ctx = self.context
         ctx.examples += 1
+        self.began = time.monotonic()
         stack = ctx.stack
         stack.account.reset(ledger_path=stack.ledger_path, accounts=ACCOUNTS)
         self.runner = Runner(stack, PLAN, Recorder())  # a fresh recorder: each example has its own history
@@ -230,6 +233,7 @@ class ChaosMachine(RuleBasedStateMachine):
             self._fail(checkers.check(self.runner.history), "invariant after the last step")
 
     def teardown(self):
+        self.context.slowest_example_s = max(self.context.slowest_example_s, time.monotonic() - self.began)
         try:
             self.runner.finish()
         except Exception:

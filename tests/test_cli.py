@@ -41,6 +41,8 @@ def test_relay_base_is_caught_and_the_run_exits_1(tmp_path):
     page = (tmp_path / "report.html").read_text()
     assert "rules were broken" in page and "<code>one-account-call</code>" in page
     assert "[one-account-call] GUID g1-" in page, "the incident report is on the page"
+    assert (tmp_path / "timelines" / "dropped-response-to-channel.html").is_file()
+    assert "timelines/dropped-response-to-channel.html" in page and "<svg" in page, "its timeline and plots"
 
 
 def test_a_bad_manifest_exits_2_with_one_message_before_anything_starts(tmp_path):

@@ -95,7 +95,11 @@ def test_a_regrade_with_the_same_seed_gives_the_same_score_however_far_shrinking
     assert (scores[0][0] == 100) == (relay == "reference"), scores[0]
     if relay != "reference":
         (full, _), (cut, shown) = machine
-        assert full["shrink_s"] <= 10 + 5 and cut["shrunk"] is False and cut["shrink_s"] >= 0.01, machine
+        # Hypothesis looks at the limit when an example ends, then replays the shortest failing example
+        # of each distinct bug it found: a few examples past the limit, no more
+        for st, limit in ((full, 10), (cut, 0.01)):
+            assert st["shrink_s"] <= limit + 4 * st["slowest_example_s"] + 1, machine
+        assert cut["shrunk"] is False and cut["shrink_s"] >= 0.01, machine
         assert "not fully shrunk: the time budget ended the shrinking" in shown["message"], shown["message"]
         assert "steps" in shown["message"] and "the grade counts the first failing example" in shown["message"]
 

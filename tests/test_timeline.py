@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from relaychaos.history import History
 from relaychaos.reports import plots, timeline
 from relaychaos.reports.timeline_model import build
 
@@ -91,10 +92,10 @@ def test_a_saved_history_is_read_plain_or_gzipped_and_a_bad_line_is_named(tmp_pa
     plain, packed = tmp_path / "h.jsonl", tmp_path / "h.jsonl.gz"
     plain.write_text(history.dumps())
     packed.write_bytes(gzip.compress(history.dumps().encode()))
-    assert [e.f for e in timeline.read_history(packed)] == [e.f for e in timeline.read_history(plain)]
-    plain.write_text(history.dumps() + "{not json\n")
-    with pytest.raises(ValueError, match=f"line {len(history) + 1} is not an event"):
-        timeline.read_history(plain)
+    assert [e.f for e in History.read(packed)] == [e.f for e in History.read(plain)]
+    plain.write_text("{not json\n" + history.dumps())
+    with pytest.raises(ValueError, match="line 1: not a history event"):
+        History.read(plain)
 
 
 def test_the_latency_plot_has_a_dot_per_answered_channel_call_over_shaded_faults():
