@@ -134,8 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     replay.add_argument("--limit", type=int, default=10, help="how many verdicts to print in full")
     replay.set_defaults(func=cmd_replay)
     from relaychaos.grading.command import add_parsers
+    from relaychaos.soak.command import add_parsers as add_soak_parsers
 
     add_parsers(sub)
+    add_soak_parsers(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 
