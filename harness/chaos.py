@@ -12,7 +12,7 @@ from relaychaos import checkers
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.engine.runner import run_scenario
 from relaychaos.engine.steps import Scenario
-from relaychaos.history import History
+from relaychaos.history import History, HistoryFile, iter_events
 from relaychaos.reports.incident import report
 from relaychaos.stack.world import Stack
 
@@ -61,9 +61,14 @@ def save_history(history: History, path: Path) -> Path:
 
 
 def load_history(path: Path) -> History:
-    return History.loads(Path(path).read_text())
+    """A saved history (`.jsonl` or `.jsonl.gz`) in memory."""
+    return History(list(iter_events(path)))
 
 
-def recheck(path: Path) -> list[Verdict]:
-    """Check a saved history again (after a checker changed, say), by the tolerances it recorded."""
-    return checkers.check(load_history(path))
+def check_path(path: Path) -> list[Verdict]:
+    """Check a saved history file (`.jsonl` or `.jsonl.gz`, e.g. a StreamedHistory's), by the tolerances it
+    recorded: read in one pass, event by event, never held in memory whole."""
+    return checkers.check(HistoryFile(path))
+
+
+recheck = check_path  # the older name

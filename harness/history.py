@@ -5,32 +5,40 @@ a monotonic time, the process that acted, a type (`invoke`, then `ok`/`fail`/
 `info` for its completion; `info` when the outcome is indeterminate), a function
 name `f` and a value. Events are never changed or removed; verdicts and
 timelines are derived from the log alone, and a saved log can be checked again.
+
+Two logs with one `append`: `History` keeps its events in memory; `StreamedHistory`
+writes each one to a JSON-lines file as it happens (memory stays flat however long
+the run), gzipped on `close()` when large. `iter_events(path)` reads either file
+back in one pass; `HistoryFile(path)` is that reading as a source the checkers
+can iterate again.
 """
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import shutil
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any, Iterator
 
-TYPES = ("invoke", "ok", "fail", "info")
+from relaychaos.events import TYPES, Event
+
+__all__ = ["TYPES", "Event", "History", "StreamedHistory", "HistoryFile", "iter_events"]
+
+COMPRESS_OVER = 1 << 20  # bytes: a streamed history larger than this is gzipped when closed
 
 
-@dataclass(frozen=True)
-class Event:
-    """One entry of the history. `time` is CLOCK_MONOTONIC seconds, shared by all local processes."""
+def _event(index: int, at: float | None, process: str, type: str, f: str, value: dict[str, Any]) -> Event:
+    if type not in TYPES:
+        raise ValueError(f"event type must be one of {TYPES}, not {type!r}")
+    return Event(index, time.monotonic() if at is None else at, process, type, f, value)
 
-    index: int
-    time: float
-    process: str
-    type: str
-    f: str
-    value: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def guid(self) -> str | None:
-        return self.value.get("guid")
+def _line(event: Event) -> str:
+    return json.dumps(asdict(event), default=str) + "\n"
 
 
 class History:
@@ -40,12 +48,15 @@ class History:
         self._events: list[Event] = list(events or [])
         self._lock = threading.Lock()
 
+    @classmethod
+    def streaming(cls, path: str | Path, compress_over: int = COMPRESS_OVER) -> "StreamedHistory":
+        """A log written to `path` as it happens instead of kept in memory (see StreamedHistory)."""
+        return StreamedHistory(path, compress_over)
+
     def append(self, process: str, type: str, f: str, at: float | None = None, **value: Any) -> Event:
         """Add one event at monotonic time `at` (now, if not given); see harness.recorder for the kinds."""
-        if type not in TYPES:
-            raise ValueError(f"event type must be one of {TYPES}, not {type!r}")
         with self._lock:
-            event = Event(len(self._events), time.monotonic() if at is None else at, process, type, f, value)
+            event = _event(len(self._events), at, process, type, f, value)
             self._events.append(event)
         return event
 
@@ -67,9 +78,100 @@ class History:
 
     def dumps(self) -> str:
         """The log as JSON lines, one event a line (what a saved history file holds)."""
-        return "".join(json.dumps(asdict(e), default=str) + "\n" for e in list(self._events))
+        return "".join(_line(e) for e in list(self._events))
 
     @classmethod
     def loads(cls, text: str) -> "History":
         """A history from its JSON lines."""
         return cls([Event(**json.loads(line)) for line in text.splitlines() if line.strip()])
+
+
+class StreamedHistory:
+    """An append-only, thread-safe event log written to `path` as JSON lines, one event a line, flushed.
+
+    Only the count is kept in memory. `close()` ends the file; one larger than
+    `compress_over` bytes is then replaced by `path + ".gz"` and `path` names that.
+    Iterating reads the file back (what was appended so far). Usable as a context manager.
+    """
+
+    def __init__(self, path: str | Path, compress_over: int = COMPRESS_OVER):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "w", encoding="utf-8")
+        self._count = 0
+        self._compress_over = compress_over
+        self._lock = threading.Lock()
+
+    def append(self, process: str, type: str, f: str, at: float | None = None, **value: Any) -> Event:
+        """Add one event at monotonic time `at` (now, if not given) and write it out; after close, an error."""
+        with self._lock:
+            if self._file is None:
+                raise ValueError(f"history {self.path} is closed: nothing more can be appended")
+            event = _event(self._count, at, process, type, f, value)
+            self._file.write(_line(event))
+            self._file.flush()
+            self._count += 1
+        return event
+
+    def close(self) -> Path:
+        """End the file (gzipped when larger than compress_over); returns its final path. Closing twice is fine."""
+        with self._lock:
+            if self._file is None:
+                return self.path
+            self._file.close()
+            self._file = None
+            if self.path.stat().st_size > self._compress_over:
+                packed = self.path.with_name(self.path.name + ".gz")
+                with open(self.path, "rb") as src, gzip.open(packed, "wb", compresslevel=6) as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                os.remove(self.path)
+                self.path = packed
+        return self.path
+
+    def __enter__(self) -> "StreamedHistory":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter_events(self.path)
+
+
+def iter_events(path: str | Path) -> Iterator[Event]:
+    """The events of a history file (`.jsonl`, or `.jsonl.gz`), read in one pass, one line at a time.
+
+    A `path` that no longer exists but whose `.gz` does (a StreamedHistory compressed on
+    close) is read from there. A last line cut short (the writer killed mid-line) is skipped.
+    """
+    path = Path(path)
+    if not path.exists() and path.with_name(path.name + ".gz").exists():
+        path = path.with_name(path.name + ".gz")
+    with open(path, "rb") as raw:
+        gzipped = raw.read(2) == b"\x1f\x8b"
+    stream = gzip.open(path, "rt", encoding="utf-8") if gzipped else open(path, encoding="utf-8")
+    with stream:
+        for n, line in enumerate(stream, 1):
+            if not line.strip():
+                continue
+            try:
+                fields = json.loads(line)
+            except ValueError:
+                if not line.endswith("\n") and not stream.readline():
+                    return  # the writer stopped mid-line: everything before it stands
+                raise ValueError(f"{path}, line {n}: not a JSON event ({line[:80]!r}); a history file holds one "
+                                 "JSON object per line, as History.dumps or StreamedHistory writes them") from None
+            yield Event(**fields)
+
+
+class HistoryFile:
+    """A saved history as a source the checkers can iterate (each iteration reads the file again)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter_events(self.path)

@@ -7,7 +7,9 @@ compose independent checks over one recorded history.
 """
 from __future__ import annotations
 
-from relaychaos.history import History
+from typing import Iterable
+
+from relaychaos.events import Event
 from relaychaos.checkers.verdict import Verdict
 # The rule modules register their rules on import; their order here is the rule book's order.
 from relaychaos.checkers import money, ledger_rules, answers, interface  # noqa: F401, I001
@@ -17,14 +19,18 @@ from relaychaos.checkers.rulebook import RULES, Rule
 __all__ = ["RULES", "Rule", "Verdict", "check", "notes"]
 
 
-def check(history: History) -> list[Verdict]:
-    """Every verdict of every checker on this history, ordered by the rule book."""
+def check(history: Iterable[Event]) -> list[Verdict]:
+    """Every verdict of every checker on this history, ordered by the rule book.
+
+    `history`: a History, a list of events, or a relaychaos.history.HistoryFile (a saved
+    file, read in one pass and never held in memory whole).
+    """
     facts = Facts(history)
     verdicts = [v for r in RULES.values() for v in r.check(facts)]
     order = list(RULES)
     return sorted(verdicts, key=lambda v: order.index(v.rule) if v.rule in order else len(order))
 
 
-def notes(history: History) -> list[str]:
+def notes(history: Iterable[Event]) -> list[str]:
     """What the run noticed about the relay that is not a verdict (e.g. an overflowing accept queue)."""
     return answers.accept_notes(Facts(history))

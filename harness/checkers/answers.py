@@ -58,19 +58,19 @@ def e903_at_once(f: Facts) -> list[Verdict]:
     for guid in f.channel_guids:
         chan = f.channel_for(guid)
         for call in f.calls_for(guid):
-            claimants = [c for c in chan if c.invoke.time <= call["received_at"]]
+            claimants = [c for c in chan if c.invoked_at <= call["received_at"]]
             if not claimants:
                 continue
-            deadline = claimants[-1].invoke.time + f.timeout_ms / 1000  # the relay cannot give up before this
+            deadline = claimants[-1].invoked_at + f.timeout_ms / 1000  # the relay cannot give up before this
             answered = call.get("answered_at") or float("inf")
             for d in chan:
                 if d is claimants[-1] or not d.answered or not d.timing_judged or d.request != f.channel_guids[guid]:
                     continue
                 t = d.sent_at
                 if not call["received_at"] < t or t + tol.e903_window_s >= min(answered, deadline) or \
-                        f.hub_disturbed(d.invoke.time, d.completion.time):
+                        f.hub_disturbed(d.invoked_at, d.completed_at):
                     continue
-                took = d.completion.time - t
+                took = d.completed_at - t
                 if d.code != "E903" or took > tol.e903_at_once_s:
                     return [Verdict("e903-at-once", guid, f"a duplicate reached the relay while this GUID was being "
                                     f"sent, and was answered {d.code} after {took:.3f} s; it should get E903 within "
@@ -79,15 +79,16 @@ def e903_at_once(f: Facts) -> list[Verdict]:
     return []
 
 
-def expected(f: Facts, c: ChannelCall, earlier: list[ChannelCall]) -> Expectation | None:
-    """What the contract fixes as the answer to this call, or None where it fixes nothing."""
+def expected(f: Facts, c: ChannelCall, earlier: bool) -> Expectation | None:
+    """What the contract fixes as the answer to this call, or None where it fixes nothing; `earlier`: whether
+    the channel sent this request for this GUID before."""
     if c.malformed:
         return Expectation(frozenset({"E400"}), "3.malformed", "a malformed request")
     if c.request != f.channel_guids.get(c.guid):
         return Expectation(frozenset({"E904"}), "3.e904", "a GUID already used for a different request")
     if earlier or _overlapping(f, c):
         return None  # a resend, or racing another call of the GUID: which one claims it is not fixed
-    faults = f.faults_at(c.invoke.time)
+    faults = f.faults_at(c.invoked_at)
     if faults.channel_side:
         return None
     if faults.account_down:
@@ -101,12 +102,11 @@ def expected(f: Facts, c: ChannelCall, earlier: list[ChannelCall]) -> Expectatio
                                       f.timeout_ms) or (t["kind"] == "limit_data" and t["stream"] == "downstream"):
             return Expectation(frozenset({"E901"}), "3.in-doubt", f"a first send whose answer could not come back "
                                f"({t['kind']} toxic, {t['stream']})")
-    end = c.completion.time if c.completion else c.invoke.time
-    if end - c.invoke.time >= f.timeout_ms / 1000:
+    end = c.completed_at if c.completed else c.invoked_at
+    if end - c.invoked_at >= f.timeout_ms / 1000:
         return None  # slow enough that the relay may rightly have timed out on a busy machine
     disturbed = toxics or c.guid in faults.held or faults.delay_ms > tol.disturbing_delay_factor * f.timeout_ms \
-        or any(e.f in ("kill", "server-fault", "add-toxic", "disable-proxy") and c.invoke.time <= e.time <= end
-               for e in f.events)
+        or f.happened("disturbing", c.invoked_at, end)
     if not disturbed:
         return Expectation(DEFINITE, "3.definite", "a first send of a new GUID with no fault anywhere (the account "
                            "system's own answer)")
@@ -115,9 +115,9 @@ def expected(f: Facts, c: ChannelCall, earlier: list[ChannelCall]) -> Expectatio
 
 def _overlapping(f: Facts, c: ChannelCall) -> bool:
     """Whether another channel call of the same GUID was in flight at some moment of this one."""
-    end = c.completion.time if c.completion else float("inf")
+    end = c.completed_at if c.completed else float("inf")
     for d in f.channel_for(c.guid):
-        if d is not c and d.invoke.time < end and (d.completion is None or d.completion.time > c.invoke.time):
+        if d is not c and d.invoked_at < end and (not d.completed or d.completed_at > c.invoked_at):
             return True
     return False
 
@@ -132,11 +132,13 @@ def _extra_fields_refused(c: ChannelCall) -> bool:
 def answer_codes(f: Facts) -> list[Verdict]:
     """Answers follow the contract's table where the situation fixes the code."""
     out = []
-    seen: dict[str, list[ChannelCall]] = {}
+    seen: dict[str, list[dict | None]] = {}  # GUID -> the distinct requests sent for it so far
     for c in f.channel:
-        earlier = seen.setdefault(str(c.guid), [])
-        want = expected(f, c, [e for e in earlier if e.request == c.request])
-        earlier.append(c)
+        requests = seen.setdefault(str(c.guid), [])
+        earlier = any(r == c.request for r in requests)
+        if not earlier:
+            requests.append(c.request)
+        want = expected(f, c, earlier)
         if not c.answered or want is None or want.allows(c) or _extra_fields_refused(c):
             continue
         shown = "one of " + "/".join(sorted(want.codes)) if len(want.codes) > 1 else next(iter(want.codes))
@@ -158,14 +160,13 @@ def answered_in_time(f: Facts) -> list[Verdict]:
     """
     tol = f.tolerances
     limit = tol.answer_limit_s(f.timeout_ms)
-    kills = [e.time for e in f.events if e.f == "kill"]
     for c in f.channel:
         if not c.timing_judged:
             continue
-        t0, t1 = c.sent_at, c.completion.time
-        if f.hub_disturbed(c.invoke.time, t1):
+        t0, t1 = c.sent_at, c.completed_at
+        if f.hub_disturbed(c.invoked_at, t1):
             continue
-        if any(t0 <= k <= t1 for k in kills) or any(e.f == "heal" and t0 <= e.time <= t1 for e in f.events):
+        if f.happened("kill", t0, t1) or f.happened("heal", t0, t1):
             continue
         if t1 - t0 > limit + tol.answer_slack_s:
             how = "to answer" if c.answered else "and had not answered when the channel gave up"
@@ -180,9 +181,9 @@ def accept_notes(f: Facts) -> list[str]:
     delayed = [c for c in f.channel if c.delayed_accept]
     if not delayed:
         return []
-    widest = max((c.invoke.value.get("race") or 1) for c in delayed)
-    retrans = sorted(c.completion.value.get("retransmits", 0) for c in delayed)
-    waits = sorted(c.sent_at - c.invoke.time for c in delayed if c.sent_at is not None)
+    widest = max((c.race or 1) for c in delayed)
+    retrans = sorted(c.retransmits for c in delayed)
+    waits = sorted(c.sent_at - c.invoked_at for c in delayed if c.sent_at is not None)
     slowest = f"; the longest wait for the relay to take a request was {waits[-1]:.2f} s" if waits else ""
     burst = f"under {widest} simultaneous connections" if widest > 1 else "on a single connection"
     return [f"its accept queue overflowed {burst}: {len(delayed)} request(s) needed TCP retransmits "

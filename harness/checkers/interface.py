@@ -48,7 +48,7 @@ def interface(f: Facts) -> list[Verdict]:
       contract=("4.schema", "4.readers"))
 def ledger_schema(f: Facts) -> list[Verdict]:
     out = []
-    for e in f.events:
+    for e in f.schema_events:
         if e.f == "ledger-schema":
             missing = [c for c in REQUIRED_COLUMNS if c not in e.value.get("columns", [])]
             if missing:
@@ -96,7 +96,7 @@ def tampering(f: Facts) -> list[Verdict]:
                     f"{e.time - f.start:.2f} s into the run: the stack was no longer as the harness set it: "
                     f"{'; '.join(e.value.get('changes', []))}", (e.index,),
                     details={"changes": e.value.get("changes", [])}, clause="6.sandbox")
-            for e in f.events if e.f == "tampered"]
+            for e in f.tampered]
 
 
 def _account_unreachable(f: Facts, t0: float, t1: float) -> bool:
@@ -107,9 +107,9 @@ def _account_unreachable(f: Facts, t0: float, t1: float) -> bool:
 
 @rule("serve-ready", "serve starts and answers GET /health", contract=("1.ready", "3.health"))
 def serve_ready(f: Facts) -> list[Verdict]:
-    for e in f.events:
-        if e.f == "step" and e.type == "fail":
-            return [Verdict("serve-ready", None, f"step {e.value.get('step')} failed: "
-                            f"{(str(e.value.get('error')).splitlines() or [''])[0]}", (e.index,),
-                            details={"error": e.value.get("error")}, clause="3.health")]
-    return []
+    if not f.failed_steps:
+        return []
+    e = f.failed_steps[0]
+    return [Verdict("serve-ready", None, f"step {e.value.get('step')} failed: "
+                    f"{(str(e.value.get('error')).splitlines() or [''])[0]}", (e.index,),
+                    details={"error": e.value.get("error")}, clause="3.health")]

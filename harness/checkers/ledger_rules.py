@@ -105,10 +105,9 @@ def _batch_windows(f: Facts, command: str):
     for b in f.batches:
         if b.command != command or b.argument is None or b.end is None:
             continue
-        before = [s for s in f.snapshots if s.index < b.invoke.index]
-        after = [s for s in f.snapshots if s.index > b.end.index]
+        before, after = f.snapshots_around(b.invoke.index, b.end.index)
         if before and after:
-            yield b, b.end.value.get("wall", b.wall), before[-1].value["rows"], after[0].value["rows"], before[-1].time
+            yield b, b.end.value.get("wall", b.wall), before.value["rows"], after.value["rows"], before.time
 
 
 @rule("purge-retention", "purge deletes the DONE rows at least --retention old, and no younger ones",
@@ -184,14 +183,14 @@ def malformed_no_effect(f: Facts) -> list[Verdict]:
     out = []
     by_guid: dict[str, list] = {}
     for c in f.channel:
-        if c.invoke.value.get("guid"):
-            by_guid.setdefault(c.invoke.value["guid"], []).append(c)
+        if c.sent_guid:
+            by_guid.setdefault(c.sent_guid, []).append(c)
     for guid, calls in by_guid.items():
         if not all(c.malformed or (c.answered and c.code == "E400") for c in calls):
             continue
         names = {guid} | {c.body_guid for c in calls if c.body_guid}
-        rows = sorted({g for s in f.snapshots for g in s.value["rows"] if g in names})
-        sent = [c for c in f.account_calls if c.get("guid") in names]
+        rows = sorted(names & f.snapshot_guids)
+        sent = sorted((c for g in names for c in f.calls_for(g)), key=lambda c: c["seq"])
         if rows or sent:
             what = ", ".join(([f"a ledger row ({', '.join(rows)})"] if rows else []) +
                              ([f"{len(sent)} account call(s)"] if sent else []))
@@ -208,13 +207,16 @@ def attempt_cap(f: Facts) -> list[Verdict]:
         cap = int(b.argument)
         for guid, row in rows0.items():
             later = rows1.get(guid, {})
-            # a channel resend in flight at any moment between the two snapshots may have made the attempt
-            resent_by_channel = any(c.invoke.time <= b.end.time and (c.completion is None or c.completion.time >= since)
-                                    for c in f.channel_for(guid))
             if (row.get("status") == "FAILED" and row["attempts"] >= cap and later.get("attempts", 0) > row["attempts"]
-                    and not resent_by_channel):
+                    and not _resent_by_channel(f, guid, since, b.end.time)):
                 out.append(Verdict("attempt-cap", guid, f"reprocess --max-attempts {cap} tried this GUID again "
                                    f"although it had already been tried {row['attempts']} time(s) "
                                    f"(attempts went to {later['attempts']})", f.events_for(guid), f.call_seqs(guid),
                                    clause="5.reprocess"))
     return out
+
+
+def _resent_by_channel(f: Facts, guid: str, t0: float, t1: float) -> bool:
+    """Whether a channel call of the GUID was in flight at some moment from t0 to t1 (and so may have made an
+    attempt)."""
+    return any(c.invoked_at <= t1 and (not c.completed or c.completed_at >= t0) for c in f.channel_for(guid))

@@ -11,6 +11,32 @@ def _transfer(request: dict | None) -> dict:
     return {k: (request or {}).get(k) for k in TRANSFER_FIELDS}
 
 
+class _Origins:
+    """The GUIDs the channel sent, by their request less the GUID: where a call under an unknown GUID came from."""
+
+    def __init__(self, sent: dict[str, dict]):
+        self.sent, self.index = sent, {}
+        try:
+            for g, r in sent.items():
+                self.index.setdefault(self._key(r), []).append(g)
+        except TypeError:  # a request field that cannot be a key: compare one by one
+            self.index = None
+
+    @staticmethod
+    def _key(request: dict | None) -> tuple:
+        return tuple(_transfer(request)[k] for k in TRANSFER_FIELDS[1:])
+
+    def of(self, request: dict | None) -> list[str]:
+        """The GUIDs sent with this request's fields but the GUID, in the order they were first sent."""
+        if self.index is not None:
+            try:
+                return list(self.index.get(self._key(request), []))
+            except TypeError:
+                pass
+        body = {**_transfer(request), "guid": None}
+        return [g for g, r in self.sent.items() if {**_transfer(r), "guid": None} == body]
+
+
 @rule("one-account-call", "at most one account call per GUID",
       contract=("3.claim-new", "3.unknown", "3.e903", "1.sigkill", "1.two-serves", "5.reprocess-not-unknown",
                 "5.reprocess-races", "5.resolve-min-age", "5.purge-keeps"))
@@ -43,11 +69,12 @@ def guid_preserved(f: Facts) -> list[Verdict]:
     """Every account call carries a GUID the channel sent, with the channel's own request."""
     out = []
     sent = f.channel_guids
+    origins = None
     for call in f.account_calls:
         guid, req = call.get("guid"), call.get("request")
         if guid not in sent:
-            body = {**_transfer(req), "guid": None}
-            origin = [g for g, r in sent.items() if {**_transfer(r), "guid": None} == body]
+            origins = origins or _Origins(sent)
+            origin = origins.of(req)
             events = tuple(sorted({i for g in origin for i in f.events_for(g)}))
             seqs = tuple(sorted({call["seq"], *(s for g in origin for s in f.call_seqs(g))}))
             came_from = f" (the channel's request looks like {', '.join(origin)})" if origin else ""
@@ -103,7 +130,8 @@ def balances(f: Facts) -> list[Verdict]:
                if expected.get(a) != actual.get(a)}
         extra = sorted(g for g, s in f.stats.get("guids", {}).items()
                        if s.get("debits", 0) > 1 or (s.get("debits", 0) and g not in f.channel_guids))
-        seqs = tuple(c["seq"] for c in f.account_calls if c.get("guid") in extra and c.get("applied"))
+        extras = set(extra)
+        seqs = tuple(c["seq"] for c in f.account_calls if c.get("guid") in extras and c.get("applied"))
         out.append(Verdict("balances", extra[0] if len(extra) == 1 else None,
                            "final balances differ from what the applied GUIDs imply (account: expected, actual): "
                            + ", ".join(f"{a}: {e}, {x}" for a, (e, x) in off.items())

@@ -1,0 +1,140 @@
+"""What the nemesis had in force, and when: the fault state after each nemesis event, found by bisection.
+
+A history's events are in index order but their times need not be (threads read
+the clock before they append), so "the events up to time t" means the events
+before the first one later than t, found on the running maximum of the times.
+"""
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+
+from relaychaos.events import Event
+
+
+@dataclass
+class FaultState:
+    """What the nemesis had in force at one moment. Proxies are keyed by name, with their `side`:
+    'channel' (a hub proxy in front of a relay) or 'account' (the proxy in front of the account system)."""
+
+    toxics: dict[str, dict[str, dict]] = field(default_factory=dict)  # proxy -> toxic name -> its add event
+    disabled: set[str] = field(default_factory=set)
+    sides: dict[str, str] = field(default_factory=dict)
+    held: set[str] = field(default_factory=set)
+    delay_ms: float = 0.0
+
+    def apply(self, e: Event) -> None:
+        """Fold one nemesis event in."""
+        v = e.value
+        if "proxy" in v:
+            self.sides[v["proxy"]] = v.get("side", "")
+        if e.f == "add-toxic" and e.type == "invoke":
+            self.toxics.setdefault(v["proxy"], {})[v["toxic"]] = v
+        elif e.f == "remove-toxic":
+            self.toxics.get(v["proxy"], {}).pop(v["toxic"], None)
+            if not self.toxics.get(v["proxy"], True):
+                del self.toxics[v["proxy"]]
+        elif e.f == "disable-proxy":
+            self.disabled.add(v["proxy"])
+        elif e.f == "enable-proxy":
+            self.disabled.discard(v["proxy"])
+        elif e.f == "server-fault":
+            self.held |= set(v.get("hold_guids") or ())
+            self.delay_ms = float(v.get("delay_ms", self.delay_ms) or 0)
+        elif e.f == "release":
+            self.held = set() if v.get("guids") is None else self.held - set(v["guids"])
+        elif e.f == "heal":
+            self.toxics.clear()
+            self.disabled.clear()
+            self.held.clear()
+            self.delay_ms = 0.0
+
+    def copy(self) -> "FaultState":
+        """A copy to keep (the toxics' add events are shared: nothing changes them)."""
+        return FaultState({p: dict(t) for p, t in self.toxics.items()}, set(self.disabled), dict(self.sides),
+                          set(self.held), self.delay_ms)
+
+    def _on(self, side: str) -> list[str]:
+        return [p for p in set(self.toxics) | self.disabled if self.sides.get(p) == side]
+
+    @property
+    def channel_side(self) -> bool:
+        """Whether any hub proxy (between the channel and a relay) has a toxic or is down."""
+        return bool(self._on("channel"))
+
+    @property
+    def account_down(self) -> bool:
+        return any(p in self.disabled for p in self._on("account"))
+
+    @property
+    def account_toxics(self) -> list[dict]:
+        """The toxics in force on the account side (their add events: kind, stream, attributes)."""
+        return [t for p in self._on("account") for t in self.toxics.get(p, {}).values()]
+
+
+class FaultTimeline:
+    """Fed every event once, in order (`see`); then answers fault questions about any time in O(log n).
+
+    states[k] is the fault state after the first k nemesis events (states[0]: none).
+    Holds one float per event (the running maximum of the times) and one state per
+    nemesis event; never the events themselves.
+    """
+
+    def __init__(self) -> None:
+        self._latest = array("d")  # running maximum of event times, by index
+        self._indices: list[int] = []  # history index of each nemesis event
+        self._times: list[float] = []
+        self._state = FaultState()
+        self.states: list[FaultState] = [FaultState()]
+        self._hub_on = [0]  # how many of states[0..k] have a hub proxy disturbed
+        self._sorted = True  # whether the nemesis events' times never go back
+
+    def see(self, e: Event) -> None:
+        self._latest.append(max(e.time, self._latest[-1]) if self._latest else e.time)
+        if e.process != "nemesis":
+            return
+        if self._times and e.time < self._times[-1]:
+            self._sorted = False
+        self._indices.append(e.index)
+        self._times.append(e.time)
+        self._state.apply(e)
+        self.states.append(self._state.copy())
+        self._hub_on.append(self._hub_on[-1] + self.states[-1].channel_side)
+
+    def _applied_before(self, t: float) -> tuple[int, int]:
+        """(index of the first event later than t, how many nemesis events come before it)."""
+        end = bisect_right(self._latest, t)
+        return end, bisect_left(self._indices, end)
+
+    def moments(self, t0: float, t1: float) -> list[int]:
+        """Which states were in force from t0 to t1: the one at t0, then the one after each nemesis event
+        from t0 up to t1 (as numbers k of states[k])."""
+        end, applied = self._applied_before(t1)
+        start, before_t0 = self._applied_before(t0)
+        if self._sorted:
+            later = range(bisect_left(self._times, t0, 0, applied) + 1, applied + 1)
+        else:
+            later = [k + 1 for k in range(applied) if self._times[k] >= t0]
+        # the state at t0 is taken at the first event later than t0, unless a nemesis event at t0 came first
+        at_t0 = start < end and not (later and self._indices[later[0] - 1] < start)
+        out = ([before_t0] if at_t0 else []) + list(later)
+        return out or [applied]
+
+    def hub_disturbed(self, t0: float, t1: float) -> bool:
+        """Whether a hub proxy (channel → relay) had a toxic or was down at some moment from t0 to t1."""
+        end, applied = self._applied_before(t1)
+        if not self._sorted:
+            return any(self.states[k].channel_side for k in self.moments(t0, t1))
+        start, before_t0 = self._applied_before(t0)
+        lo = bisect_left(self._times, t0, 0, applied)
+        if lo < applied and self._hub_on[applied] - self._hub_on[lo]:
+            return True  # a state after one of the nemesis events from t0 on
+        at_t0 = start < end and not (lo < applied and self._indices[lo] < start)
+        if at_t0 or lo == applied:
+            return self.states[before_t0 if at_t0 else applied].channel_side
+        return False
+
+    def at(self, t: float) -> FaultState:
+        """The fault state at time t (shared: do not change it)."""
+        return self.states[self._applied_before(t)[1]]
