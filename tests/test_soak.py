@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from relaychaos.history import iter_events
 from relaychaos.soak import schedule
 from relaychaos.soak.command import duration_s
 
@@ -68,7 +69,9 @@ def test_a_short_soak_of_the_reference_holds_every_rule_at_the_rate_asked(tmp_pa
     assert summary["peak_rss_mib"] > 0 and summary["history_events"] > 2 * summary["transfers_sent"]
     assert "relaychaos: soak " in proc.stdout, "plain status lines when stdout is not a terminal"
     assert "every rule held" in proc.stdout
-    assert (tmp_path / "history.jsonl").stat().st_size > 0 and not (tmp_path / "incident.txt").exists()
+    assert summary["history"] == str(tmp_path / "history.jsonl.gz"), "streamed, then compressed"
+    assert sum(1 for _ in iter_events(summary["history"])) == summary["history_events"]
+    assert not (tmp_path / "incident.txt").exists()
 
 
 @pytest.mark.stack
@@ -107,6 +110,5 @@ def test_ctrl_c_checks_the_history_so_far_and_leaves_nothing_running(tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["stopped_because"] == "interrupted (Ctrl-C)" and summary["transfers_sent"] > 0
     assert "every rule held" in out
-    pids = {json.loads(line)["value"]["pid"] for line in (tmp_path / "history.jsonl").open()
-            if '"f": "start"' in line and '"type": "ok"' in line}
+    pids = {e.value["pid"] for e in iter_events(summary["history"]) if e.f == "start" and e.type == "ok"}
     assert pids and not [p for p in pids if os.path.exists(f"/proc/{p}")], "every relay process is gone"

@@ -20,11 +20,12 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from relaychaos import paths
 from relaychaos.errors import HarnessError
+from relaychaos.history import History
+from relaychaos.recorder import Recorder
 
 DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h)?")
 UNITS = {None: 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "ms": 0.001}
@@ -68,6 +69,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
     from relaychaos.sandbox.policy import Limits, Sandbox
     from relaychaos.soak.generator import ACCOUNTS
     from relaychaos.soak.schedule import draw
+    from relaychaos.soak.session import Soak
     from relaychaos.soak.status import Status
     from relaychaos.stack import manifest, toxiproxy_server
     from relaychaos.stack.account_system import AccountSystem
@@ -80,13 +82,14 @@ def cmd_soak(args: argparse.Namespace) -> int:
     schedule = draw(args.seed, args.duration, timeout_ms)
     status = Status(sys.stdout)
     stop = threading.Event()
-    server = account = sandbox = None
+    server = account = sandbox = history = None
     previous = signal.signal(signal.SIGINT, _first_interrupt(stop, status))
     try:
         m = manifest.load(relay)
         sandbox = Sandbox.create(args.sandbox, Limits().with_overrides(args.sandbox_limit))
         out.mkdir(parents=True, exist_ok=True)
         os.chmod(out, 0o700)
+        history = History.streaming(out / "history.jsonl")
         status.say(f"soaking relay '{m.name}' ({relay}) at {args.rate:g} transfers/s for {args.duration:g} s, "
                    f"seed {args.seed}: {len(schedule.faults())} faults scheduled -> {out}\nrelaychaos: "
                    f"{sandbox.summary()}")
@@ -94,7 +97,8 @@ def cmd_soak(args: argparse.Namespace) -> int:
         account = AccountSystem.start(out)
         with Stack(toxiproxy=server.control, account=account, manifest=m, workdir=out, name="soak",
                    account_timeout_ms=timeout_ms, accounts=dict(ACCOUNTS), sandbox=sandbox) as stack:
-            soak, result = _soak(stack, schedule, args, status, stop, timeout_ms)
+            result = Soak(stack, schedule, rate=args.rate, recorder=Recorder(history), status=status,
+                          account_timeout_ms=timeout_ms).run(stop)
     except HarnessError as e:
         status.done()
         print(f"relaychaos: {e}", file=sys.stderr)
@@ -105,42 +109,31 @@ def cmd_soak(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     finally:
-        for part in (account, server, sandbox):
+        for part in (account, server, sandbox, history):
             if part:
                 part.close()
         signal.signal(signal.SIGINT, previous)
-    return _judge(soak, result, out, m.name, args, status)
+    return _judge(history, result, out, m.name, args, status)
 
 
-def _soak(stack, schedule, args, status, stop, timeout_ms):
-    from relaychaos.recorder import Recorder
-    from relaychaos.soak.session import Soak
-
-    soak = Soak(stack, schedule, rate=args.rate, recorder=Recorder(), status=status, account_timeout_ms=timeout_ms)
-    return soak, soak.run(stop)
-
-
-def _judge(soak, result, out: Path, relay_name: str, args, status) -> int:
-    """Check the history, write the summary, the first incident and the history; the exit status."""
-    from relaychaos import checkers
+def _judge(history, result, out: Path, relay_name: str, args, status) -> int:
+    """Check the saved history in one pass, write the summary and the first incident; the exit status."""
+    from relaychaos.chaos import check_path
     from relaychaos.reports.incident import report
-    from relaychaos.soak.findings import closing_lines, evidence_times, summarize
+    from relaychaos.soak.findings import closing_lines, evidence_times, excerpt, summarize
 
-    history = soak.history
-    status.say(f"checking {len(history)} events ...")
+    status.say(f"checking {len(history)} events in {history.path} ...")
     t0 = time.monotonic()
-    verdicts = checkers.check(history)
+    verdicts = check_path(history.path)
     check_s = time.monotonic() - t0
-    times = evidence_times(history, verdicts)
-    with open(out / "history.jsonl", "w") as f:
-        for e in history:
-            f.write(json.dumps(asdict(e), default=str) + "\n")
+    shown = excerpt(history.path, verdicts)  # the few events the verdicts name: timelines need no more
+    times = evidence_times(shown, verdicts)
     summary = summarize(result, verdicts, times, relay=relay_name, rate=args.rate, duration_s=args.duration,
-                        seed=args.seed, check_s=check_s, history_events=len(history))
+                        seed=args.seed, check_s=check_s, history_events=len(history), history_path=str(history.path))
     if verdicts:
         first = min(times, key=times.get) if times else 0
-        shown = [verdicts[first]] + [v for i, v in enumerate(verdicts) if i != first][:max(0, args.limit - 1)]
-        (out / "incident.txt").write_text(report(history, shown, limit=args.limit) + "\n")
+        told = [verdicts[first]] + [v for i, v in enumerate(verdicts) if i != first][:max(0, args.limit - 1)]
+        (out / "incident.txt").write_text(report(shown, told, limit=args.limit) + "\n")
     (out / "verdicts.json").write_text(json.dumps([v.to_dict() for v in verdicts], indent=1) + "\n")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     for text in closing_lines(summary, str(out)):

@@ -9,11 +9,13 @@ start of the traffic.
 """
 from __future__ import annotations
 
+import dataclasses
 import resource
-from typing import Iterable
+from pathlib import Path
+from typing import Iterable, Iterator
 
 from relaychaos.checkers.verdict import Verdict
-from relaychaos.history import Event
+from relaychaos.history import Event, iter_events
 from relaychaos.soak.session import SoakResult
 
 SUSTAINED_SHARE = 0.95  # achieved at least this share of the rate asked: the rate was sustained
@@ -38,13 +40,52 @@ def evidence_times(events: Iterable[Event], verdicts: list[Verdict]) -> dict[int
     return out
 
 
+class Excerpt:
+    """The events of a long history that some verdicts' timelines show, by index (a History for the reports)."""
+
+    def __init__(self, events: list[Event]):
+        self._events = events
+        self._by_index = {e.index: e for e in events}
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._events)
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __getitem__(self, index: int) -> Event:
+        return self._by_index[index]
+
+
+def excerpt(path: Path, verdicts: list[Verdict]) -> Excerpt:
+    """In one pass over a saved history: the header, the events the verdicts name or that name their GUIDs,
+    and the ledger snapshots and account calls cut down to those GUIDs."""
+    guids = {v.guid for v in verdicts if v.guid}
+    wanted = {i for v in verdicts for i in v.events}
+    seqs = {s for v in verdicts for s in v.calls}
+    kept = []
+    for e in iter_events(path):
+        if e.f == "ledger-snapshot" and e.type == "ok":
+            e = dataclasses.replace(e, value={**e.value, "rows": {g: r for g, r in e.value["rows"].items()
+                                                                   if g in guids}})
+        elif e.f == "account-stats":
+            stats = e.value["stats"]
+            stats = {**stats, "calls": [c for c in stats.get("calls", []) if c["seq"] in seqs or c["guid"] in guids],
+                     "guids": {g: x for g, x in stats.get("guids", {}).items() if g in guids}}
+            e = dataclasses.replace(e, value={**e.value, "stats": stats})
+        elif not (e.index == 0 or e.f == "scenario" or e.index in wanted or e.guid in guids):
+            continue
+        kept.append(e)
+    return Excerpt(kept)
+
+
 def peak_rss_mib() -> float:
     """The harness process's peak resident memory so far, in MiB (Linux reports KiB)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def summarize(result: SoakResult, verdicts: list[Verdict], times: dict[int, float], *, relay: str, rate: float,
-              duration_s: float, seed: int, check_s: float, history_events: int) -> dict:
+              duration_s: float, seed: int, check_s: float, history_events: int, history_path: str) -> dict:
     """The summary JSON of a soak (see README: Soak at production rates)."""
     c = result.counts
     achieved = c.achieved_rate()
@@ -60,7 +101,7 @@ def summarize(result: SoakResult, verdicts: list[Verdict], times: dict[int, floa
         "faults_done": len(result.faults_done), "faults": _tally(result.faults_done),
         "batches": _tally(result.batches_done),
         "stopped_because": result.stopped_because,
-        "history_events": history_events, "check_s": round(check_s, 2),
+        "history": history_path, "history_events": history_events, "check_s": round(check_s, 2),
         "violations": len(verdicts), "rules_broken": _tally([v.rule for v in verdicts]),
         "first_violation": None if first is None else {
             "rule": verdicts[first].rule, "guid": verdicts[first].guid, "summary": verdicts[first].summary,

@@ -27,11 +27,14 @@ GAP_S = (1.0, 2.5)  # quiet time after each heal
 JOIN_WITHIN_S = (4.0, 12.0)  # when the second relay joins
 
 
-# Faults on the account side: a call started shortly before their heal may get the account system's answer
-# once the fault is lifted, when the history says the fault was in force at its start; the generator holds
-# new calls from GUARD before such a heal until it is done, so that every answer's situation is fixed.
+# Faults on the account side fix the answer of a call started while they are in force (E901, E902). A fault
+# is recorded as begun just before it is in place and as healed just after it is gone, and a call started
+# shortly before a heal may still get the account system's answer once the fault is lifted. So the
+# generator holds new calls from a guard before such a fault's start (START_GUARD_S) and heal (ACCOUNT_TIMEOUT_MS
+# + HEAL_GUARD_EXTRA_S) until the nemesis has done it: every answer's situation is then fixed.
 ACCOUNT_SIDE = ("drop-answers", "drop-requests", "latency-beyond-timeout", "account-resets", "account-down")
-GUARD_EXTRA_S = 0.2  # beyond ACCOUNT_TIMEOUT_MS
+START_GUARD_S = 0.1
+HEAL_GUARD_EXTRA_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -98,9 +101,10 @@ def draw(seed: int, duration_s: float, account_timeout_ms: int) -> Schedule:
             slot = rng.choice(("a", "b")) if t > join_at else "a"
             start, heal = catalogue(account_timeout_ms, slot)[name]
             hold = round(rng.uniform(*HOLD_S), 3)
-            nemesis.append(Action(t, "fault", name, start))
-            guard = account_timeout_ms / 1000 + GUARD_EXTRA_S if name in ACCOUNT_SIDE else 0.0
-            nemesis.append(Action(round(t + hold, 3), "heal", name, heal, guard))
+            guarded = name in ACCOUNT_SIDE
+            nemesis.append(Action(t, "fault", name, start, START_GUARD_S if guarded else 0.0))
+            nemesis.append(Action(round(t + hold, 3), "heal", name, heal,
+                                  account_timeout_ms / 1000 + HEAL_GUARD_EXTRA_S if guarded else 0.0))
             t = round(t + hold + rng.uniform(*GAP_S), 3)
     min_age = safe_min_age_s(account_timeout_ms, [s for a in nemesis for s in a.steps])
     cron: list[Action] = []
@@ -110,7 +114,8 @@ def draw(seed: int, duration_s: float, account_timeout_ms: int) -> Schedule:
         while at < duration_s:
             cron.append(Action(at, "cron", "", (step,)))
             at = round(at + every, 3)
-    return Schedule(seed, duration_s, tuple(sorted(nemesis, key=lambda a: a.at)), tuple(sorted(cron, key=lambda a: a.at)))
+    return Schedule(seed, duration_s, tuple(sorted(nemesis, key=lambda a: a.at)),
+                    tuple(sorted(cron, key=lambda a: a.at)))
 
 
 def safe_min_age_s(account_timeout_ms: int, steps: list) -> float:

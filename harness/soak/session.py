@@ -72,10 +72,6 @@ class Soak:
         self._halt = threading.Event()  # the nemesis and the cron stop at it
         self.error: BaseException | None = None  # what broke the harness's own part (re-raised by run)
 
-    @property
-    def history(self):
-        return self.runner.history
-
     def run(self, stop: threading.Event) -> SoakResult:
         """Soak until the duration ends, `stop` is set or a relay will not start; then the final phase."""
         r = self.result

@@ -17,8 +17,8 @@ def line(elapsed_s: float, duration_s: float, sent: int, rate: float, asked: flo
     """`12s/60s sent 6012 (500/s of 500) 0000:5300 E901:120 ... in flight 40 fault: drop-answers`."""
     shown = " ".join(f"{code}:{n}" for code, n in sorted(codes.items()))
     behind = f" MISSED {missed} (the machine cannot keep up)" if missed else ""
-    return (f"{elapsed_s:5.0f}s/{duration_s:.0f}s sent {sent} ({rate:.0f}/s of {asked:g}){behind} answers {shown or '-'} "
-            f"in flight {in_flight} fault: {fault or 'none'}")
+    return (f"{elapsed_s:5.0f}s/{duration_s:.0f}s sent {sent} ({rate:.0f}/s of {asked:g}){behind} "
+            f"answers {shown or '-'} in flight {in_flight} fault: {fault or 'none'}")
 
 
 class Status:
