@@ -17,10 +17,13 @@ from dataclasses import dataclass
 from relaychaos.engine import steps as S
 from relaychaos.engine.final_phase import safe_min_age_s as _safe_min_age_s
 
-RESOLVE_EVERY_S = 8.0
-REPROCESS_EVERY_S = 12.0
-PURGE_EVERY_S = 20.0
-RETENTION_S = 30.0  # far beyond the generator's resend window: a purged GUID is never resent
+# Each batch run is followed by a ledger snapshot, the size of the ledger: these cadences and the retention
+# keep a soak's snapshots to tens per ten minutes of a few tens of thousands of rows (shorter soaks run
+# them more often: at least three times each).
+RESOLVE_EVERY_S = 30.0
+REPROCESS_EVERY_S = 45.0
+PURGE_EVERY_S = 30.0
+RETENTION_S = 10.0  # twice the generator's resend window: a purged GUID is never resent
 MAX_ATTEMPTS = 3
 HOLD_S = (2.0, 4.0)  # how long a fault stays in force
 GAP_S = (1.0, 2.5)  # quiet time after each heal
@@ -110,6 +113,7 @@ def draw(seed: int, duration_s: float, account_timeout_ms: int) -> Schedule:
     cron: list[Action] = []
     for every, step in ((RESOLVE_EVERY_S, S.Resolve(min_age)), (REPROCESS_EVERY_S, S.Reprocess(MAX_ATTEMPTS)),
                         (PURGE_EVERY_S, S.Purge(RETENTION_S))):
+        every = min(every, max(duration_s / 3, 3.0))
         at = round(rng.uniform(0.3, 1.0) * every, 3)
         while at < duration_s:
             cron.append(Action(at, "cron", "", (step,)))
