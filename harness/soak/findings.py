@@ -79,6 +79,12 @@ def excerpt(path: Path, verdicts: list[Verdict]) -> Excerpt:
     return Excerpt(kept)
 
 
+def harness_cpu_s() -> float:
+    """CPU seconds (user and system) the harness process has used so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return round(usage.ru_utime + usage.ru_stime, 1)
+
+
 def peak_rss_mib() -> float:
     """The harness process's peak resident memory so far, in MiB (Linux reports KiB)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
@@ -106,7 +112,7 @@ def summarize(result: SoakResult, verdicts: list[Verdict], times: dict[int, floa
         "first_violation": None if first is None else {
             "rule": verdicts[first].rule, "guid": verdicts[first].guid, "summary": verdicts[first].summary,
             "after_s": round(times[first] - result.started_at, 2)},
-        "peak_rss_mib": peak_rss_mib(),
+        "peak_rss_mib": peak_rss_mib(), "harness_cpu_s": harness_cpu_s(),
     }
 
 

@@ -132,7 +132,7 @@ class Generator:
                 c.held_s += time.monotonic() - now
                 continue
             slots = self.slots()
-            while due < target:
+            while due < target and not self.hold(time.monotonic()):
                 await self._launch(self.send(self.next_request(now), slots[due % len(slots)]))
                 due += 1
             if now >= next_burst:
@@ -150,10 +150,13 @@ class Generator:
 
     async def send(self, request: dict, slot: str) -> None:
         c = self.counts
+        ch = await self.channel(slot, True)
+        if self.hold(time.monotonic()):  # looked at again just before the call is recorded as begun
+            c.held += 1
+            return
         c.sent += 1
         c.in_flight += 1
         try:
-            ch = await self.channel(slot, True)
             for outcome in await ch.send(request, RetryPolicy(1)):
                 c.codes[outcome.code if outcome.type == "ok" and outcome.code else "no answer"] += 1
         finally:

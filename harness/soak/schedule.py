@@ -78,7 +78,8 @@ def catalogue(account_timeout_ms: int, slot: str = "a") -> dict[str, tuple[tuple
     heal = (S.Heal(),)
     return {
         "drop-answers": ((S.AddToxic("account", "timeout", "downstream", "soak_drop", {"timeout": 0}),), heal),
-        "drop-requests": ((S.AddToxic("account", "timeout", "upstream", "soak_drop", {"timeout": 0}),), heal),
+        # cut after 16 bytes: a held request (a timeout toxic) would reach the account system at the heal
+        "drop-requests": ((S.AddToxic("account", "limit_data", "upstream", "soak_drop", {"bytes": 16}),), heal),
         "latency-beyond-timeout": ((S.AddToxic("account", "latency", "downstream", "soak_latency",
                                                {"latency": beyond_ms}),), heal),
         "account-resets": ((S.AddToxic("account", "reset_peer", "downstream", "soak_reset", {"timeout": 0}),), heal),
