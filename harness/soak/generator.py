@@ -13,7 +13,8 @@ is recorded by the channel, invoke then ok/info. When the machine cannot keep
 up, calls more than a second late are not sent and are counted as `missed`,
 so the achieved rate is honest. While `hold(now)` says so (just before the
 nemesis lifts an account-side fault, see schedule.ACCOUNT_SIDE) calls are not
-started either: they are counted as `held`, and the time as `held_s`.
+started either: they are counted as `held`, and the rate achieved is reckoned
+over the time the generator was not holding.
 """
 from __future__ import annotations
 
@@ -49,14 +50,18 @@ class Counts:
     bursts: int = 0
     missed: int = 0
     held: int = 0
-    held_s: float = 0.0
+    rate: float = 1.0  # asked
     in_flight: int = 0
     codes: collections.Counter = field(default_factory=collections.Counter)
     started_at: float | None = None
     stopped_at: float | None = None
 
+    @property
+    def held_s(self) -> float:
+        return self.held / self.rate
+
     def achieved_rate(self, now: float | None = None) -> float:
-        """Calls started per second of generating, holds not counted (bursts' copies not counted either)."""
+        """Calls started per second of generating, the time held not counted (nor the bursts' copies)."""
         if self.started_at is None:
             return 0.0
         elapsed = (self.stopped_at or now or time.monotonic()) - self.started_at - self.held_s
@@ -72,7 +77,7 @@ class Generator:
         self.rng = random.Random(f"generator-{seed}")
         self.hold = hold
         self.timeout_s = TOLERANCES.channel_timeout_s(account_timeout_ms)
-        self.counts = Counts()
+        self.counts = Counts(rate=rate)
         self.recent: collections.deque[tuple[float, dict]] = collections.deque()
         self.channels: dict[tuple[str, bool], Channel] = {}
         self.tasks: set[asyncio.Task] = set()
@@ -129,7 +134,6 @@ class Generator:
                 c.held += target - due
                 due = target
                 await asyncio.sleep(0.005)  # polling the nemesis's progress, not ordering by sleep
-                c.held_s += time.monotonic() - now
                 continue
             slots = self.slots()
             while due < target and not self.hold(time.monotonic()):
