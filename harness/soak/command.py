@@ -27,6 +27,11 @@ from relaychaos.errors import HarnessError
 from relaychaos.history import History
 from relaychaos.recorder import Recorder
 
+# The scenarios' 300 ms is too short at production rates on a small machine: a call can spend longer than that
+# in queues on its way to the account system, and a relay that gave up on it rightly marks it UNKNOWN while it
+# is still in transit, which the account system then sees (write-before-send). The contract's promise (§6)
+# holds only for delays the harness knows of; 1 s keeps queueing below the time-out.
+SOAK_ACCOUNT_TIMEOUT_MS = 1000
 DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h)?")
 UNITS = {None: 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "ms": 0.001}
 
@@ -56,8 +61,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--rate", type=positive_rate, default=500.0, help="transfers per second (default 500)")
     p.add_argument("--seed", type=int, default=0, help="the nemesis schedule's seed: the same seed, the same schedule")
     p.add_argument("--out", help="the run folder (default: runs/soak-YYYYmmdd-HHMMSS)")
-    p.add_argument("--account-timeout-ms", type=int, default=None, help="the relay's ACCOUNT_TIMEOUT_MS "
-                                                                        "(default: the harness's, 300)")
+    p.add_argument("--account-timeout-ms", type=int, default=SOAK_ACCOUNT_TIMEOUT_MS,
+                   help=f"the relays' ACCOUNT_TIMEOUT_MS (default {SOAK_ACCOUNT_TIMEOUT_MS}, see below)")
     p.add_argument("--limit", type=int, default=1, help="how many violations to render in incident.txt")
     p.add_argument("--sandbox", choices=("auto", "strict", "off"), default=os.environ.get("RELAYCHAOS_SANDBOX", "auto"),
                    help="contain the relay's commands (see `relaychaos run --help`)")
@@ -74,11 +79,10 @@ def cmd_soak(args: argparse.Namespace) -> int:
     from relaychaos.stack import manifest, toxiproxy_server
     from relaychaos.stack.account_system import AccountSystem
     from relaychaos.stack.world import Stack
-    from relaychaos.tolerances import DEFAULT_ACCOUNT_TIMEOUT_MS
 
     relay = Path(args.relay).resolve() if args.relay else paths.reference_relay()
     out = (Path(args.out) if args.out else Path("runs") / f"soak-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
-    timeout_ms = args.account_timeout_ms or DEFAULT_ACCOUNT_TIMEOUT_MS
+    timeout_ms = args.account_timeout_ms
     schedule = draw(args.seed, args.duration, timeout_ms)
     status = Status(sys.stdout)
     stop = threading.Event()

@@ -134,6 +134,11 @@ def closing_lines(summary: dict, out: str) -> list[str]:
         lines.append(f"this machine could not sustain {s['rate_asked']:g} transfers/s: it achieved "
                      f"{s['rate_achieved']:g}/s ({s['missed']} calls not sent because they were over a second late); "
                      "ask for a lower --rate")
+        if "write-before-send" in s["rules_broken"]:
+            lines.append("caution: on a saturated machine a call can wait in queues longer than ACCOUNT_TIMEOUT_MS "
+                         "on its way to the account system, and then reach it after a correct relay marked it "
+                         "UNKNOWN: write-before-send verdicts of an overloaded soak may be the machine's, not the "
+                         "relay's (raise --account-timeout-ms, or lower --rate)")
     if s["stopped_because"]:
         lines.append(f"the soak stopped early: {s['stopped_because']}")
     if s["violations"]:
