@@ -64,7 +64,8 @@ def test_a_short_soak_of_the_reference_holds_every_rule_at_the_rate_asked(tmp_pa
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["violations"] == 0 and summary["rate_sustained"] is True
-    assert summary["transfers_sent"] >= 1000 and summary["answers"]["0000"] > 0
+    assert summary["transfers_sent"] + summary["held"] >= 0.95 * 12 * 100, "open loop: sent, or held by the nemesis"
+    assert summary["answers"]["0000"] > 0
     assert {"B201", "B202", "E901", "E903"} <= set(summary["answers"]), "refused, in-doubt and duplicate answers"
     assert summary["faults_done"] >= 2 and summary["batches"]
     assert summary["peak_rss_mib"] > 0 and summary["history_events"] > 2 * summary["transfers_sent"]

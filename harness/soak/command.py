@@ -117,7 +117,11 @@ def cmd_soak(args: argparse.Namespace) -> int:
             if part:
                 part.close()
         signal.signal(signal.SIGINT, previous)
-    return _judge(history, result, out, m.name, args, status)
+    try:
+        return _judge(history, result, out, m.name, args, status)
+    except KeyboardInterrupt:
+        print(f"relaychaos: the checks were abandoned; the history is in {history.path}", file=sys.stderr)
+        return 2
 
 
 def _judge(history, result, out: Path, relay_name: str, args, status) -> int:
