@@ -24,6 +24,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator
 
+import orjson
+
 from relaychaos.events import TYPES, Event
 
 __all__ = ["TYPES", "Event", "History", "StreamedHistory", "HistoryFile", "iter_events"]
@@ -152,19 +154,29 @@ def iter_events(path: str | Path) -> Iterator[Event]:
         path = path.with_name(path.name + ".gz")
     with open(path, "rb") as raw:
         gzipped = raw.read(2) == b"\x1f\x8b"
-    stream = gzip.open(path, "rt", encoding="utf-8") if gzipped else open(path, encoding="utf-8")
-    with stream:
-        for n, line in enumerate(stream, 1):
-            if not line.strip():
-                continue
+    with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as stream:
+        tail, n = b"", 0
+        while chunk := stream.read(1 << 20):
+            lines = (tail + chunk).split(b"\n")
+            tail = lines.pop()
+            for line in lines:
+                n += 1
+                if line.strip():
+                    yield _parsed(line, path, n)
+        if tail.strip():
             try:
-                fields = json.loads(line)
+                yield _parsed(tail, path, n + 1)
             except ValueError:
-                if not line.endswith("\n") and not stream.readline():
-                    return  # the writer stopped mid-line: everything before it stands
-                raise ValueError(f"{path}, line {n}: not a JSON event ({line[:80]!r}); a history file holds one "
-                                 "JSON object per line, as History.dumps or StreamedHistory writes them") from None
-            yield Event(**fields)
+                return  # the writer stopped mid-line: everything before it stands
+
+
+def _parsed(line: bytes, path: Path, n: int) -> Event:
+    try:
+        f = orjson.loads(line)
+        return Event(f["index"], f["time"], f["process"], f["type"], f["f"], f.get("value", {}))
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(f"{path}, line {n}: not a history event ({line[:80]!r}); a history file holds one JSON "
+                         "object per line, as History.dumps or StreamedHistory writes them") from None
 
 
 class HistoryFile:

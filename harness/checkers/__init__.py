@@ -13,7 +13,7 @@ from relaychaos.events import Event
 from relaychaos.checkers.verdict import Verdict
 # The rule modules register their rules on import; their order here is the rule book's order.
 from relaychaos.checkers import money, ledger_rules, answers, interface  # noqa: F401, I001
-from relaychaos.checkers.facts import Facts
+from relaychaos.checkers.facts import Facts, no_collection
 from relaychaos.checkers.rulebook import RULES, Rule
 
 __all__ = ["RULES", "Rule", "Verdict", "check", "notes"]
@@ -25,8 +25,9 @@ def check(history: Iterable[Event]) -> list[Verdict]:
     `history`: a History, a list of events, or a relaychaos.history.HistoryFile (a saved
     file, read in one pass and never held in memory whole).
     """
-    facts = Facts(history)
-    verdicts = [v for r in RULES.values() for v in r.check(facts)]
+    with no_collection():
+        facts = Facts(history)
+        verdicts = [v for r in RULES.values() for v in r.check(facts)]
     order = list(RULES)
     return sorted(verdicts, key=lambda v: order.index(v.rule) if v.rule in order else len(order))
 

@@ -39,11 +39,12 @@ class ChannelCall:
     """One channel request (its `invoke` event) and its completion (`ok`/`info`/`fail`; none if it never completed).
 
     A raw body that is a well-formed transfer counts as a send of its GUID (with extra
-    fields set aside); only a malformed one is `malformed`. `invoked_at`/`completed_at`
+    fields set aside); only a malformed one is `malformed`. `guid` is the request's GUID (the
+    invoke's `guid` field for a malformed body). `invoked_at`/`completed_at`
     are the events' times, `index`/`end_index` their places in the history.
     """
 
-    __slots__ = ("index", "invoked_at", "sent_guid", "raw", "intent", "race", "request", "extra_fields",
+    __slots__ = ("index", "invoked_at", "sent_guid", "guid", "raw", "intent", "race", "request", "extra_fields",
                  "end_index", "completed_at", "end_type", "code", "status", "body", "sent_at", "retransmits")
 
     def __init__(self, invoke: Event):
@@ -53,6 +54,7 @@ class ChannelCall:
         self.request, self.extra_fields = v.get("request"), ()
         if self.raw is not None:
             self.request, self.extra_fields = classify_body(self.raw)
+        self.guid: str | None = self.request["guid"] if self.request else self.sent_guid
         self.end_index = self.completed_at = self.end_type = self.code = self.status = self.body = None
         self.sent_at, self.retransmits = invoke.time, None
 
@@ -69,10 +71,6 @@ class ChannelCall:
     @property
     def completed(self) -> bool:
         return self.end_index is not None
-
-    @property
-    def guid(self) -> str | None:
-        return self.request["guid"] if self.request else self.sent_guid
 
     @property
     def body_guid(self) -> str | None:

@@ -10,7 +10,10 @@ a relaychaos.history.HistoryFile); it is iterated again only if `events` is aske
 """
 from __future__ import annotations
 
+import gc
+from array import array
 from bisect import bisect_left, bisect_right
+from contextlib import contextmanager
 from functools import cached_property
 from typing import Iterable
 
@@ -23,6 +26,19 @@ DEFINITE = {"0000", "B201", "B202", "B203", "E500"}
 KNOWN_CODES = DEFINITE | {"E400", "E901", "E902", "E903", "E904"}
 BATCH_COMMANDS = ("resolve", "reprocess", "purge")
 DISTURBING = ("kill", "server-fault", "add-toxic", "disable-proxy")  # faults that may change a first send's answer
+
+
+@contextmanager
+def no_collection():
+    """The cyclic garbage collector paused: indexing a long history makes millions of objects and no cycles,
+    and each of the collector's passes over them would be wasted time (a third of a check's)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _named(v: dict) -> list:
@@ -60,62 +76,84 @@ class Facts:
         self._named: dict[str, list[int]] = {}  # GUID -> events naming it (not fault or process events)
         self._shown: list[int] = []  # fault and process events
         self._times: dict[str, list[float]] = {"disturbing": [], "kill": [], "heal": []}
-        self._read(history)
+        self._open_batches: dict[str, Batch] = {}
+        self._header: dict | None = None
+        with no_collection():
+            self._read(history)
 
     def _read(self, history: Iterable[Event]) -> None:
+        """One pass: channel calls folded by process, every other kind of event by `_fold`."""
         open_calls: dict[str, ChannelCall] = {}
-        open_batches: dict[str, Batch] = {}
-        first, header = True, None
+        times, named = array("d"), self._named
         for e in history:
-            if first:
-                self.start, first = e.time, False
-            f, v = e.f, e.value
-            self.faults.see(e)
-            if f == "transfer":
-                if e.type == "invoke":
-                    open_calls[e.process] = call = ChannelCall(e)
-                    self.channel.append(call)
-                elif e.process in open_calls:
-                    open_calls.pop(e.process).complete(e)
-            elif f in BATCH_COMMANDS and "run" in v:
-                if e.type == "invoke":
-                    open_batches[e.process] = batch = Batch(f, e, None)
-                    self.batches.append(batch)
-                elif e.process in open_batches:
-                    open_batches.pop(e.process).end = e
-            elif f == "ledger-snapshot" and e.type in ("ok", "fail"):
-                (self.snapshots if e.type == "ok" else self.schema_events).append(e)
-            elif f == "scenario" and header is None:
-                self.scenario = header = v
-            elif f == "guid":
-                self._labels[v["guid"]] = v["label"]
-            elif f == "account-stats":
-                self._stats = v["stats"]
-            elif f == "ledger-schema":
-                self.schema_events.append(e)
-            elif f == "tampered":
-                self.tampered.append(e)
-            elif f == "step" and e.type == "fail":
-                self.failed_steps.append(e)
-            self._index(e)
+            times.append(e.time)
+            v = e.value
+            if e.f != "transfer" or e.process == "nemesis" or "slot" in v or "hold_guids" in v or "guids" in v:
+                self._fold(e)
+                continue
+            if e.type == "invoke":
+                open_calls[e.process] = call = ChannelCall(e)
+                self.channel.append(call)
+            elif e.process in open_calls:
+                open_calls.pop(e.process).complete(e)
+            guid = v.get("guid")
+            if guid is None:
+                continue
+            try:
+                seen = named.get(guid)
+            except TypeError:
+                continue  # not a GUID
+            if seen is None:
+                named[guid] = [e.index]
+            else:
+                seen.append(e.index)
+        self.start = times[0] if times else 0.0
+        self.faults.done(times)
         for c in self.channel:
             self._by_guid.setdefault(c.guid, []).append(c)
-        for times in self._times.values():
-            times.sort()
+        for at in self._times.values():
+            at.sort()
         self._snapshot_at = [s.index for s in self.snapshots]
 
-    def _index(self, e: Event) -> None:
-        f = e.f
+    def _fold(self, e: Event) -> None:
+        """Any event but a channel call's: batches, snapshots, the header, faults, and the GUIDs it names."""
+        f, v = e.f, e.value
+        if e.process == "nemesis":
+            self.faults.see(e)
+        if f == "step":
+            if e.type == "fail":
+                self.failed_steps.append(e)
+        elif f in BATCH_COMMANDS and "run" in v:
+            if e.type == "invoke":
+                self._open_batches[e.process] = batch = Batch(f, e, None)
+                self.batches.append(batch)
+            elif e.process in self._open_batches:
+                self._open_batches.pop(e.process).end = e
+        elif f == "ledger-snapshot" and e.type in ("ok", "fail"):
+            (self.snapshots if e.type == "ok" else self.schema_events).append(e)
+        elif f == "scenario" and self._header is None:
+            self.scenario = self._header = v
+        elif f == "guid":
+            self._labels[v["guid"]] = v["label"]
+            return  # not part of any GUID's timeline
+        elif f == "account-stats":
+            self._stats = v["stats"]
+        elif f == "ledger-schema":
+            self.schema_events.append(e)
+        elif f == "tampered":
+            self.tampered.append(e)
         if f in DISTURBING:
             self._times["disturbing"].append(e.time)
         if f in ("kill", "heal"):
             self._times[f].append(e.time)
-        if f == "guid":
-            return
         if _always_shown(e):
             self._shown.append(e.index)
             return
-        for name in _named(e.value):
+        if "guid" not in v and "hold_guids" not in v and "guids" not in v:
+            return
+        for name in _named(v):
+            if name is None:
+                continue
             try:
                 seen = self._named.setdefault(name, [])
             except TypeError:
@@ -214,7 +252,8 @@ class Facts:
         return i < len(times) and times[i] <= t1
 
     def events_for(self, guid: str) -> tuple[int, ...]:
-        """Every history event naming the GUID, plus fault and process events, in order."""
+        """Every history event naming the GUID, plus fault and process events, in order (GUID None: only the
+        fault and process events)."""
         return tuple(sorted(self._shown + self._named.get(guid, [])))
 
     def call_seqs(self, guid: str) -> tuple[int, ...]:

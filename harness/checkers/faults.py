@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
+from itertools import accumulate
 from dataclasses import dataclass, field
 
 from relaychaos.events import Event
@@ -74,7 +75,8 @@ class FaultState:
 
 
 class FaultTimeline:
-    """Fed every event once, in order (`see`); then answers fault questions about any time in O(log n).
+    """Fed every nemesis event in order (`see`), then every event's time (`done`); then answers fault
+    questions about any time in O(log n).
 
     states[k] is the fault state after the first k nemesis events (states[0]: none).
     Holds one float per event (the running maximum of the times) and one state per
@@ -85,56 +87,64 @@ class FaultTimeline:
         self._latest = array("d")  # running maximum of event times, by index
         self._indices: list[int] = []  # history index of each nemesis event
         self._times: list[float] = []
+        self._reached: list[float] = []  # the running maximum at each nemesis event: when it is applied
         self._state = FaultState()
         self.states: list[FaultState] = [FaultState()]
-        self._hub_on = [0]  # how many of states[0..k] have a hub proxy disturbed
+        self._hub: list[bool] = [False]  # whether states[k] has a hub proxy disturbed
+        self._hub_on = [0]  # how many of states[0..k] do
         self._sorted = True  # whether the nemesis events' times never go back
 
+    def done(self, times: array) -> None:
+        """Every event's time, by index (once every nemesis event was seen)."""
+        self._latest = array("d", accumulate(times, max))
+        self._reached = [self._latest[i] for i in self._indices]
+
     def see(self, e: Event) -> None:
-        self._latest.append(max(e.time, self._latest[-1]) if self._latest else e.time)
-        if e.process != "nemesis":
-            return
+        """A nemesis event, in history order."""
         if self._times and e.time < self._times[-1]:
             self._sorted = False
         self._indices.append(e.index)
         self._times.append(e.time)
         self._state.apply(e)
         self.states.append(self._state.copy())
-        self._hub_on.append(self._hub_on[-1] + self.states[-1].channel_side)
+        self._hub.append(self.states[-1].channel_side)
+        self._hub_on.append(self._hub_on[-1] + self._hub[-1])
 
-    def _applied_before(self, t: float) -> tuple[int, int]:
-        """(index of the first event later than t, how many nemesis events come before it)."""
-        end = bisect_right(self._latest, t)
-        return end, bisect_left(self._indices, end)
+    def _applied(self, t: float) -> int:
+        """How many nemesis events come before the first event later than t (the ones a scan up to t applies)."""
+        return bisect_right(self._reached, t)
 
     def moments(self, t0: float, t1: float) -> list[int]:
         """Which states were in force from t0 to t1: the one at t0, then the one after each nemesis event
         from t0 up to t1 (as numbers k of states[k])."""
-        end, applied = self._applied_before(t1)
-        start, before_t0 = self._applied_before(t0)
+        applied, before_t0 = self._applied(t1), self._applied(t0)
         if self._sorted:
             later = range(bisect_left(self._times, t0, 0, applied) + 1, applied + 1)
         else:
             later = [k + 1 for k in range(applied) if self._times[k] >= t0]
-        # the state at t0 is taken at the first event later than t0, unless a nemesis event at t0 came first
+        # the state at t0 is taken at the first event later than t0 (if one comes by t1), unless a nemesis
+        # event at t0 came before it
+        start, end = bisect_right(self._latest, t0), bisect_right(self._latest, t1)
         at_t0 = start < end and not (later and self._indices[later[0] - 1] < start)
         out = ([before_t0] if at_t0 else []) + list(later)
         return out or [applied]
 
     def hub_disturbed(self, t0: float, t1: float) -> bool:
         """Whether a hub proxy (channel → relay) had a toxic or was down at some moment from t0 to t1."""
-        end, applied = self._applied_before(t1)
+        applied, before_t0 = self._applied(t1), self._applied(t0)
         if not self._sorted:
-            return any(self.states[k].channel_side for k in self.moments(t0, t1))
-        start, before_t0 = self._applied_before(t0)
+            return any(self._hub[k] for k in self.moments(t0, t1))
         lo = bisect_left(self._times, t0, 0, applied)
         if lo < applied and self._hub_on[applied] - self._hub_on[lo]:
             return True  # a state after one of the nemesis events from t0 on
+        if not (self._hub[before_t0] or self._hub[applied]):
+            return False  # neither other state that may be in force
+        start, end = bisect_right(self._latest, t0), bisect_right(self._latest, t1)
         at_t0 = start < end and not (lo < applied and self._indices[lo] < start)
         if at_t0 or lo == applied:
-            return self.states[before_t0 if at_t0 else applied].channel_side
+            return self._hub[before_t0 if at_t0 else applied]
         return False
 
     def at(self, t: float) -> FaultState:
         """The fault state at time t (shared: do not change it)."""
-        return self.states[self._applied_before(t)[1]]
+        return self.states[self._applied(t)]
