@@ -127,8 +127,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
 def _judge(history, result, out: Path, relay_name: str, args, status) -> int:
     """Check the saved history in one pass, write the summary and the first incident; the exit status."""
     from relaychaos.chaos import check_path
-    from relaychaos.reports.incident import report
-    from relaychaos.soak.findings import closing_lines, evidence_times, excerpt, summarize
+    from relaychaos.soak.findings import closing_lines, evidence_times, excerpt, incidents, summarize
 
     status.say(f"checking {len(history)} events in {history.path} ...")
     t0 = time.monotonic()
@@ -141,7 +140,7 @@ def _judge(history, result, out: Path, relay_name: str, args, status) -> int:
     if verdicts:
         first = min(times, key=times.get) if times else 0
         told = [verdicts[first]] + [v for i, v in enumerate(verdicts) if i != first][:max(0, args.limit - 1)]
-        (out / "incident.txt").write_text(report(shown, told, limit=args.limit) + "\n")
+        (out / "incident.txt").write_text(incidents(shown, told, args.limit))
     (out / "verdicts.json").write_text(json.dumps([v.to_dict() for v in verdicts], indent=1) + "\n")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     for text in closing_lines(summary, str(out)):

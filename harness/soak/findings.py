@@ -16,9 +16,11 @@ from typing import Iterable, Iterator
 
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.history import Event, iter_events
+from relaychaos.reports.incident import render
 from relaychaos.soak.session import SoakResult
 
 SUSTAINED_SHARE = 0.95  # achieved at least this share of the rate asked: the rate was sustained
+FOCUS_BEFORE_S, FOCUS_AFTER_S = 2.0, 1.0
 
 
 def evidence_times(events: Iterable[Event], verdicts: list[Verdict]) -> dict[int, float]:
@@ -83,6 +85,31 @@ def harness_cpu_s() -> float:
     """CPU seconds (user and system) the harness process has used so far."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return round(usage.ru_utime + usage.ru_stime, 1)
+
+
+def incidents(shown: Excerpt, verdicts: list[Verdict], limit: int) -> str:
+    """The first `limit` verdicts as incident reports, each timeline cut to its GUID's own stretch of the soak
+    (its events, and the faults and process events from FOCUS_BEFORE_S before its first to FOCUS_AFTER_S after
+    its last): a soak's hundreds of faults would otherwise crowd out what happened to the GUID."""
+    header = next((e.value for e in shown if e.f == "scenario"), {})
+    calls = next((e.value["stats"].get("calls", []) for e in shown if e.f == "account-stats"), [])
+    start = next(iter(shown)).time
+    parts = [f"soak {header.get('name', '?')} against relay '{header.get('relay', '?')}': {len(verdicts)} "
+             f"violation(s) of {len({v.rule for v in verdicts})} rule(s)\n  {header.get('description', '')}"]
+    parts += [render(_focused(v, shown, calls), shown, calls, start) for v in verdicts[:limit]]
+    if len(verdicts) > limit:
+        parts.append(f"... and {len(verdicts) - limit} more (verdicts.json holds them all)")
+    return "\n\n".join(parts) + "\n"
+
+
+def _focused(v: Verdict, shown: Excerpt, calls: list[dict]) -> Verdict:
+    own = [shown[i].time for i in v.events if shown[i].guid == v.guid and v.guid]
+    own += [c["received_at"] for c in calls if c["seq"] in set(v.calls)]
+    if not own:
+        return v
+    t0, t1 = min(own) - FOCUS_BEFORE_S, max(own) + FOCUS_AFTER_S
+    return dataclasses.replace(v, events=tuple(i for i in v.events
+                                               if shown[i].guid == v.guid or t0 <= shown[i].time <= t1))
 
 
 def peak_rss_mib() -> float:
