@@ -114,3 +114,12 @@ def test_ctrl_c_checks_the_history_so_far_and_leaves_nothing_running(tmp_path):
     assert "every rule held" in out
     pids = {e.value["pid"] for e in iter_events(summary["history"]) if e.f == "start" and e.type == "ok"}
     assert pids and not [p for p in pids if os.path.exists(f"/proc/{p}")], "every relay process is gone"
+
+
+@pytest.mark.stack
+def test_a_rate_the_machine_cannot_sustain_is_said_with_the_rate_achieved_and_exits_2(tmp_path):
+    proc = soak("--duration", "3s", "--rate", "100000", "--out", str(tmp_path))
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert proc.returncode == 2 and summary["violations"] == 0, proc.stdout + proc.stderr
+    assert summary["rate_sustained"] is False and summary["rate_achieved"] < 100000 and summary["missed"] > 0
+    assert "this machine could not sustain 100000 transfers/s: it achieved" in proc.stdout
