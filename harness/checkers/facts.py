@@ -11,6 +11,7 @@ a relaychaos.history.HistoryFile); it is iterated again only if `events` is aske
 from __future__ import annotations
 
 import gc
+import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from functools import cached_property
 from typing import Iterable
 
 from relaychaos.events import Event
+# ChannelCall, Batch and classify_body lived here before calls.py: still importable from here
 from relaychaos.checkers.calls import TRANSFER_FIELDS, Batch, ChannelCall, classify_body  # noqa: F401
 from relaychaos.checkers.faults import FaultState, FaultTimeline
 from relaychaos.tolerances import Tolerances
@@ -129,8 +131,10 @@ class Facts:
                 self.batches.append(batch)
             elif e.process in self._open_batches:
                 self._open_batches.pop(e.process).end = e
-        elif f == "ledger-snapshot" and e.type in ("ok", "fail"):
-            (self.snapshots if e.type == "ok" else self.schema_events).append(e)
+        elif f == "ledger-snapshot" and e.type == "ok":
+            self.snapshots.append(self._snapshot(e))
+        elif f == "ledger-snapshot" and e.type == "fail":
+            self.schema_events.append(e)
         elif f == "scenario" and self._header is None:
             self.scenario = self._header = v
         elif f == "guid":
@@ -160,6 +164,16 @@ class Facts:
                 continue  # not a GUID
             if not seen or seen[-1] != e.index:
                 seen.append(e.index)
+
+    def _snapshot(self, e: Event) -> Event:
+        """The snapshot as kept: each row unchanged since the snapshot before shares that one's row object and
+        each GUID one string, so a long run's many snapshots of one ledger cost little more than its changes."""
+        before = self.snapshots[-1].value["rows"] if self.snapshots else {}
+        rows = {}
+        for guid, row in e.value["rows"].items():
+            same = before.get(guid)
+            rows[sys.intern(guid) if type(guid) is str else guid] = same if same == row else row
+        return Event(e.index, e.time, e.process, e.type, e.f, {**e.value, "rows": rows})
 
     @cached_property
     def events(self) -> list[Event]:
