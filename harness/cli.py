@@ -164,8 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     from relaychaos import recheck, timeline_command
     from relaychaos.grading import command as grading
     from relaychaos.incidents import command as incidents
+    from relaychaos.soak import command as soak
 
-    for module in (grading, recheck, incidents, timeline_command):  # each command's parsers: imported lazily
+    for module in (grading, soak, recheck, incidents, timeline_command):  # each command's parsers: imported lazily
         module.add_parsers(sub)
     args = parser.parse_args(argv)
     return args.func(args)

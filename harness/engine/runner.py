@@ -122,9 +122,13 @@ class Runner:
             self.recorder.step_failed(n, S.describe(step), str(e))
             return False
         self.recorder.step_done(n)
+        self.observe(step, n)
+        return True
+
+    def observe(self, step, n) -> None:
+        """What is looked at after each step: the ledger, and whether the stack is as the harness set it."""
         self.observer.snapshot(n, S.kind(step))
         self.observer.audit(n)
-        return True
 
     def finish(self) -> None:
         """The final phase (heal, collect, resolve, reprocess), then the final observations."""

@@ -22,6 +22,7 @@ from relaychaos.fixtures.account_system.faults import Faults
 from relaychaos.stack.processes import Child, free_port, spawn, wait_http_ok
 
 START_TIMEOUT_S = 15.0
+STATS_TIMEOUT_S = 300.0
 TOKEN_ENV = "RELAYCHAOS_CONTROL_TOKEN"
 TOKEN_HEADER = "X-Relaychaos-Token"
 
@@ -89,8 +90,10 @@ class AccountSystem:
         self._faults = Faults()
 
     def stats(self) -> dict:
-        """{'balances', 'guids': {guid: {calls, debits, codes, first_code}}, 'calls': [...], 'faults'}."""
-        return self._call("GET", "/_control/stats")
+        """{'balances', 'guids': {guid: {calls, debits, codes, first_code}}, 'calls': [...], 'faults'}.
+
+        After a soak the call log is hundreds of thousands of calls long: it gets STATS_TIMEOUT_S to come."""
+        return self._call("GET", "/_control/stats", timeout=STATS_TIMEOUT_S)
 
     def set_faults(self, **spec) -> None:
         """Merge server-side faults: delay_ms and e500_next replace, e500_guids and hold_guids (lists) add."""

@@ -77,13 +77,14 @@ class Channel:
     timeout_s: float = 2.0
     name: str = "channel"
     delivery_cap_s: float = TOLERANCES.delivery_cap_s  # racers wait this long for the relay to take their request
+    connections: int = 256  # pooled connections at most (a soak keeps many calls in flight)
     _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
     _procs: itertools.count = field(default_factory=itertools.count, init=False, repr=False)
 
     async def __aenter__(self) -> "Channel":
         trace = aiohttp.TraceConfig()
         trace.on_request_headers_sent.append(_note_sent)
-        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=256),
+        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self.connections),
                                               timeout=aiohttp.ClientTimeout(total=self.timeout_s),
                                               trace_configs=[trace])
         return self

@@ -114,8 +114,10 @@ def acquire(log_dir: Path) -> ToxiproxyServer:
 
 def _spawn_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
     port = free_port()
+    # Toxiproxy logs every connection below `error` (a soak's thousands a second would fill the disk)
+    level = os.environ.get("RELAYCHAOS_TOXIPROXY_LOG_LEVEL", "error")
     child = spawn("toxiproxy", [binary, "-host", "127.0.0.1", "-port", str(port)],
-                  log_path=log_dir / f"toxiproxy-{port}.log")
+                  log_path=log_dir / f"toxiproxy-{port}.log", env={**os.environ, "LOG_LEVEL": level})
     why = wait_http_ok(f"http://127.0.0.1:{port}/version", timeout_s=START_TIMEOUT_S, child=child)
     if why:
         child.kill()

@@ -1,0 +1,160 @@
+"""`relaychaos soak`: minutes of open-loop traffic against a relay under a seeded nemesis, then every rule.
+
+    relaychaos soak [--relay relay.toml] [--duration 10m] [--rate 500] [--seed N] [--out DIR] [--sandbox ...]
+
+Writes into the run folder: history.jsonl (every event), summary.json (rates,
+answers by code, faults done, time to first violation, peak memory), incident.txt
+(the first violating GUID's timeline) and the processes' logs. Ctrl-C stops the
+traffic; the history so far is converged, checked and reported (a second Ctrl-C
+abandons the checks). Exit status: 0 every rule held at the rate asked, 1 a rule
+was broken, 2 the harness could not run, or every rule held but the machine could
+not sustain the rate asked.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from relaychaos import paths
+from relaychaos.errors import HarnessError
+from relaychaos.history import History
+from relaychaos.recorder import Recorder
+
+# The scenarios' 300 ms is too short at production rates on a small machine: a call can spend longer than that
+# in queues on its way to the account system, and a relay that gave up on it rightly marks it UNKNOWN while it
+# is still in transit, which the account system then sees (write-before-send). The contract's promise (§6)
+# holds only for delays the harness knows of; 1 s keeps queueing below the time-out.
+SOAK_ACCOUNT_TIMEOUT_MS = 1000
+DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h)?")
+UNITS = {None: 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "ms": 0.001}
+
+
+def duration_s(text: str) -> float:
+    """'10m', '90s', '1.5h' or plain seconds, as seconds; argparse.ArgumentTypeError otherwise."""
+    m = DURATION.fullmatch(text.strip())
+    if not m or float(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration: write e.g. 10m, 90s or 1h")
+    return float(m.group(1)) * UNITS[m.group(2)]
+
+
+def positive_rate(text: str) -> float:
+    try:
+        rate = float(text)
+    except ValueError:
+        rate = 0.0
+    if rate <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a rate: give transfers per second, e.g. 500")
+    return rate
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("soak", help="open-loop traffic at a rate for minutes under a seeded nemesis, then every rule")
+    p.add_argument("--relay", help="the relay.toml to soak (default: the bundled reference relay)")
+    p.add_argument("--duration", type=duration_s, default=600.0, help="how long: 10m (the default), 90s, 1h")
+    p.add_argument("--rate", type=positive_rate, default=500.0, help="transfers per second (default 500)")
+    p.add_argument("--seed", type=int, default=0, help="the nemesis schedule's seed: the same seed, the same schedule")
+    p.add_argument("--out", help="the run folder (default: runs/soak-YYYYmmdd-HHMMSS)")
+    p.add_argument("--account-timeout-ms", type=int, default=SOAK_ACCOUNT_TIMEOUT_MS,
+                   help=f"the relays' ACCOUNT_TIMEOUT_MS (default {SOAK_ACCOUNT_TIMEOUT_MS}, see below)")
+    p.add_argument("--limit", type=int, default=1, help="how many violations to render in incident.txt")
+    p.add_argument("--sandbox", choices=("auto", "strict", "off"), default=os.environ.get("RELAYCHAOS_SANDBOX", "auto"),
+                   help="contain the relay's commands (see `relaychaos run --help`)")
+    p.add_argument("--sandbox-limit", metavar="NAME=N,...", default=None, help="change sandbox limits")
+    p.set_defaults(func=cmd_soak)
+
+
+def cmd_soak(args: argparse.Namespace) -> int:
+    from relaychaos.sandbox.policy import Limits, Sandbox
+    from relaychaos.soak.generator import ACCOUNTS
+    from relaychaos.soak.schedule import draw
+    from relaychaos.soak.session import Soak
+    from relaychaos.soak.status import Status
+    from relaychaos.stack import manifest, toxiproxy_server
+    from relaychaos.stack.account_system import AccountSystem
+    from relaychaos.stack.world import Stack
+
+    relay = Path(args.relay).resolve() if args.relay else paths.reference_relay()
+    out = (Path(args.out) if args.out else Path("runs") / f"soak-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
+    timeout_ms = args.account_timeout_ms
+    schedule = draw(args.seed, args.duration, timeout_ms)
+    status = Status(sys.stdout)
+    stop = threading.Event()
+    server = account = sandbox = history = None
+    previous = signal.signal(signal.SIGINT, _first_interrupt(stop, status))
+    try:
+        m = manifest.load(relay)
+        sandbox = Sandbox.create(args.sandbox, Limits().with_overrides(args.sandbox_limit))
+        out.mkdir(parents=True, exist_ok=True)
+        os.chmod(out, 0o700)
+        history = History.streaming(out / "history.jsonl")
+        status.say(f"soaking relay '{m.name}' ({relay}) at {args.rate:g} transfers/s for {args.duration:g} s, "
+                   f"seed {args.seed}: {len(schedule.faults())} faults scheduled -> {out}\nrelaychaos: "
+                   f"{sandbox.summary()}")
+        server = toxiproxy_server.acquire(out)
+        account = AccountSystem.start(out)
+        with Stack(toxiproxy=server.control, account=account, manifest=m, workdir=out, name="soak",
+                   account_timeout_ms=timeout_ms, accounts=dict(ACCOUNTS), sandbox=sandbox) as stack:
+            result = Soak(stack, schedule, rate=args.rate, recorder=Recorder(history), status=status,
+                          account_timeout_ms=timeout_ms).run(stop)
+    except HarnessError as e:
+        status.done()
+        print(f"relaychaos: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        status.done()
+        print(f"relaychaos: abandoned at the second Ctrl-C; every process stopped; what was recorded is in {out}",
+              file=sys.stderr)
+        return 2
+    finally:
+        for part in (account, server, sandbox, history):
+            if part:
+                part.close()
+        signal.signal(signal.SIGINT, previous)
+    try:
+        return _judge(history, result, out, m.name, args, status)
+    except KeyboardInterrupt:
+        print(f"relaychaos: the checks were abandoned; the history is in {history.path}", file=sys.stderr)
+        return 2
+
+
+def _judge(history, result, out: Path, relay_name: str, args, status) -> int:
+    """Check the saved history in one pass, write the summary and the first incident; the exit status."""
+    from relaychaos.chaos import check_path
+    from relaychaos.soak.findings import closing_lines, evidence_times, excerpt, incidents, summarize
+
+    status.say(f"checking {len(history)} events in {history.path} ...")
+    t0 = time.monotonic()
+    verdicts = check_path(history.path)
+    check_s = time.monotonic() - t0
+    shown = excerpt(history.path, verdicts)  # the few events the verdicts name: timelines need no more
+    times = evidence_times(shown, verdicts)
+    summary = summarize(result, verdicts, times, relay=relay_name, rate=args.rate, duration_s=args.duration,
+                        seed=args.seed, check_s=check_s, history_events=len(history), history_path=str(history.path))
+    if verdicts:
+        first = min(times, key=times.get) if times else 0
+        told = [verdicts[first]] + [v for i, v in enumerate(verdicts) if i != first][:max(0, args.limit - 1)]
+        (out / "incident.txt").write_text(incidents(shown, told, args.limit))
+    (out / "verdicts.json").write_text(json.dumps([v.to_dict() for v in verdicts], indent=1) + "\n")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    for text in closing_lines(summary, str(out)):
+        status.say(text)
+    if verdicts:
+        return 1
+    return 0 if summary["rate_sustained"] else 2
+
+
+def _first_interrupt(stop: threading.Event, status):
+    """The SIGINT handler: the first Ctrl-C stops the soak gently; the next one raises KeyboardInterrupt."""
+    def handler(signum, frame):
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        status.say("Ctrl-C: stopping the traffic; the history so far will be converged and checked "
+                   "(Ctrl-C again to abandon)")
+    return handler
