@@ -144,6 +144,25 @@ def test_an_account_call_without_a_committed_sent_row_breaks(ledger_status, ledg
     return h.build()
 
 
+@holds("write-before-send")
+def test_a_first_call_reaching_the_account_system_after_the_relay_gave_up_on_it_holds():
+    """Its row was claimed SENT and committed; it became UNKNOWN while the request was on its way."""
+    h = story()
+    h.send("g1", at=0.0, answered_at=0.4, code="E901")
+    h.account_call("g1", 0.35, 0.36, ledger_status="UNKNOWN")
+    return h.build()
+
+
+@breaks("write-before-send", "g1")
+def test_a_second_call_finding_the_row_unknown_breaks():
+    """A resend of an UNKNOWN row: never blindly (contract §3)."""
+    h = story()
+    h.send("g1", at=0.0, answered_at=0.4, code="E901")
+    h.account_call("g1", 0.01, 0.02)
+    h.account_call("g1", 0.5, 0.51, ledger_status="UNKNOWN")
+    return h.build()
+
+
 @pytest.mark.parametrize("status, code, call_code", [("DONE", "0000", "B201"), ("DONE", "0000", None),
                                                      ("FAILED", "E902", "0000")])
 @breaks("ledger-agrees", "g1")

@@ -13,12 +13,22 @@ ANY_STEP = {None: {"RECEIVED", "SENT", "DONE", "UNKNOWN", "FAILED"}, "RECEIVED":
 BY_RESOLVE = {"UNKNOWN": {"DONE", "FAILED"}, "SENT": {"DONE", "FAILED"}, "RECEIVED": {"DONE", "FAILED"}}
 
 
-@rule("write-before-send", "a committed SENT row exists whenever the account system receives a transfer",
+@rule("write-before-send", "the account system receives a transfer only after its SENT row was committed",
       contract=("3.claim-new", "3.failed-resend", "5.reprocess"))
 def write_before_send(f: Facts) -> list[Verdict]:
-    out = []
+    """Each account call found a committed SENT row, or it is a GUID's first call found UNKNOWN.
+
+    UNKNOWN follows only SENT: a first call that arrives after the relay gave up waiting for
+    it (its request slow on the way, or queued for a connection within the time-out) was
+    claimed and committed before it was sent. Any later call finding UNKNOWN is a resend of an
+    UNKNOWN row, and a second call (one-account-call says so too).
+    """
+    out, called = [], set()
     for call in f.account_calls:
-        if call.get("guid") is None or call.get("sent_row") is True:
+        guid = call.get("guid")
+        first, late = guid not in called, call.get("ledger_status") == "UNKNOWN"
+        called.add(guid)
+        if guid is None or call.get("sent_row") is True or (first and late):
             continue
         seen = call.get("ledger_error") or f"the row was {call.get('ledger_status') or 'missing'}"
         out.append(Verdict("write-before-send", call["guid"],
