@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -56,13 +57,21 @@ def submissions(tmp_path):
     subprocess.run(["pkill", "-KILL", "-f", MARKER], check=False)
 
 
-def attempts(stack) -> dict[str, list[str]]:
-    """Each escape's outcomes ('refused' / 'SUCCEEDED' with details) as the relay logged them."""
-    out: dict[str, list[str]] = {}
-    for log in stack.workdir.glob("relay-*.log"):
-        for name, outcome in re.findall(r"^ESCAPE (\S+): (.*)$", log.read_text(), re.M):
-            out.setdefault(name, []).append(outcome)
-    return out
+def attempts(stack, within_s: float = 30.0) -> dict[str, list[str]]:
+    """Each escape's outcomes ('refused' / 'SUCCEEDED' with details) as the relay logged them.
+
+    Waits (up to within_s) until every attempt has an outcome logged, while the relay still runs:
+    how long its probes take depends on how many ports the machine listens on, not on the run.
+    """
+    deadline = time.monotonic() + within_s
+    while True:
+        out: dict[str, list[str]] = {}
+        for log in stack.workdir.glob("relay-*.log"):
+            for name, outcome in re.findall(r"^ESCAPE (\S+): (.*)$", log.read_text(), re.M):
+                out.setdefault(name, []).append(outcome)
+        if set(ONCE + ALWAYS) <= set(out) or time.monotonic() > deadline:
+            return out
+        time.sleep(0.1)
 
 
 def leftovers(uid: int | None) -> list[str]:
