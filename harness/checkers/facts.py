@@ -235,6 +235,38 @@ class Facts:
         """Every GUID some ledger snapshot showed a row for."""
         return {g for s in self.snapshots for g in s.value["rows"]}
 
+    @cached_property
+    def purged(self) -> dict[str, list[float]]:
+        """GUID -> the times a purge deleted its DONE row as the contract lets it (at least --retention old).
+
+        Purge forgets a GUID (contract §5), so a call after that is the relay meeting it anew: the
+        money rules count calls and debits per life of a ledger row (see `lives`), not per GUID.
+        A row deleted younger than its retention starts no new life (purge-retention says why).
+        """
+        out: dict[str, list[float]] = {}
+        for b in self.batches:
+            if b.command != "purge" or b.argument is None or b.end is None:
+                continue
+            before, after = self.snapshots_around(b.invoke.index, b.end.index)
+            if not (before and after):
+                continue
+            end_wall, rows1 = b.end.value.get("wall", b.wall), after.value["rows"]
+            for guid, row in before.value["rows"].items():
+                if row.get("status") == "DONE" and guid not in rows1 and \
+                        end_wall - row["updated_at"] >= b.argument - self.tolerances.clock_slack_s:
+                    out.setdefault(guid, []).append(b.end.time)
+        return out
+
+    def lives(self, guid: str) -> list[list[dict]]:
+        """The GUID's account calls, split where a purge deleted its DONE row as the contract lets it."""
+        cuts = self.purged.get(guid)
+        if not cuts:
+            return [self.calls_for(guid)]
+        groups: list[list[dict]] = [[] for _ in range(len(cuts) + 1)]
+        for c in self.calls_for(guid):
+            groups[bisect_left(cuts, c["received_at"])].append(c)
+        return [g for g in groups if g]
+
     def snapshots_around(self, first: int, last: int) -> tuple[Event | None, Event | None]:
         """The last snapshot before history index `first`, and the first one after `last` (None: there is none)."""
         at = self._snapshot_at

@@ -44,20 +44,31 @@ def one_account_call(f: Facts) -> list[Verdict]:
     out = []
     for guid in sorted({c["guid"] for c in f.account_calls if c.get("guid")}):
         calls = f.calls_for(guid)
-        if len(calls) > 1:
+        if len(calls) > 1 and any(len(life) > 1 for life in f.lives(guid)):
             codes = ", ".join(str(c.get("code")) for c in calls)
+            purged = " (counted per life of its ledger row: a purge deleted it in between)" if f.purged.get(guid) else ""
             out.append(Verdict("one-account-call", guid,
-                               f"the account system received {len(calls)} calls for this GUID (answers: {codes}); "
-                               "a relay may send a GUID at most once", f.events_for(guid), f.call_seqs(guid),
+                               f"the account system received {len(calls)} calls for this GUID (answers: {codes})"
+                               f"{purged}; a relay may send a GUID at most once", f.events_for(guid), f.call_seqs(guid),
                                clause="3.claim-new"))
     return out
+
+
+def _debits_per_life(f: Facts, guid: str) -> int:
+    """The most debits of one life of the GUID's ledger row (a purge, deleting it, starts a new life)."""
+    return max(sum(1 for c in life if c.get("applied")) for life in f.lives(guid))
+
+
+def _lives_debited(f: Facts, guid: str) -> int:
+    """How many lives of the GUID's ledger row were debited: what its balance moves may be."""
+    return sum(1 for life in f.lives(guid) if any(c.get("applied") for c in life))
 
 
 @rule("one-debit", "at most one applied debit per GUID", contract=("3.claim-new", "1.two-serves", "5.reprocess-races"))
 def one_debit(f: Facts) -> list[Verdict]:
     out = []
     for guid, summary in f.stats.get("guids", {}).items():
-        if summary.get("debits", 0) > 1:
+        if summary.get("debits", 0) > 1 and _debits_per_life(f, guid) > 1:
             out.append(Verdict("one-debit", guid, f"this GUID was debited {summary['debits']} times",
                                f.events_for(guid), f.call_seqs(guid), clause="3.claim-new"))
     return out
@@ -119,8 +130,9 @@ def balances(f: Facts) -> list[Verdict]:
     expected = dict(initial)
     for guid, req in f.channel_guids.items():
         if f.stats.get("guids", {}).get(guid, {}).get("debits", 0) >= 1:
-            expected[req["from"]] = expected.get(req["from"], 0) - req["amount"]
-            expected[req["to"]] = expected.get(req["to"], 0) + req["amount"]
+            times = _lives_debited(f, guid) if f.purged.get(guid) else 1
+            expected[req["from"]] = expected.get(req["from"], 0) - req["amount"] * times
+            expected[req["to"]] = expected.get(req["to"], 0) + req["amount"] * times
     out = []
     if sum(actual.values()) != sum(initial.values()):
         out.append(Verdict("balances", None, f"money was created or destroyed: balances sum to "
@@ -129,7 +141,8 @@ def balances(f: Facts) -> list[Verdict]:
         off = {a: (expected.get(a), actual.get(a)) for a in sorted(set(actual) | set(expected))
                if expected.get(a) != actual.get(a)}
         extra = sorted(g for g, s in f.stats.get("guids", {}).items()
-                       if s.get("debits", 0) > 1 or (s.get("debits", 0) and g not in f.channel_guids))
+                       if (s.get("debits", 0) > 1 and _debits_per_life(f, g) > 1)
+                       or (s.get("debits", 0) and g not in f.channel_guids))
         extras = set(extra)
         seqs = tuple(c["seq"] for c in f.account_calls if c.get("guid") in extras and c.get("applied"))
         out.append(Verdict("balances", extra[0] if len(extra) == 1 else None,
