@@ -244,18 +244,22 @@ class Facts:
         A row deleted younger than its retention starts no new life (purge-retention says why).
         """
         out: dict[str, list[float]] = {}
-        for b in self.batches:
-            if b.command != "purge" or b.argument is None or b.end is None:
-                continue
-            before, after = self.snapshots_around(b.invoke.index, b.end.index)
-            if not (before and after):
-                continue
-            end_wall, rows1 = b.end.value.get("wall", b.wall), after.value["rows"]
-            for guid, row in before.value["rows"].items():
+        for b, end_wall, rows0, rows1, _ in self.batch_windows("purge"):
+            for guid, row in rows0.items():
                 if row.get("status") == "DONE" and guid not in rows1 and \
                         end_wall - row["updated_at"] >= b.argument - self.tolerances.clock_slack_s:
                     out.setdefault(guid, []).append(b.end.time)
         return out
+
+    def batch_windows(self, command: str):
+        """(batch, wall time it ended, ledger rows just before it, just after it, when the rows before were read)
+        for each finished run of `command`."""
+        for b in self.batches:
+            if b.command != command or b.argument is None or b.end is None:
+                continue
+            before, after = self.snapshots_around(b.invoke.index, b.end.index)
+            if before and after:
+                yield b, b.end.value.get("wall", b.wall), before.value["rows"], after.value["rows"], before.time
 
     def lives(self, guid: str) -> list[list[dict]]:
         """The GUID's account calls, split where a purge deleted its DONE row as the contract lets it."""

@@ -109,23 +109,12 @@ def converged(f: Facts) -> list[Verdict]:
             for guid, row in sorted(f.final_rows.items()) if row.get("status") in UNDECIDED]
 
 
-def _batch_windows(f: Facts, command: str):
-    """(batch, wall time it ended, ledger rows just before it, just after it, when the rows before were read)
-    for each finished run."""
-    for b in f.batches:
-        if b.command != command or b.argument is None or b.end is None:
-            continue
-        before, after = f.snapshots_around(b.invoke.index, b.end.index)
-        if before and after:
-            yield b, b.end.value.get("wall", b.wall), before.value["rows"], after.value["rows"], before.time
-
-
 @rule("purge-retention", "purge deletes the DONE rows at least --retention old, and no younger ones",
       contract=("5.purge",))
 def purge_retention(f: Facts) -> list[Verdict]:
     out = []
     tol = f.tolerances
-    for b, end_wall, rows0, rows1, _ in _batch_windows(f, "purge"):
+    for b, end_wall, rows0, rows1, _ in f.batch_windows("purge"):
         for guid, row in rows0.items():
             if row.get("status") != "DONE":
                 continue
@@ -146,7 +135,7 @@ def purge_retention(f: Facts) -> list[Verdict]:
 @rule("resolve-min-age", "resolve leaves rows younger than --min-age alone", contract=("5.resolve-min-age",))
 def resolve_min_age(f: Facts) -> list[Verdict]:
     out = []
-    for b, end_wall, rows0, rows1, _ in _batch_windows(f, "resolve"):
+    for b, end_wall, rows0, rows1, _ in f.batch_windows("resolve"):
         for guid, row in rows0.items():
             new = rows1.get(guid, {}).get("status")
             age = end_wall - row["updated_at"]
@@ -163,7 +152,7 @@ def resolve_min_age(f: Facts) -> list[Verdict]:
 def resolve_keeps_unanswered(f: Facts) -> list[Verdict]:
     """While the query API cannot answer (account proxy down, or answers held), resolve changes no row."""
     out = []
-    for b, _, rows0, rows1, _ in _batch_windows(f, "resolve"):
+    for b, _, rows0, rows1, _ in f.batch_windows("resolve"):
         if not _queries_cannot_answer(f, b.invoke.time, b.end.time):
             continue
         for guid, row in rows0.items():
@@ -213,7 +202,7 @@ def malformed_no_effect(f: Facts) -> list[Verdict]:
 @rule("attempt-cap", "reprocess stops at --max-attempts", contract=("5.reprocess",))
 def attempt_cap(f: Facts) -> list[Verdict]:
     out = []
-    for b, _, rows0, rows1, since in _batch_windows(f, "reprocess"):
+    for b, _, rows0, rows1, since in f.batch_windows("reprocess"):
         cap = int(b.argument)
         for guid, row in rows0.items():
             later = rows1.get(guid, {})
