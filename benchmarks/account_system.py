@@ -17,7 +17,8 @@ import tempfile
 from pathlib import Path
 
 from relaychaos.stack.account_system import AccountSystem
-from relaychaos.stack.processes import free_port, spawn, wait_http_ok
+from relaychaos.stack.ports import lease_port
+from relaychaos.stack.processes import spawn, wait_http_ok
 
 from .load import closed_loop, median
 
@@ -48,7 +49,7 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-account-"))
     make_ledger(work / "ledger.sqlite")
-    port = free_port()
+    port = lease_port()
     bare = spawn("bare", [sys.executable, "-c", BARE_SERVER, str(port)], log_path=work / "bare.log")
     assert wait_http_ok(f"http://127.0.0.1:{port}/health", timeout_s=10, child=bare) is None
     fixture = AccountSystem.start(work)

@@ -52,10 +52,11 @@ def start_times(relay: Path, starts: int) -> dict[str, list[float]]:
 
 def bare_start(m, work: Path) -> float:
     """Start-to-healthy of serve spawned directly (no wrapper, no sandbox), as the supervisor would."""
-    from relaychaos.stack.processes import free_port, wait_http_ok
+    from relaychaos.stack.ports import lease_port
+    from relaychaos.stack.processes import wait_http_ok
 
     work.mkdir(parents=True)
-    port = free_port()
+    port = lease_port()
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
                RELAY_HOST="127.0.0.1", RELAY_PORT=str(port), ACCOUNT_URL="http://127.0.0.1:9",
                LEDGER_PATH=str(work / "ledger.sqlite"), ACCOUNT_TIMEOUT_MS="300")

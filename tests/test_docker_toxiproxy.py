@@ -133,7 +133,7 @@ def test_a_named_scenario_holds_with_the_reference_relay_on_toxiproxy_in_docker(
 def test_a_container_that_fails_to_start_is_removed_and_explained(forced_docker, monkeypatch, tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))  # bound, not listening: Toxiproxy cannot bind it, and calls are refused
-        monkeypatch.setattr(toxiproxy_docker, "free_port", lambda: taken.getsockname()[1])
+        monkeypatch.setattr(toxiproxy_docker, "lease_port", lambda: taken.getsockname()[1])
         monkeypatch.setattr(toxiproxy_docker, "START_TIMEOUT_S", 2.0)  # Toxiproxy 2.12 logs the error, stays up
         with pytest.raises(ToxiproxyError) as e:
             toxiproxy_server.acquire(tmp_path)

@@ -146,3 +146,22 @@ def test_no_relay_outlives_a_harness_that_is_killed(tmp_path):
     harness.kill()
     harness.wait()
     assert gone(relay_pid)
+
+
+def test_a_serve_that_leaves_its_port_to_a_detached_process_is_refused(write_manifest, tmp_path):
+    daemon = ("import os; from aiohttp import web\n"
+              "open('daemon.pid', 'w').write(str(os.getpid()))\n"
+              "app = web.Application(); app.router.add_get('/health', lambda r: web.Response(text='ok'))\n"
+              "web.run_app(app, host='127.0.0.1', port=int(os.environ['RELAY_PORT']))\n")
+    path = write_manifest(["sh", "-c", f"setsid -f {sys.executable} daemon.py; exec sleep 60"])
+    (path.parent / "daemon.py").write_text(daemon)
+    sup = supervisor(path, tmp_path)
+    try:
+        with pytest.raises(RelayError) as e:
+            sup.start()
+        pid = int((path.parent / "daemon.pid").read_text())
+        assert "did not take port" in str(e.value) and f"pid {pid} (python" in str(e.value)
+    finally:
+        sup.close()
+        if (path.parent / "daemon.pid").exists():
+            os.kill(int((path.parent / "daemon.pid").read_text()), signal.SIGKILL)

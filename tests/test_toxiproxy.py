@@ -4,7 +4,7 @@ import requests
 
 from relaychaos.stack import toxiproxy_server
 from relaychaos.errors import ToxiproxyError
-from relaychaos.stack.processes import free_port
+from relaychaos.stack.ports import lease_port
 
 pytestmark = pytest.mark.stack  # the real Toxiproxy server
 
@@ -42,7 +42,7 @@ def test_refusals_of_the_server_become_clear_errors(toxiproxy):
 
 
 def test_an_unreachable_toxiproxy_url_says_so_and_how_to_fix_it(monkeypatch, tmp_path):
-    monkeypatch.setenv("TOXIPROXY_URL", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("TOXIPROXY_URL", f"http://127.0.0.1:{lease_port()}")
     with pytest.raises(ToxiproxyError) as e:
         toxiproxy_server.acquire(tmp_path)
     assert "does not answer" in str(e.value) and "unset TOXIPROXY_URL" in str(e.value)

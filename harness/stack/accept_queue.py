@@ -46,7 +46,7 @@ def listen_queue(port: int) -> Queue | None:
     """The accept queue of the TCP listener on `port` (IPv4 or IPv6), or None if none is found or readable."""
     for family in (socket.AF_INET, socket.AF_INET6):
         try:
-            for sport, waiting, size in _listeners(family):
+            for sport, waiting, size, _ in listeners(family):
                 if sport == port:
                     return Queue(waiting, size)
         except OSError:
@@ -54,8 +54,11 @@ def listen_queue(port: int) -> Queue | None:
     return None
 
 
-def _listeners(family: int) -> list[tuple[int, int, int]]:
-    """(port, waiting, size) of every TCP listener of one address family, in this network namespace."""
+def listeners(family: int) -> list[tuple[int, int, int, int]]:
+    """(port, waiting, size, inode) of every TCP listener of one address family, in this network namespace.
+
+    OSError where sock_diag is missing or refuses.
+    """
     request = REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, 1 << TCP_LISTEN, bytes(48))
     with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as nl:
         nl.sendto(HEADER.pack(HEADER.size + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, 1, 0)
@@ -71,7 +74,7 @@ def _listeners(family: int) -> list[tuple[int, int, int]]:
                 if kind == NLMSG_ERROR or length < HEADER.size:
                     raise OSError("sock_diag refused the request")
                 msg = MESSAGE.unpack_from(data, offset + HEADER.size)
-                found.append((int.from_bytes(msg[4], "big"), msg[10], msg[11]))  # sport, rqueue, wqueue
+                found.append((int.from_bytes(msg[4], "big"), msg[10], msg[11], msg[13]))  # sport, rqueue, wqueue, inode
                 offset += (length + 3) & ~3
 
 

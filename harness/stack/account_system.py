@@ -19,7 +19,8 @@ import requests
 
 from relaychaos.errors import FixtureError
 from relaychaos.fixtures.account_system.faults import Faults
-from relaychaos.stack.processes import Child, free_port, spawn, wait_http_ok
+from relaychaos.stack.ports import lease_port, release_port
+from relaychaos.stack.processes import Child, spawn, wait_http_ok
 
 START_TIMEOUT_S = 15.0
 STATS_TIMEOUT_S = 300.0
@@ -43,9 +44,16 @@ class AccountSystem:
     @classmethod
     def start(cls, log_dir: Path) -> "AccountSystem":
         """Spawn a fixture on two free ports with a fresh token (in its environment, not its argv)."""
-        port, control_port = free_port(), free_port()
-        while control_port == port:
-            control_port = free_port()
+        port, control_port = lease_port(), lease_port()
+        try:
+            return cls._spawn(log_dir, port, control_port)
+        except BaseException:
+            release_port(port)
+            release_port(control_port)
+            raise
+
+    @classmethod
+    def _spawn(cls, log_dir: Path, port: int, control_port: int) -> "AccountSystem":
         token = secrets.token_hex(16)
         argv = [sys.executable, "-m", "relaychaos.fixtures.account_system",
                 "--port", str(port), "--control-port", str(control_port)]
@@ -64,6 +72,8 @@ class AccountSystem:
     def close(self) -> None:
         self._http.close()
         self.child.stop()
+        release_port(self.port)
+        release_port(self.control_port)
 
     def _call(self, method: str, path: str, **kwargs) -> dict:
         try:

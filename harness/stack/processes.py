@@ -27,13 +27,6 @@ _live: dict[int, "Child"] = {}
 _live_lock = threading.Lock()
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the caller binds it soon)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     """Whether something accepts TCP connections on host:port right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

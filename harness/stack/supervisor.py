@@ -29,7 +29,9 @@ from relaychaos.sandbox.diagnose import diagnose
 from relaychaos.sandbox.plan import Plan
 from relaychaos.sandbox.policy import Sandbox
 from relaychaos.stack.manifest import Manifest
-from relaychaos.stack.processes import Child, free_port, log_tail, port_in_use, spawn, wait_http_ok
+from relaychaos.stack.listener_owner import stranger_on
+from relaychaos.stack.ports import lease_port, release_port
+from relaychaos.stack.processes import Child, log_tail, port_in_use, spawn, wait_http_ok
 
 BATCH_TIMEOUT_S = 30.0
 BATCH_FLAGS = {"resolve": "--min-age", "reprocess": "--max-attempts", "purge": "--retention"}  # contract §1
@@ -42,6 +44,7 @@ class RelayProcess:
     slot: str
     port: int
     child: Child
+    leased: bool = False  # the port was leased by the supervisor, and goes back when the slot is killed
 
     @property
     def url(self) -> str:
@@ -146,7 +149,19 @@ class Supervisor:
         if slot in self.relays and self.relays[slot].child.alive():
             raise RelayError(f"relay slot '{slot}' is already running (pid {self.relays[slot].child.pid})",
                              fix="kill() the slot before starting it again")
-        port = port or free_port()
+        self.kill(slot)  # a slot whose serve died on its own: reap its group and give its port back
+        leased = port is None
+        port = port or lease_port()
+        try:
+            self.relays[slot] = RelayProcess(slot, port, self._serve(slot, port), leased)
+        except BaseException:
+            if leased:
+                release_port(port)
+            raise
+        return self.relays[slot]
+
+    def _serve(self, slot: str, port: int) -> Child:
+        """Spawn serve on port and wait until it, and nothing else, answers /health there."""
         if port_in_use(port):
             raise RelayError(f"port {port} on 127.0.0.1 is busy: another process listens there",
                              fix="stop that process, or let the supervisor choose a free port")
@@ -156,6 +171,11 @@ class Supervisor:
         why = wait_http_ok(f"http://127.0.0.1:{port}/health", timeout_s=self.manifest.ready_timeout_s, child=child)
         if why is None and not child.alive():
             why = f"exited with status {child.popen.returncode}, yet something else answers on port {port}"
+        if why is None:
+            stranger = stranger_on(port, child.pid)
+            if stranger:
+                why = (f"did not take port {port}: {stranger} listens there and answered /health "
+                       f"(serve is pid {child.pid})")
         if why:
             child.kill()
             layer = self._diagnose(argv, port) if self.sandbox.on else None
@@ -167,8 +187,7 @@ class Supervisor:
                              fix="serve must listen on RELAY_HOST:RELAY_PORT and answer GET /health with 200 "
                                  f"within [limits].ready_timeout_s = {self.manifest.ready_timeout_s:g} s "
                                  "(contract section 1); its log says:", details=log_tail(log_path))
-        self.relays[slot] = RelayProcess(slot, port, child)
-        return self.relays[slot]
+        return child
 
     def _diagnose(self, argv: list[str], port: int) -> str | None:
         """Which sandbox layer keeps serve from starting (relaychaos.sandbox.diagnose), or None."""
@@ -185,6 +204,8 @@ class Supervisor:
         if relay is None:
             return None
         relay.child.kill()
+        if relay.leased:
+            release_port(relay.port)
         return relay.child.pid, relay.child.popen.returncode
 
     def restart(self, slot: str = "a") -> RelayProcess:

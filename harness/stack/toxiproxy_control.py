@@ -80,10 +80,12 @@ class Toxiproxy:
         return self._call("get", "/version").text.strip()
 
     # -- proxies ---------------------------------------------------------------------
-    def create_proxy(self, name: str, upstream: str) -> ProxyRef:
-        """Create an enabled proxy listening on a free loopback port, forwarding to upstream."""
+    def create_proxy(self, name: str, upstream: str, listen_port: int = 0) -> ProxyRef:
+        """Create an enabled proxy listening on loopback `listen_port` (0: one the kernel picks), forwarding to
+        upstream. A disabled proxy listens on the same port again when enabled, so the harness passes a leased
+        one (relaychaos.stack.ports): nobody else may take it while the proxy is down."""
         info = self._call("post", "/proxies", json={
-            "name": name, "upstream": upstream, "listen": "127.0.0.1:0", "enabled": True}).json()
+            "name": name, "upstream": upstream, "listen": f"127.0.0.1:{int(listen_port)}", "enabled": True}).json()
         host, _, port = info["listen"].rpartition(":")
         return ProxyRef(name, host or "127.0.0.1", int(port), upstream)
 

@@ -17,7 +17,7 @@ import time
 from typing import Callable
 
 from relaychaos.errors import ToxiproxyError
-from relaychaos.stack.processes import free_port
+from relaychaos.stack.ports import lease_port, release_port
 from relaychaos.stack.toxiproxy_control import Toxiproxy
 
 OFFICIAL_IMAGE = "ghcr.io/shopify/toxiproxy:2.12.0"
@@ -111,10 +111,15 @@ def start(name: str | None = None) -> tuple[Toxiproxy, Callable[[], None], str]:
     client = connect()
     try:
         ensure_image(client, name)
-        port = free_port()
+        port = lease_port()
+    except BaseException:
+        client.close()
+        raise
+    try:
         container = _create(client, name, port)
     except BaseException:
         client.close()
+        release_port(port)
         raise
 
     def stop() -> None:
@@ -126,6 +131,7 @@ def start(name: str | None = None) -> tuple[Toxiproxy, Callable[[], None], str]:
             pass
         finally:
             client.close()
+            release_port(port)
 
     with _live_lock:
         _live[container.id] = stop

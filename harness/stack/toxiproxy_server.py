@@ -21,7 +21,8 @@ from typing import Callable
 
 from relaychaos.errors import ToxiproxyError
 from relaychaos.stack import toxiproxy_docker
-from relaychaos.stack.processes import free_port, spawn, wait_http_ok
+from relaychaos.stack.ports import lease_port, release_port
+from relaychaos.stack.processes import spawn, wait_http_ok
 from relaychaos.stack.toxiproxy_control import Toxiproxy
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout (in a wheel: nothing there)
@@ -113,7 +114,7 @@ def acquire(log_dir: Path) -> ToxiproxyServer:
 
 
 def _spawn_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
-    port = free_port()
+    port = lease_port()
     # Toxiproxy logs every connection below `error` (a soak's thousands a second would fill the disk)
     level = os.environ.get("RELAYCHAOS_TOXIPROXY_LOG_LEVEL", "error")
     child = spawn("toxiproxy", [binary, "-host", "127.0.0.1", "-port", str(port)],
@@ -121,8 +122,13 @@ def _spawn_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
     why = wait_http_ok(f"http://127.0.0.1:{port}/version", timeout_s=START_TIMEOUT_S, child=child)
     if why:
         child.kill()
+        release_port(port)
         raise ToxiproxyError(f"{binary} {why}", fix=INSTALL_FIX, details=child.tail())
-    return ToxiproxyServer(Toxiproxy(f"http://127.0.0.1:{port}"), binary, child.stop)
+
+    def stop() -> None:
+        child.stop()
+        release_port(port)
+    return ToxiproxyServer(Toxiproxy(f"http://127.0.0.1:{port}"), binary, stop)
 
 
 def _run_container() -> ToxiproxyServer:

@@ -26,6 +26,7 @@ from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.supervisor import RelayProcess, Supervisor
 from relaychaos.tolerances import CURRENT as TOLERANCES
 from relaychaos.tolerances import DEFAULT_ACCOUNT_TIMEOUT_MS
+from relaychaos.stack.ports import lease_port, release_port
 from relaychaos.stack.toxiproxy_control import ProxyRef, Toxiproxy
 
 _stack_ids = itertools.count(1)
@@ -69,6 +70,7 @@ class Stack:
                     self.toxiproxy.destroy(proxy)
                 except Exception:  # the server may be gone already; nothing else to undo
                     pass
+                release_port(proxy.listen_port)
             self.proxies.clear()
             try:
                 self.account.clear_faults()
@@ -85,7 +87,12 @@ class Stack:
             self.ledger_path = target / self.ledger_path.name
 
     def _new_proxy(self, key: str, upstream: str) -> ProxyRef:
-        self.proxies[key] = self.toxiproxy.create_proxy(f"{self.prefix}-{key}", upstream)
+        port = lease_port()  # held while the proxy exists, down or up
+        try:
+            self.proxies[key] = self.toxiproxy.create_proxy(f"{self.prefix}-{key}", upstream, port)
+        except BaseException:
+            release_port(port)
+            raise
         self.expected[key] = {"enabled": True, "upstream": upstream, "toxics": {}}
         return self.proxies[key]
 
