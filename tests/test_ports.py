@@ -22,7 +22,11 @@ HOLD = textwrap.dedent("""
 
 @pytest.fixture
 def own_lock(tmp_path, monkeypatch):
-    """A lock file of this test's own, so that the machine's other harness runs neither see nor disturb it."""
+    """A lock file of this test's own, so that the machine's other harness runs neither see nor disturb it.
+
+    The tests lease from small ranges below the harness's own (20000-29999), where no stack of a
+    concurrent run listens.
+    """
     monkeypatch.setenv("RELAYCHAOS_PORT_LOCK", str(tmp_path / "ports.lock"))
     monkeypatch.setattr(ports, "_fd", None)
     monkeypatch.setattr(ports, "_fd_pid", None)
@@ -42,12 +46,12 @@ def test_leases_come_from_outside_the_kernels_ephemeral_range():
 
 
 def test_two_processes_are_never_given_the_same_port(own_lock, monkeypatch):
-    monkeypatch.setenv("RELAYCHAOS_PORTS", "24000-24019")
+    monkeypatch.setenv("RELAYCHAOS_PORTS", "15000-15019")
     proc, theirs = holder(10)
     try:
         ours = {ports.lease_port() for _ in range(10)}
         assert len(theirs) == 10 and len(ours) == 10 and not ours & theirs
-        with pytest.raises(HarnessError, match="no free loopback port in 24000-24019"):
+        with pytest.raises(HarnessError, match="no free loopback port in 15000-15019"):
             ports.lease_port()
     finally:
         proc.kill()
@@ -55,7 +59,7 @@ def test_two_processes_are_never_given_the_same_port(own_lock, monkeypatch):
 
 
 def test_the_ports_of_a_killed_holder_are_leased_again(own_lock, monkeypatch):
-    monkeypatch.setenv("RELAYCHAOS_PORTS", "24100-24102")
+    monkeypatch.setenv("RELAYCHAOS_PORTS", "15100-15102")
     proc, theirs = holder(3)
     with pytest.raises(HarnessError):
         ports.lease_port()
@@ -65,7 +69,7 @@ def test_the_ports_of_a_killed_holder_are_leased_again(own_lock, monkeypatch):
 
 
 def test_a_released_port_can_be_leased_again_and_a_held_one_cannot(own_lock, monkeypatch):
-    monkeypatch.setenv("RELAYCHAOS_PORTS", "24200-24201")
+    monkeypatch.setenv("RELAYCHAOS_PORTS", "15200-15201")
     first, second = ports.lease_port(), ports.lease_port()
     assert ports.held_ports() == {first, second}
     ports.release_port(first)
@@ -74,10 +78,10 @@ def test_a_released_port_can_be_leased_again_and_a_held_one_cannot(own_lock, mon
 
 def test_a_port_something_listens_on_is_not_leased(own_lock, monkeypatch):
     with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 24300))
+        busy.bind(("127.0.0.1", 15300))
         busy.listen()
-        monkeypatch.setenv("RELAYCHAOS_PORTS", "24300-24301")
-        assert ports.lease_port() == 24301
+        monkeypatch.setenv("RELAYCHAOS_PORTS", "15300-15301")
+        assert ports.lease_port() == 15301
 
 
 @pytest.mark.parametrize("text", ["20000", "b-c", "30000-20000", "80-90"])
