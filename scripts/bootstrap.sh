@@ -58,8 +58,10 @@ fi
 
 # 4. The Java relay (relay_under_test/java): its classes in build/classes, the SQLite JDBC jar in
 #    lib/, that jar's native library extracted to build/native (so the relay writes nothing outside
-#    its folder at run time). Rebuilt only when its sources change: the stamp holds a sha256 of
-#    src/**/*.java and the jar's version.
+#    its folder at run time), its classes in build/relay.jar and a class-data-sharing archive
+#    trained on serve (build/relay.jsa, scripts/java_cds.py). Rebuilt only when something it is made
+#    from changes: the stamp holds a sha256 of src/**/*.java, the jar's version, relay.toml, the
+#    training script and `java -version`.
 java_relay=relay_under_test/java
 SQLITE_JDBC_VERSION=3.54.1.0
 sqlite_jar="$java_relay/lib/sqlite-jdbc-$SQLITE_JDBC_VERSION.jar"
@@ -77,7 +79,8 @@ if command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 && comman
       mv "$sqlite_jar.part" "$sqlite_jar"
     fi
   fi
-  want=$( (cd "$java_relay" && find src -name '*.java' | LC_ALL=C sort | xargs cat; echo "sqlite-jdbc $SQLITE_JDBC_VERSION") | sha256sum | cut -d' ' -f1)
+  want=$( (cd "$java_relay" && find src -name '*.java' | LC_ALL=C sort | xargs cat; echo "sqlite-jdbc $SQLITE_JDBC_VERSION"
+           cat relay.toml "$root/scripts/java_cds.py"; java -version 2>&1) | sha256sum | cut -d' ' -f1)
   if [ ! -f "$java_relay/build/native/libsqlitejdbc.so" ] || [ "$(cat "$java_relay/build/.stamp" 2>/dev/null)" != "$want" ]; then
     echo "bootstrap: building the Java relay ($java_relay/build) ..."
     (
@@ -89,7 +92,10 @@ if command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 && comman
       os=$(java -cp "$jar_name" org.sqlite.util.OSInfo)
       (cd build/unpack && jar xf "../../$jar_name" "org/sqlite/native/$os/libsqlitejdbc.so")
       mv "build/unpack/org/sqlite/native/$os/libsqlitejdbc.so" build/native/ && rm -rf build/unpack build/sources.txt
+      jar cf build/relay.jar -C build/classes .
     )
+    "$root/.venv/bin/python" scripts/java_cds.py "$java_relay" \
+      || echo "bootstrap: the Java relay's class-data-sharing archive was not made (above); it runs without, starting slower." >&2
     echo "$want" > "$java_relay/build/.stamp"
   fi
 else
