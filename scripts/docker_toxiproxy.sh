@@ -77,12 +77,25 @@ start_daemon() {
   clear_stale /var/run/docker.pid dockerd
   clear_stale /var/run/docker/containerd/containerd.pid containerd
   say "starting dockerd --iptables=false --bridge=none (log $state/dockerd.log) ..."
-  setsid dockerd --iptables=false --bridge=none </dev/null >>"$state/dockerd.log" 2>&1 &
-  pid=$!
+  # Not `setsid dockerd &`: where the caller has job control, the background job leads its process
+  # group, so setsid forks, $! is a setsid that has already exited, and a dockerd slow to answer was
+  # taken for one that died (and left running). A forked child leads nothing: it can setsid itself.
+  pid=$(python3 -c 'import os, sys
+pid = os.fork()
+if pid:
+    print(pid)
+    sys.exit(0)
+os.setsid()
+out = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+os.dup2(out, 1)
+os.dup2(out, 2)
+os.execvp("dockerd", ["dockerd", "--iptables=false", "--bridge=none"])' "$state/dockerd.log") \
+    || die "could not start dockerd (python3 forks it into a session of its own)" "install python3"
   echo "$pid" >"$state/dockerd.pid"
   for _ in $(seq 1 120); do
     answers && { say "dockerd $pid answers after $(seconds "$t0") s (pid file $state/dockerd.pid)"; return 0; }
-    is_dockerd "$pid" || { rm -f "$state/dockerd.pid"; log=$state/dockerd.log
+    is_live "$pid" dockerd || is_live "$pid" "$(cat "/proc/$pid/comm" 2>/dev/null)" || { rm -f "$state/dockerd.pid"; log=$state/dockerd.log
       die "dockerd exited during startup" "read $state/dockerd.log"; }
     sleep 0.5
   done
