@@ -30,8 +30,11 @@ die() {  # die WHAT FIX: one message, then the end of the log that explains it
   exit 1
 }
 answers() { timeout 10 docker info >/dev/null 2>&1; }
-is_live() {  # is_live PID NAME: a live NAME process (not a zombie waiting to be reaped)
-  [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+is_alive() {  # is_alive PID: a process that runs (not a zombie waiting to be reaped)
+  [ -e "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}
+is_live() {  # is_live PID NAME: a live NAME process
+  [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] && is_alive "$1"
 }
 is_dockerd() { is_live "$1" dockerd; }
 clear_stale() {  # clear_stale PIDFILE NAME: remove a pid file left by a NAME that was killed; dockerd trips on it
@@ -95,7 +98,7 @@ os.execvp("dockerd", ["dockerd", "--iptables=false", "--bridge=none"])' "$state/
   echo "$pid" >"$state/dockerd.pid"
   for _ in $(seq 1 120); do
     answers && { say "dockerd $pid answers after $(seconds "$t0") s (pid file $state/dockerd.pid)"; return 0; }
-    is_live "$pid" dockerd || is_live "$pid" "$(cat "/proc/$pid/comm" 2>/dev/null)" || { rm -f "$state/dockerd.pid"; log=$state/dockerd.log
+    is_alive "$pid" || { rm -f "$state/dockerd.pid"; log=$state/dockerd.log
       die "dockerd exited during startup" "read $state/dockerd.log"; }
     sleep 0.5
   done

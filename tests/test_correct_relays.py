@@ -6,11 +6,11 @@ here is a harness that goes beyond the contract (or a broken bundled relay): bot
 are bugs of the first order.
 """
 import subprocess
-import tomllib
 
 import pytest
 
 from relaychaos.engine import scenario_file
+from relaychaos.stack import manifest
 from relaychaos.scenarios import ALL, REGRESSION_FILES
 
 from .conftest import ROOT
@@ -39,7 +39,7 @@ def test_an_independent_correct_relay_passes(run_chaos, relay, name, scenario):
 def test_the_java_relay_starts_from_its_trained_class_archive():
     """-Xshare:on refuses to start where the archive is missing or does not match the JDK and classpath."""
     folder = CORRECT["java"].parent
-    serve = tomllib.loads(CORRECT["java"].read_text())["commands"]["serve"]
+    serve = list(manifest.load(CORRECT["java"]).commands["serve"])
     argv = [a.replace("-Xshare:auto", "-Xshare:on") for a in serve[:serve.index("serve")]]
     done = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=60)
     assert "usage: relay serve" in done.stdout + done.stderr, \
