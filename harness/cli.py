@@ -42,9 +42,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     os.chmod(out, 0o700)  # histories and logs: the harness's, not the relays'
+    from relaychaos.run_folder import LOG_BUDGET
+
+    (out / LOG_BUDGET).unlink(missing_ok=True)  # this run's relay logs start from nothing
     try:
         preflight(relay, out)
-        from relaychaos.sandbox.policy import describe, probe
+        from relaychaos.sandbox.levels import describe, probe
 
         sandbox_summary = describe(probe(args.sandbox, args.sandbox_limit))  # SandboxError: strict cannot be had
     except HarnessError as e:
@@ -152,9 +155,9 @@ def main(argv: list[str] | None = None) -> int:
                                                            "timeline")):
         p.add_argument("--sandbox", choices=("auto", "strict", "off"), default=os.environ.get("RELAYCHAOS_SANDBOX",
                        "auto"), help="contain the relay's commands: auto (all this machine offers, the default), "
-                                     "strict (refuse without a uid of its own and Landlock network rules), off")
+                                     "strict (refuse to run unless every layer can be had), off")
         p.add_argument("--sandbox-limit", metavar="NAME=N,...", default=None,
-                       help="change sandbox limits, e.g. data_mib=3072 (see README: Running untrusted relays)")
+                       help="change sandbox limits, e.g. memory_mib=2048 (see docs/sandbox.md)")
     run.set_defaults(func=cmd_run)
     replay.add_argument("file", help="the scenario file (YAML), e.g. an incident written down")
     replay.add_argument("--relay", help="the relay.toml to replay it on (default: the bundled reference relay)")

@@ -31,6 +31,11 @@ class ToxiproxyError(HarnessError):
     """No Toxiproxy server could be found or started, or it refused a request."""
 
 
+class ToxiproxyConflict(ToxiproxyError):
+    """Toxiproxy refused a request on a proxy or toxic that is not as the harness left it (deleted, or a name
+    taken): someone else changed it, which the stack's audit reports as tampering."""
+
+
 class RelayError(HarnessError):
     """A relay process that would not start, answer, or run its batch command."""
 

@@ -41,11 +41,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                                                "(e.g. hidden=grading/hidden; repeatable)")
     group.addoption("--sandbox", dest="relaychaos_sandbox", default=None, choices=SANDBOX_MODES,
                     help="how relay commands are contained: auto (all this machine offers, saying what it "
-                         "could not; the default), strict (refuse to run without a uid of its own and Landlock "
-                         "network rules), off (a relay you trust)")
+                         "could not; the default), strict (refuse to run unless every layer can be had), off (a "
+                         "relay you trust)")
     group.addoption("--sandbox-limit", dest="relaychaos_sandbox_limit", default=None, metavar="NAME=N,...",
-                    help="change sandbox limits, e.g. data_mib=3072,nproc=2048 (names: data_mib, nproc, nofile, "
-                         "fsize_mib, cpu_serve_s, cpu_batch_s)")
+                    help="change sandbox limits, e.g. memory_mib=2048,tasks=1024 (names: memory_mib, tasks, "
+                         "cpu_shares, disk_mib, log_mib, data_mib, nproc, nofile, fsize_mib, cpu_serve_s, cpu_batch_s)")
     parser.addini("relaychaos_relay", "the relay.toml of the relay under test", default=None)
     parser.addini("relaychaos_sandbox", "the sandbox mode: auto, strict or off", default=None)
     parser.addini("relaychaos_budget", "the stateful machine's budget: quick, nightly or ci", default=None)
@@ -121,7 +121,7 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("relaychaos_results", None)
     if path and not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) writes it
         from relaychaos.errors import SandboxError
-        from relaychaos.sandbox.policy import probe
+        from relaychaos.sandbox.levels import probe
 
         try:
             level = probe(*sandbox_choice(config))
@@ -227,9 +227,12 @@ def relaychaos_sandbox(pytestconfig: pytest.Config):
     from relaychaos.errors import SandboxError
     from relaychaos.sandbox.policy import Limits, Sandbox
 
+    from relaychaos.run_folder import LOG_BUDGET
+
     mode, limits = sandbox_choice(pytestconfig)
+    root = run_folder(pytestconfig)
     try:
-        sandbox = Sandbox.create(mode, Limits().with_overrides(limits))
+        sandbox = Sandbox.create(mode, Limits().with_overrides(limits), log_budget=root / LOG_BUDGET if root else None)
     except SandboxError as e:
         pytest.exit(str(e), returncode=2)
     if sandbox.missing and mode != "off":

@@ -2,6 +2,7 @@
 
     runs/<stamp>/histories/<scenario>.jsonl       (.jsonl.gz above relaychaos.history.COMPRESS_OVER)
     runs/<stamp>/logs/<scenario>/relay-a.log ...  (each stack's *.log; stack1-... for a test's second stack)
+    runs/<stamp>/relay-logs.budget                (the count of log bytes every relay command drew on)
 
 xdist workers write these files themselves and tell the controller the paths through
 the test report (it writes results.json); paths are relative to the run folder. A name
@@ -18,6 +19,7 @@ from relaychaos.chaos import save_history
 from relaychaos.history import COMPRESS_OVER, History
 
 HISTORIES, LOGS = "histories", "logs"
+LOG_BUDGET = "relay-logs.budget"  # one submission's log bytes in all (relaychaos.sandbox.logpump)
 
 
 def safe_name(name: str) -> str:

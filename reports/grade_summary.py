@@ -57,21 +57,25 @@ def facts(record: dict, shown=SETS) -> list[str]:
     return out
 
 
+def sandbox_parts(level: dict) -> tuple[str, list[str], list[str]]:
+    """(mode, each layer enforced with what it does, each layer missing with why) of a recorded sandbox level."""
+    missing = level.get("missing") or {}
+    missing = [f"{k} ({v})" for k, v in missing.items()] if isinstance(missing, dict) else list(missing)
+    layers = level.get("layers")
+    if layers is None:  # a level recorded before the layers were named one by one
+        layers = {k: "" for k in ("uid", "rlimits", "landlock") if level.get(k)}
+    enforced = [f"{k} ({v})" if k in ("uid", "cgroups", "landlock") and v else k for k, v in layers.items()]
+    return str(level.get("mode", "?")), enforced, missing
+
+
 def sandbox(level: dict | None) -> str:
-    """The sandbox level in one sentence (the plain-text twin of reports.html.sandbox_line)."""
+    """The sandbox level in one sentence (reports.html.sandbox_line shows the same)."""
     if not level:
         return "Sandbox: not recorded."
-    mode = level.get("mode", "?")
+    mode, enforced, missing = sandbox_parts(level)
     if not level.get("enforced"):
-        missing = "; ".join(level.get("missing", []))
-        return f"Sandbox: {mode}, the relay ran unconfined" + (f" ({missing})." if missing else ".")
-    parts = [f"uid {level['uid']}"] if level.get("uid") else []
-    parts += ["rlimits"] if level.get("rlimits") else []
-    parts += ["private /tmp"] if level.get("mounts") else []
-    ll = level.get("landlock") or {}
-    parts.append(f"Landlock ABI {ll['abi']}" if ll.get("abi") else "no Landlock")
-    missing = f"; not enforced: {'; '.join(level['missing'])}" if level.get("missing") else ""
-    return f"Sandbox: {mode}: {', '.join(parts)}{missing}."
+        return f"Sandbox: {mode}, the relay ran unconfined."
+    return f"Sandbox: {mode}: {', '.join(enforced)}" + (f"; not enforced: {'; '.join(missing)}." if missing else ".")
 
 
 def machine(record: dict, shown=SETS) -> str:

@@ -22,6 +22,7 @@ from relaychaos.checkers.verdict import Verdict
 from relaychaos.reports import plots, timeline
 from relaychaos.history import History
 from relaychaos.reports.atomic import write_text
+from relaychaos.reports.grade_summary import sandbox_parts
 from relaychaos.reports.timeline_model import build, verdict_groups
 
 STYLE = """
@@ -224,16 +225,11 @@ def sandbox_line(level: dict | None) -> str:
     """The sandbox level the relay ran under, as one paragraph (results written before it had one: unknown)."""
     if not level:
         return "<p class=sandbox>Sandbox: not recorded.</p>"
+    mode, enforced, missing = sandbox_parts(level)
     if not level.get("enforced"):
-        return (f"<p class=sandbox>Sandbox: <b>{_e(level.get('mode'))}</b>, the relay ran unconfined "
-                f"({_e('; '.join(level.get('missing', [])))}).</p>")
-    limits = ", ".join(f"{k} {v}" for k, v in level.get("rlimits", {}).items())
-    ll = level.get("landlock", {})
-    parts = [f"uid: {_e(level.get('uid'))}", f"rlimits: {_e(limits)}",
-             f"Landlock ABI {ll.get('abi')} ({_e(', '.join(ll.get('rules', [])))})" if ll.get("abi") else "no Landlock"]
-    parts += [f"mounts: {_e(', '.join(level['mounts']))}"] if level.get("mounts") else []
-    missing = f" Not enforced: {_e('; '.join(level['missing']))}." if level.get("missing") else ""
-    return f"<p class=sandbox>Sandbox: <b>{_e(level['mode'])}</b>: {'; '.join(parts)}.{missing}</p>"
+        return f"<p class=sandbox>Sandbox: <b>{_e(mode)}</b>, the relay ran unconfined.</p>"
+    said = f" Not enforced: {_e('; '.join(missing))}." if missing else ""
+    return f"<p class=sandbox>Sandbox: <b>{_e(mode)}</b>: {_e(', '.join(enforced))}.{said}</p>"
 
 
 def write(results_path: Path) -> Path:

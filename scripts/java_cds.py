@@ -4,7 +4,9 @@
 
 Run by scripts/bootstrap.sh after it builds build/relay.jar (and installs relaychaos into .venv).
 It starts `serve` as relay.toml says, but with -XX:ArchiveClassesAtExit instead of
--XX:SharedArchiveFile, against the account-system fixture; sends it a transfer, its duplicate and
+-XX:SharedArchiveFile, through the harness's one launcher (relaychaos.sandbox.launch) with the
+sandbox off, so that the archive lands in the relay's own folder (the bundled Java relay is the
+project's own code, built here), against the account-system fixture; sends it a transfer, its duplicate and
 a malformed request; and stops it with SIGTERM: the JVM writes every class it loaded into the
 archive as it exits. A later JVM maps them instead of loading and verifying each class again
 (-Xshare:auto: where the archive is missing or was made by another JDK, it is silently unused).
@@ -12,18 +14,20 @@ Exit 1, with the relay's log, if the archive was not written.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
-import os
 import sys
 import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
 
+from relaychaos.sandbox import launch
+from relaychaos.sandbox.policy import Sandbox, WorkingCopy
 from relaychaos.stack.account_system import AccountSystem
 from relaychaos.stack.manifest import load
 from relaychaos.stack.ports import lease_port, release_port
-from relaychaos.stack.processes import spawn, wait_http_ok
+from relaychaos.stack.processes import wait_http_ok
 
 ARCHIVE = "build/relay.jsa"
 
@@ -37,9 +41,11 @@ def post(url: str, payload: bytes) -> None:
 
 
 def main(folder: Path) -> int:
-    serve = list(load(folder / "relay.toml").commands["serve"])
-    argv = [a for a in serve if not a.startswith("-XX:SharedArchiveFile=")]
+    folder = folder.resolve()
+    manifest = load(folder / "relay.toml")
+    argv = [a for a in manifest.commands["serve"] if not a.startswith("-XX:SharedArchiveFile=")]
     argv.insert(1, f"-XX:ArchiveClassesAtExit={ARCHIVE}")
+    training = dataclasses.replace(manifest, commands={**manifest.commands, "serve": tuple(argv)})
     (folder / ARCHIVE).unlink(missing_ok=True)
     (folder / "tmp").mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
@@ -47,9 +53,11 @@ def main(folder: Path) -> int:
         try:
             ledger = Path(work) / "ledger.sqlite"
             account.reset(ledger_path=ledger, accounts={"alice": 100, "bob": 0})
-            env = {**os.environ, "RELAY_HOST": "127.0.0.1", "RELAY_PORT": str(port), "ACCOUNT_URL": account.url,
-                   "LEDGER_PATH": str(ledger), "ACCOUNT_TIMEOUT_MS": "2000"}
-            relay = spawn("java-cds", argv, log_path=Path(work) / "serve.log", cwd=folder, env=env)
+            contract = {"RELAY_HOST": "127.0.0.1", "RELAY_PORT": str(port), "ACCOUNT_URL": account.url,
+                        "LEDGER_PATH": str(ledger), "ACCOUNT_TIMEOUT_MS": "2000"}
+            relay = launch.start(Sandbox.create("off"), training, "serve", copy=WorkingCopy(folder, folder),
+                                 contract=contract, log_path=Path(work) / "serve.log", ledger_dir=Path(work),
+                                 tmp_dir=None, connect=(account.port,), port=port)
             why = wait_http_ok(f"http://127.0.0.1:{port}/health", timeout_s=30, child=relay)
             if why is None:
                 transfer = json.dumps({"guid": "cds-1", "from": "alice", "to": "bob", "amount": 1}).encode()

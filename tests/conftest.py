@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -10,6 +11,22 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "relay_under_test" / "base" / "relay.toml"
 REFERENCE = ROOT / "relay_under_test" / "reference" / "relay.toml"
+TEST_RELAYS = ROOT / "tests" / "relays"
+COMMANDS = ("serve", "resolve", "reprocess", "purge")
+
+
+def derived_relay(folder: Path, module: str, name: str | None = None, **commands: list[str]) -> Path:
+    """A self-contained relay folder, as a sandbox wants one: `folder` holds the bundled Python relays
+    (relay_under_test/ without the Go and Java relays) and a relay.toml running `python run.py MODULE COMMAND`
+    (or the argv given for a command). MODULE is a bundled one ("reference", "base", "mutants no_e904") or a
+    module of tests/relays/ (which imports `.reference` relatively), copied in."""
+    shutil.copytree(ROOT / "relay_under_test", folder, ignore=shutil.ignore_patterns("go", "java", "__pycache__"))
+    if (TEST_RELAYS / f"{module}.py").exists():
+        shutil.copy(TEST_RELAYS / f"{module}.py", folder)
+    argv = {c: ["python", "run.py", *module.split(), c] for c in COMMANDS} | commands
+    body = "\n".join(f"{k} = {json.dumps(v)}" for k, v in argv.items())
+    (folder / "relay.toml").write_text(f'name = "{name or module.split()[-1]}"\n[commands]\n{body}\n')
+    return folder / "relay.toml"
 
 
 @pytest.fixture

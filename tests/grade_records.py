@@ -20,8 +20,9 @@ RUBRIC = [
 ]
 SCENARIOS = [("race-32-one-relay", "visible"), ("happy-path", "visible"), ("min-age-trap", "hidden"),
              ("stateful", "hidden"), ("kill-before-account-call", "after_due_date")]
-SANDBOX = {"mode": "auto", "enforced": True, "uid": "relaychaos-s0 (999)", "rlimits": {"data_mib": 2048},
-           "mounts": ["/tmp"], "landlock": {"abi": 7, "rules": ["filesystem", "tcp-bind"]}, "missing": []}
+SANDBOX = {"mode": "auto", "enforced": True,
+           "layers": {"uid": "user relaychaos-relay-0 (999) of its own", "rlimits": "data 2048 MiB",
+                      "landlock": "ABI 7 (filesystem, tcp-bind)"}, "missing": {}}
 
 
 def incident(rule: str, scenario: str) -> str:

@@ -31,7 +31,7 @@ MESSAGES = {**MESSAGES, "E901": "outcome unknown", "E902": "not sent", "E903": "
 
 def row(status: str, code: str | None = None, *, updated_at: float = 0.0, attempts: int = 1,
         request: dict | None = None, response: str | None = None) -> dict:
-    """One ledger row as `read_ledger` returns it (the contract's seven columns)."""
+    """One ledger row as `ledger_file.rows` returns it (the contract's seven columns)."""
     return {"guid": None, "status": status, "resp_code": code, "request": json.dumps(request or {}),
             "response": response, "attempts": attempts, "updated_at": updated_at}
 

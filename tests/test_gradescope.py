@@ -56,7 +56,7 @@ def test_the_summary_gives_only_the_visible_score_while_other_tests_are_hidden_f
     assert "**Score on the visible scenarios: 33.5 / 35; 65 more points come from scenarios not shown here.**" in out
     assert "84.5" not in out, "the total would give the hidden results away"
     assert "- Seed: 12345" in out
-    assert "- Sandbox: auto: uid relaychaos-s0 (999), rlimits, private /tmp, Landlock ABI 7" in out
+    assert "- Sandbox: auto: uid (user relaychaos-relay-0 (999) of its own), rlimits, landlock (ABI 7" in out
 
 
 def test_the_summary_leaves_out_notes_and_machine_failures_of_hidden_scenarios():

@@ -18,7 +18,7 @@ import pytest
 
 from relaychaos.reports import gradescope, prairielearn
 
-from .conftest import ROOT
+from .conftest import ROOT, derived_relay
 
 pytestmark = pytest.mark.stack
 RELAYS = ROOT / "relay_under_test"
@@ -49,7 +49,7 @@ def bad_class(tmp_path):
     (root / "no manifest").mkdir(parents=True)
     manifest(root / "missing-program", ["./relay-binary", "serve"])
     manifest(root / "never ready ü", ["python", "-c", "import time; time.sleep(600)"])
-    shutil.copytree(RELAYS / "base", root / "base")
+    derived_relay(root / "base", "base")
     return root
 
 
@@ -140,7 +140,7 @@ def test_ctrl_c_leaves_a_valid_partial_gradebook_and_nothing_running(tmp_path):
 @pytest.mark.parametrize("platform, folder", [("gradescope", "submission"), ("prairielearn", "student")])
 def test_in_a_grading_platform_s_folders_the_results_land_where_it_reads_them(tmp_path, platform, folder):
     root = tmp_path / platform
-    shutil.copytree(RELAYS / "base", root / folder)
+    derived_relay(root / folder, "base")
     done = grade(f"--{platform}", root, "--scenarios", QUICK)
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads((root / "results" / "results.json").read_text())

@@ -9,7 +9,7 @@ import pytest
 
 from relaychaos.engine.steps import Reprocess, Resolve, Scenario, Send
 
-from .conftest import ROOT
+from .conftest import ROOT, derived_relay
 
 BROKEN = ROOT / "tests" / "relays" / "broken_relay.py"
 SCENARIO = Scenario("interface-probe", steps=(Send("g1"), Resolve(min_age_s=60), Reprocess(max_attempts=3)),
@@ -70,12 +70,7 @@ def test_a_relay_without_health_gets_the_serve_ready_verdict(run_chaos, broken):
 @pytest.fixture
 def lenient(tmp_path):
     """A manifest for the reference relay changed only to ignore fields beyond the four."""
-    script = shutil.copy(ROOT / "tests" / "relays" / "lenient_relay.py", tmp_path)
-    cmd = lambda c: json.dumps([sys.executable, Path(script).name, c])  # noqa: E731
-    (tmp_path / "relay.toml").write_text(f'name = "lenient"\n[commands]\nserve = {cmd("serve")}\n'
-                                         f'resolve = {cmd("resolve")}\nreprocess = {cmd("reprocess")}\n'
-                                         f'purge = {cmd("purge")}\n')
-    return tmp_path / "relay.toml"
+    return derived_relay(tmp_path / "lenient", "lenient_relay", name="lenient")
 
 
 @pytest.mark.parametrize("relay, answer", [("reference", "E400"), ("lenient", "0000")])

@@ -1,40 +1,68 @@
-"""The sandbox, layer by layer: what it enforces, what it says when it cannot, and what it measures.
+"""The sandbox, layer by layer: what each enforces, what is said when it cannot, and what a diagnosis finds.
 
-The adversarial relay (test_sandbox_adversary.py) shows the layers together; here
-each is pinned down on its own: the exec wrapper's refusals, the plan for a relay
-command, the level reported, strict mode's refusal, and the message that names
-the layer starving a runtime, with its measured need and the flag to change.
+The red team (tests/test_red_team.py) attacks the layers together, as students would; here
+each is pinned down on its own: the exec wrapper, the seccomp program, the filesystem view, the
+slot's network and cgroups, the level on record, strict mode's refusal, and the message that
+names what starves or refuses a relay.
 """
+import errno
 import json
 import os
+import socket
+import struct
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from relaychaos.errors import RelayError, SandboxError
-from relaychaos.sandbox import landlock, policy
+from relaychaos.sandbox import landlock, levels, seccomp
+from relaychaos.sandbox.levels import Limits, probe
 from relaychaos.sandbox.plan import WRAPPER, Plan
-from relaychaos.sandbox.policy import Limits, Sandbox, hidden_folders, outermost, probe
+from relaychaos.sandbox.policy import Sandbox, outermost
 
-from .conftest import ROOT
+from .conftest import REFERENCE
 
-REFERENCE = ROOT / "relay_under_test" / "reference" / "relay.toml"
-FULL = pytest.mark.skipif(os.geteuid() != 0 or landlock.abi() < 6,
-                          reason=f"needs root and Landlock ABI 6+ (euid {os.geteuid()}, ABI {landlock.abi()})")
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0 or landlock.abi() < 6 or levels.offered()[0],
+                               reason=f"needs every layer (euid {os.geteuid()}, ABI {landlock.abi()}, missing "
+                                      f"{levels.offered()[0]})")
+PROBE = r'''
+import ctypes, errno, json, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+out = {}
+def attempt(name, call):
+    try:
+        call(); out[name] = "ok"
+    except OSError as e:
+        out[name] = errno.errorcode.get(e.errno, str(e.errno))
+def raw(name, rc):
+    out[name] = "ok" if rc >= 0 else errno.errorcode[ctypes.get_errno()]
+attempt("tcp", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close())
+attempt("tcp6", lambda: socket.socket(socket.AF_INET6, socket.SOCK_STREAM).close())
+attempt("unix", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close())
+attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+attempt("mptcp", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262))
+attempt("sctp", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132))
+attempt("netlink", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
+attempt("packet", lambda: socket.socket(17, socket.SOCK_RAW, 0))
+raw("userns", libc.unshare(0x10000000))
+raw("io_uring", libc.syscall(425, 8, ctypes.create_string_buffer(120)))
+raw("ptrace", libc.syscall(101, 0x4206, os.getppid(), 0, 0))
+raw("bpf", libc.syscall(321, 0, 0, 0))
+print(json.dumps(out))
+'''
 
 
-def wrapped(plan: Plan, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(plan.wrap(list(argv)), capture_output=True, text=True, timeout=30)
+def wrapped(plan: Plan, *argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(plan.wrap(list(argv)), capture_output=True, text=True, timeout=60, env=env)
 
 
 # -- the exec wrapper -------------------------------------------------------------------------
 def test_the_wrapper_execs_the_command_in_place_with_the_limits_set():
     done = wrapped(Plan(rlimits={"nofile": 77, "core": 0}), sys.executable, "-c",
-                   "import os, resource; print(os.getpid() == int(os.environ.get('X', os.getpid())), "
-                   "resource.getrlimit(resource.RLIMIT_NOFILE))")
-    assert done.returncode == 0 and done.stdout.split() == ["True", "(77,", "77)"], done.stderr
+                   "import resource; print(resource.getrlimit(resource.RLIMIT_NOFILE))")
+    assert done.returncode == 0 and done.stdout.split() == ["(77,", "77)"], done.stderr
 
 
 def test_a_command_that_cannot_be_found_exits_127_naming_it():
@@ -55,92 +83,235 @@ def test_the_wrapper_imports_no_package_so_that_it_starts_fast():
     assert not {m for m in imported if m.startswith(("relaychaos", "dataclasses", "pathlib"))}, imported
 
 
-# -- the plan -------------------------------------------------------------------------------
-def test_only_the_outermost_folders_are_bound_and_a_writable_one_inside_a_read_only_one_is_kept():
+def test_what_python_ignores_is_not_passed_on_to_the_relay():
+    """Python ignores SIGPIPE and SIGXFSZ; an exec keeps an ignored signal ignored. The relay gets defaults."""
+    done = wrapped(Plan(seccomp=True), "grep", "SigIgn", "/proc/self/status")
+    assert done.stdout.split() == ["SigIgn:", "0000000000000000"], done.stdout + done.stderr
+
+
+# -- seccomp --------------------------------------------------------------------------------------
+def run_bpf(code: bytes, nr: int, args: tuple[int, ...], arch: int = seccomp.AUDIT_ARCH_X86_64) -> int:
+    """Classic BPF, as the kernel runs a seccomp filter over struct seccomp_data (the opcodes program() uses)."""
+    data = struct.pack("=iIQ6Q", nr, arch, 0, *(list(args) + [0] * (6 - len(args))))
+    insns = [struct.unpack_from("=HBBI", code, i) for i in range(0, len(code), 8)]
+    acc, pc = 0, 0
+    while True:
+        op, jt, jf, k = insns[pc]
+        pc += 1
+        if op == 0x20:
+            acc = struct.unpack_from("=I", data, k)[0]
+        elif op == 0x54:
+            acc &= k
+        elif op in (0x15, 0x35, 0x45):
+            taken = acc == k if op == 0x15 else acc >= k if op == 0x35 else bool(acc & k)
+            pc += jt if taken else jf
+        elif op == 0x06:
+            return k
+        else:
+            raise AssertionError(f"opcode {op:#x} not modelled")
+
+
+CALLS = [(41, (2, 1, 0)), (41, (10, 1 | 0x80000, 6)), (41, (1, 1, 0)), (41, (1, 2, 0)), (41, (2, 2, 0)),
+         (41, (2, 3, 1)), (41, (2, 1, 262)), (41, (2, 1, 132)), (41, (16, 3, 0)), (41, (17, 3, 0)),
+         (53, (1, 1, 0)), (53, (2, 1, 0)), (56, (0x11,)), (56, (0x10000000 | 0x11,)), (272, (0x400,)),
+         (272, (0x40000000,)), (101, ()), (425, ()), (321, ()), (0, ()), (59, ()), (435, ()),
+         (0x40000000 | 41, (2, 1, 0))]
+
+
+@pytest.mark.parametrize("nr, args", CALLS)
+def test_the_filter_refuses_exactly_what_refusal_says_with_its_errno(nr, args):
+    code = seccomp.program(notify=False)
+    verdict = run_bpf(code, nr, args)
+    if nr in (seccomp.CLONE3, 0x40000000 | 41):
+        assert verdict == seccomp.RET_ERRNO | errno.ENOSYS  # quietly absent, so libc falls back
+        return
+    expected = seccomp.refusal(nr, args)
+    assert verdict == (seccomp.RET_ALLOW if expected is None else seccomp.RET_ERRNO | expected[1]), (nr, args)
+    if expected is not None and not (nr == seccomp.SOCKET and args[2] == 262):
+        assert run_bpf(seccomp.program(notify=True), nr, args) == seccomp.RET_USER_NOTIF  # said in the log
+
+
+def test_another_architecture_is_killed_before_any_rule_is_read():
+    assert run_bpf(seccomp.program(notify=False), 41, (2, 1, 0), arch=0x40000003) == seccomp.RET_KILL_PROCESS
+
+
+def test_in_a_real_process_only_tcp_and_unix_sockets_open_and_no_namespace_can_be_made():
+    done = wrapped(Plan(seccomp=True), sys.executable, "-c", PROBE)
+    assert json.loads(done.stdout) == {
+        "tcp": "ok", "tcp6": "ok", "unix": "ok", "udp": "EACCES", "mptcp": "EPROTONOSUPPORT",
+        "sctp": "EPROTONOSUPPORT", "netlink": "EAFNOSUPPORT", "packet": "EAFNOSUPPORT", "userns": "EPERM",
+        "io_uring": "ENOSYS", "ptrace": "EPERM", "bpf": "EPERM"}, done.stderr
+
+
+# -- the plan and the level -------------------------------------------------------------------------
+def test_only_the_outermost_folders_are_bound():
     assert outermost(["/a", "/a/b", "/c"]) == ("/a", "/c")
-    assert outermost(["/a", "/a/b"], writable=("/a/b",)) == ("/a", "/a/b")
-
-
-def test_a_folder_the_relay_uid_cannot_enter_is_hidden_but_for_the_runtime_it_holds(tmp_path):
-    """Such as /root (0700) holding a pyenv Python: a tmpfs over it, with the runtime bound back in place.
-    Folders under /tmp are not concerned: /tmp gets a private tmpfs of its own."""
-    locked = tmp_path / "home"
-    (locked / "runtime").mkdir(parents=True)
-    locked.chmod(0o700)
-    assert hidden_folders([str(locked / "runtime")], uid=54321, gid=54321) == []
-    outside = Path("/var/tmp") / f"rc-hidden-{os.getpid()}"
-    try:
-        (outside / "runtime").mkdir(parents=True)
-        outside.chmod(0o700)
-        mounts = hidden_folders([str(outside / "runtime"), str(outside / "runtime" / "x")], uid=54321, gid=54321)
-        assert [(m.at, m.keep) for m in mounts] == [(str(outside), (str(outside / "runtime"),))]
-    finally:
-        subprocess.run(["rm", "-rf", str(outside)], check=False)
 
 
 def test_limits_can_be_changed_by_name_and_a_bad_one_is_refused_with_the_names():
-    assert Limits().with_overrides("data_mib=3072, nproc=2048") == Limits(data_mib=3072, nproc=2048)
-    with pytest.raises(SandboxError, match="nproc, data_mib, nofile"):
+    assert Limits().with_overrides("memory_mib=2048, tasks=64") == Limits(memory_mib=2048, tasks=64)
+    with pytest.raises(SandboxError, match="memory_mib, tasks, cpu_shares"):
         Limits().with_overrides("memory=3G")
 
 
-# -- what is enforced, and what is said when it cannot be --------------------------------------
-def test_off_enforces_nothing_and_says_so():
-    assert probe("off") == {"mode": "off", "enforced": False, "missing": ["everything: --sandbox off"]}
+def test_off_enforces_nothing_and_says_so_for_every_layer():
+    level = probe("off")
+    assert level["enforced"] is False and set(level["missing"]) == set(levels.LAYERS)
 
 
-def test_auto_without_root_or_landlock_runs_with_what_there_is_and_lists_the_rest(monkeypatch):
-    monkeypatch.setattr(policy.os, "geteuid", lambda: 1000)
-    monkeypatch.setattr(policy.landlock, "abi", lambda: 0)
-    level = probe("auto")
-    assert level["enforced"] is True and level["uid"] == "the harness's own" and "nproc" not in level["rlimits"]
-    assert any("does not run as root" in m for m in level["missing"])
-    assert any("Landlock: this kernel offers none" in m for m in level["missing"])
-
-
-@pytest.mark.parametrize("euid, abi, lacking", [(1000, 7, "does not run as root"), (0, 3, "they need ABI 4")])
-def test_strict_refuses_to_run_a_weaker_sandbox_naming_the_layer_and_the_flag(monkeypatch, euid, abi, lacking):
-    monkeypatch.setattr(policy.os, "geteuid", lambda: euid)
-    monkeypatch.setattr(policy.landlock, "abi", lambda: abi)
+def test_strict_refuses_to_run_when_any_layer_is_missing_naming_it_and_how_to_get_it():
     with pytest.raises(SandboxError) as e:
-        Sandbox.create("strict")
-    assert lacking in str(e.value) and "--sandbox auto" in str(e.value)
+        levels.check("strict", {"network": "nft not installed (packages iproute2, nftables; ...)"})
+    assert "missing: network (nft not installed" in str(e.value) and "--sandbox auto" in str(e.value)
+    levels.check("auto", {"network": "nft not installed"})  # auto runs, and says it
 
 
-def test_strict_refusal_from_the_command_line_is_one_message_and_exit_2(tmp_path, monkeypatch):
-    env = dict(os.environ, RELAYCHAOS_SANDBOX="strict")
-    code = ("import sys; from relaychaos.sandbox import policy; policy.landlock.abi = lambda: 3; "
-            "from relaychaos.cli import main; sys.exit(main(['replay', sys.argv[1], '--out', sys.argv[2]]))")
-    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "scenarios" / "regressions" /
+def test_strict_refusal_from_the_command_line_is_one_message_and_exit_2(tmp_path):
+    code = ("import sys; from relaychaos.sandbox import levels; levels.netns.missing = lambda: 'nft is not here'; "
+            "from relaychaos.cli import main; sys.exit(main(['replay', sys.argv[1], '--out', sys.argv[2], "
+            "'--sandbox', 'strict']))")
+    done = subprocess.run([sys.executable, "-c", code, str(REFERENCE.parents[2] / "scenarios" / "regressions" /
                                                           "check-then-insert-short-resends.yaml"), str(tmp_path / "o")],
-                          env=env, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "--sandbox strict refuses" in done.stderr and "fix:" in done.stderr
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--sandbox strict refuses" in done.stderr and "network (nft is not here)" in done.stderr
     assert not (tmp_path / "o").exists(), "nothing started"
 
 
-@FULL
-def test_the_level_names_the_uid_the_limits_and_the_landlock_rules():
+@ROOT_ONLY
+def test_here_every_layer_is_enforced_and_said_in_one_line():
     level = probe("auto")
-    assert level["uid"].startswith("a system user") and level["rlimits"]["nproc"] == Limits().nproc
-    assert level["landlock"]["abi"] >= 6 and "tcp-connect" in level["landlock"]["rules"]
-    assert level["missing"] == []
+    assert level["missing"] == {} and set(level["layers"]) == set(levels.LAYERS)
     assert json.dumps(level)
+    line = levels.describe(level)
+    assert line.startswith("sandbox auto: uid (") and "network" in line and "not enforced" not in line
+
+
+# -- the isolated command -------------------------------------------------------------------------------
+@pytest.fixture
+def slot(tmp_path):
+    """A sandbox of its own (a slot beside the worker's), and a stack-like set of folders in it."""
+    sandbox = Sandbox.create("auto")
+    from relaychaos.stack.manifest import load
+
+    copy = sandbox.working_copy(load(REFERENCE))
+    ledger, tmp = sandbox.ledger_dir("t", tmp_path), sandbox.tmp_dir("t")
+    yield sandbox, copy, ledger, tmp
+    sandbox.close()
+
+
+def isolated(slot, code: str, port: int = 29999) -> subprocess.CompletedProcess:
+    sandbox, copy, ledger, tmp = slot
+    plan = sandbox.plan("serve", copy=copy, ledger_dir=ledger, tmp_dir=tmp, argv0=sys.executable,
+                        connect=(29998,), bind=(port,))
+    env = sandbox.env({"LEDGER_PATH": str(ledger / "ledger.sqlite")}, copy, tmp)
+    return subprocess.run(plan.wrap([sys.executable, "-c", code]), capture_output=True, text=True, timeout=60,
+                          env=env, cwd=copy.cwd)
+
+
+@ROOT_ONLY
+def test_a_relay_sees_its_own_root_processes_host_name_and_environment(slot):
+    done = isolated(slot, "import os, socket, json; print(json.dumps([sorted(os.listdir('/')), "
+                          "sorted(p for p in os.listdir('/proc') if p.isdigit()), socket.gethostname(), "
+                          "sorted(os.environ), os.getuid()]))")
+    root, pids, host, env, uid = json.loads(done.stdout.splitlines()[-1])
+    assert set(root) <= {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "opt", "dev", "proc",
+                         "sys", "tmp", "run", "root", "work", "home"}, root
+    assert pids == ["1", "2"] and host == "relay" and uid == slot[0].slot.uid
+    assert set(env) <= {"PATH", "HOME", "LANG", "LEDGER_PATH", "LC_CTYPE"}, env
+
+
+@ROOT_ONLY
+def test_the_harness_its_runs_and_its_package_are_not_in_the_relay_s_view(slot):
+    import relaychaos
+
+    harness = os.path.dirname(relaychaos.__file__)
+    done = isolated(slot, f"import os; print([p for p in ({harness!r}, '/root/.ssh') if os.path.exists(p)], "
+                          f"os.listdir('/run/relaychaos'))")
+    assert done.stdout.strip() == f"[] ['slot-{slot[0].slot.number}']", done.stdout + done.stderr
+
+
+@ROOT_ONLY
+def test_the_ledger_folder_holds_regular_files_only(slot):
+    _, _, ledger, _ = slot
+    done = isolated(slot, f"""
+import os
+for name, make in (("fifo", lambda p: os.mkfifo(p)), ("link", lambda p: os.symlink("/etc/passwd", p)),
+                   ("file", lambda p: open(p, "w").close())):
+    try:
+        make(os.path.join({str(ledger)!r}, name)); print(name, "made")
+    except OSError as e:
+        print(name, e.strerror)
+""")
+    assert done.stdout.split("\n")[:3] == ["fifo Permission denied", "link Permission denied", "file made"], done.stdout
+
+
+@ROOT_ONLY
+def test_a_relay_reaches_nothing_of_the_machine_but_its_slot_s_ports(slot):
+    """Its own loopback; the harness's end of the pair only on the harness's ports, and there Landlock's one."""
+    done = isolated(slot, """
+import socket
+for host, port in (("127.0.0.1", 22), ("10.213.0.1", 22), ("192.0.2.1", 80), ("8.8.8.8", 53)):
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect((host, port)); print("connected")
+    except OSError as e:
+        print(e.strerror or type(e).__name__)
+""")
+    assert "connected" not in done.stdout and len(done.stdout.split("\n")) >= 4, done.stdout + done.stderr
+
+
+@ROOT_ONLY
+def test_a_command_s_processes_all_die_with_it_and_its_ipc_with_them(slot):
+    code = ("import os, subprocess, sys, time; subprocess.Popen(['sleep', '300'], start_new_session=True); "
+            "print('up and', 'running', flush=True); time.sleep(300)")
+    sandbox, copy, ledger, tmp = slot
+    plan = sandbox.plan("serve", copy=copy, ledger_dir=ledger, tmp_dir=tmp, argv0=sys.executable, connect=(),
+                        bind=())
+    from relaychaos.stack.processes import spawn
+
+    child = spawn("t", [sys.executable, "-c", code], log_path=tmp.parent / "t.log", cwd=copy.cwd,
+                  env=sandbox.env({}, copy, tmp), plan=plan)
+    try:
+        for _ in range(500):
+            if "up and running" in (tmp.parent / "t.log").read_text():
+                break
+            __import__("time").sleep(0.01)
+        assert len(sandbox.cgroups.pids()) >= 3  # init, python, sleep: all in the slot's cgroups
+    finally:
+        child.kill()
+    assert sandbox.cgroups.pids() == []
 
 
 # -- a runtime the limits starve ---------------------------------------------------------------
-@FULL
-def test_a_runtime_the_data_limit_starves_gets_the_layer_its_measured_need_and_the_flag(make_stack):
-    starved = Sandbox.create("auto", Limits(data_mib=16))
+@ROOT_ONLY
+def test_a_relay_the_memory_limit_starves_gets_the_layer_its_measured_need_and_the_flag(make_stack):
+    starved = Sandbox.create("auto", Limits(memory_mib=24))
     try:
         stack = make_stack(REFERENCE, sandbox=starved)
         with pytest.raises(RelayError) as e:
             stack.start_relay()
         message = str(e.value)
-        assert "the sandbox's rlimits starve serve" in message and "limit data_mib=16" in message
-        assert "MiB of data" in message and "fix: --sandbox-limit data_mib=" in message
+        assert "resource limits starve serve" in message and "limit memory_mib=24" in message, message
+        assert "fix: --sandbox-limit memory_mib=" in message
         stack.close()
     finally:
         starved.close()
+
+
+def test_a_relay_refused_a_socket_is_told_which_and_by_which_layer(make_stack, write_manifest):
+    udp = [sys.executable, "-c", "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)"]
+    stack = make_stack(write_manifest(serve=udp, ready_timeout_s=5))
+    with pytest.raises(RelayError) as e:
+        stack.start_relay()
+    assert "seccomp refused socket(AF_INET, SOCK_DGRAM, 0)" in str(e.value) and "EACCES" in str(e.value)
+
+
+def test_a_relay_that_binds_another_port_is_told_what_it_may_listen_on(make_stack, write_manifest):
+    other = [sys.executable, "-c", "import socket; socket.socket().bind(('127.0.0.1', 8080))"]
+    stack = make_stack(write_manifest(serve=other, ready_timeout_s=5))
+    with pytest.raises(RelayError) as e:
+        stack.start_relay()
+    assert "serve may listen only on RELAY_PORT" in str(e.value), str(e.value)
 
 
 # -- tamper evidence -----------------------------------------------------------------------------
@@ -156,3 +327,17 @@ def test_the_audit_names_each_change_made_behind_the_harness_s_back(stack, toxip
                              "proxy hub-a is enabled; the harness disabled it"]
     stack.heal()
     assert stack.audit() == []
+
+
+def test_a_toxic_removed_by_someone_else_is_no_harness_crash(stack, toxiproxy):
+    stack.start_relay()
+    stack.add_toxic("account", "latency", latency=200)
+    toxiproxy.remove_toxic(stack.proxies["account"], "latency_downstream")
+    stack.remove_toxic("account", "latency_downstream")  # gone already: the audit says so, nothing raises
+    toxiproxy.destroy(stack.proxies["hub-a"])
+    stack.heal()
+    assert "proxy hub-a was deleted" in stack.audit()
+
+
+def test_the_relays_socket_family_is_kept_apart_from_the_harness_s():
+    assert socket.AF_INET == seccomp.AF_INET and socket.AF_UNIX == seccomp.AF_UNIX

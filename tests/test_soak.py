@@ -13,10 +13,9 @@ from relaychaos.soak import schedule
 from relaychaos.soak.command import duration_s
 from relaychaos.soak.generator import RESEND_WINDOW_S
 
-from .conftest import ROOT
+from .conftest import ROOT, derived_relay
 
 MUTANT = ROOT / "relay_under_test" / "mutants" / "check_then_insert" / "relay.toml"
-DIES_ONCE = ROOT / "tests" / "relays" / "dies_once" / "relay.toml"
 
 
 def soak(*args, env=None, **popen):
@@ -90,10 +89,13 @@ def test_a_short_soak_finds_the_check_then_insert_race_and_writes_its_timeline(t
 
 @pytest.mark.stack
 def test_a_relay_that_dies_and_will_not_start_again_stops_the_soak_with_a_verdict(tmp_path):
-    env = dict(os.environ, DIES_AFTER_S="2")
-    proc = soak("--relay", str(DIES_ONCE), "--duration", "60s", "--rate", "50", "--out", str(tmp_path), env=env)
+    dies_once = derived_relay(tmp_path / "dies_once", "dies_once", serve=["python", "run.py", "dies_once", "serve"],
+                              resolve=["python", "run.py", "reference", "resolve"],
+                              reprocess=["python", "run.py", "reference", "reprocess"],
+                              purge=["python", "run.py", "reference", "purge"])
+    proc = soak("--relay", str(dies_once), "--duration", "60s", "--rate", "50", "--out", str(tmp_path / "out"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    summary = json.loads((tmp_path / "summary.json").read_text())
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert "would not start again" in summary["stopped_because"] and summary["duration_s"] < 30
     assert "serve-ready" in summary["rules_broken"]
     assert "the soak stopped early: relay a died and would not start again" in proc.stdout

@@ -103,7 +103,7 @@ def test_kill_is_sigkill_of_the_whole_group_and_restart_uses_the_same_ledger(wri
     assert relay.child.popen.returncode == -signal.SIGKILL
     assert gone(relay.child.pid) and gone(grandchild), "the relay's own children die with it"
     again = sup.restart()
-    assert again.child.alive() and sup.env()["LEDGER_PATH"] == str(sup.ledger_path)
+    assert again.child.alive() and sup.contract_env()["LEDGER_PATH"] == str(sup.ledger_path)
     sup.close()
     assert gone(again.child.pid)
 

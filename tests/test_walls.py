@@ -127,3 +127,61 @@ def test_no_module_over_400_lines_and_no_function_over_60():
     big = [f"{p.relative_to(ROOT)}: {n} lines" for _, p, n, _ in list(_sizes()) + tests if n > 400]
     long = [f"{p.relative_to(ROOT)}: {f}() {n} lines" for _, p, _, fs in _sizes() for f, n in fs if n > 60]
     assert not big and not long, big + long
+
+
+# -- one way to start relay code -------------------------------------------------------------------
+SCRIPTS = sorted((ROOT / "scripts").glob("*.py")) + sorted((ROOT / "benchmarks").glob("*.py"))
+SPAWNING = {("subprocess", None), ("os", "fork"), ("os", "forkpty"), ("os", "system"), ("os", "popen"),
+            ("os", "posix_spawn"), ("os", "posix_spawnp"), ("pty", "spawn"), ("asyncio", "create_subprocess_exec"),
+            ("asyncio", "create_subprocess_shell")} | {("os", n) for n in ("execv", "execve", "execvp", "execvpe",
+                                                                       "execl", "execle", "execlp", "execlpe",
+                                                                       "spawnv", "spawnve", "spawnvp", "spawnl")}
+# Who may call relaychaos.stack.processes.spawn, and what for: relay code only through sandbox.launch.
+SPAWN_CALLERS = {"relaychaos.sandbox.launch": "every relay command, in its sandbox",
+                 "relaychaos.stack.account_system": "the account-system fixture",
+                 "relaychaos.stack.toxiproxy_server": "the Toxiproxy server",
+                 "benchmarks/account_system.py": "a bare aiohttp server, the benchmark's baseline"}
+
+
+def _calls(path: Path) -> list[tuple[str, str]]:
+    """(base name, attribute) of every call of the form base.attr(...) or name(...) (base '') in a file."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute):
+                out.append((f.value.id if isinstance(f.value, ast.Name) else "?", f.attr))
+            elif isinstance(f, ast.Name):
+                out.append(("", f.id))
+    return out
+
+
+def _starts_processes(path: Path) -> list[str]:
+    return sorted({f"{b}.{a}" for b, a in _calls(path) if (b, a) in SPAWNING or (b, None) in SPAWNING}
+                  | {a for b, a in _calls(path) if a == "spawn" and b in ("", "processes")})
+
+
+def _reads_commands(path: Path) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "commands" for n in ast.walk(ast.parse(path.read_text())))
+
+
+FILES = {**{mod: path for mod, path in MODULES.items()}, **{str(p.relative_to(ROOT)): p for p in SCRIPTS}}
+
+
+@pytest.mark.parametrize("name", sorted(n for n, p in FILES.items() if _reads_commands(p)
+                                        and n not in ("relaychaos.stack.manifest", "relaychaos.sandbox.launch")))
+def test_who_reads_a_relay_s_commands_starts_no_process_but_through_the_sandbox(name):
+    """A module that reads a manifest's commands may record or change them, never run them itself: relay code
+    starts in relaychaos.sandbox.launch alone, with the whole sandbox around it."""
+    assert _starts_processes(FILES[name]) == [], f"{name} reads relay commands and starts processes"
+
+
+def test_only_the_named_starters_call_spawn():
+    callers = sorted(n for n, p in FILES.items() if "spawn" in [a for b, a in _calls(p) if b in ("", "processes")]
+                     and n != "relaychaos.stack.processes")
+    assert callers == sorted(SPAWN_CALLERS), f"spawn() callers: {callers}"
+
+
+def test_the_exec_wrapper_command_line_is_built_in_one_place():
+    builders = sorted(n for n, p in FILES.items() if any(a == "wrap" for _, a in _calls(p)))
+    assert builders == ["relaychaos.stack.processes"], builders

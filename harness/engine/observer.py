@@ -10,7 +10,8 @@ import time
 
 from relaychaos.engine import steps as S
 from relaychaos.recorder import Recorder
-from relaychaos.stack.world import Stack, read_ledger
+from relaychaos.stack import ledger_file
+from relaychaos.stack.world import Stack
 
 
 class Observer:
@@ -22,20 +23,20 @@ class Observer:
 
     def rows(self) -> dict[str, dict]:
         """This run's ledger rows, by GUID (sqlite3 errors propagate)."""
-        return read_ledger(self.stack.ledger_path, suffix=f"-{self.tag}")
+        return ledger_file.rows(self.stack.ledger_path, suffix=f"-{self.tag}")
 
     def rows_or_none(self) -> dict[str, dict] | None:
         """This run's rows, or None when the ledger cannot be read (the relay's fault, judged later)."""
         try:
             return self.rows()
-        except Exception:  # sqlite3 errors: a missing table or column
+        except sqlite3.Error:  # a missing table or column, a ledger that is not a regular file
             return None
 
     def snapshot(self, after_step, kind: str) -> None:
         """Record the run's ledger rows after a step (or that they could not be read)."""
         try:
             rows = self.rows()
-        except Exception as e:  # sqlite3 errors: a missing table or column is the relay's fault
+        except sqlite3.Error as e:  # a missing table or column is the relay's fault
             self.recorder.ledger_unreadable(after_step, kind, str(e))
             return
         self.recorder.ledger_snapshot(after_step, kind, rows, time.time())
@@ -51,10 +52,8 @@ class Observer:
     def schema(self) -> None:
         """Record the ledger table's columns (contract §4), or why they could not be read."""
         try:
-            conn = sqlite3.connect(f"file:{self.stack.ledger_path}?mode=ro", uri=True)
-            cols = [r[1] for r in conn.execute("PRAGMA table_info(ledger)")]
-            conn.close()
-        except Exception as e:
+            cols = ledger_file.columns(self.stack.ledger_path)
+        except sqlite3.Error as e:
             self.recorder.ledger_schema([], str(e))
         else:
             self.recorder.ledger_schema(cols, None)

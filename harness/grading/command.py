@@ -36,8 +36,8 @@ def add_parsers(sub) -> None:
                                                                "before reporting it as it stands (default 10)")
     g.add_argument("--scenarios", help="only these scenarios (comma-separated names; `stateful` is the machine)")
     g.add_argument("--sandbox", choices=("auto", "strict", "off"), default="auto")
-    g.add_argument("--sandbox-limit", default="fsize_mib=64", help="sandbox limits (default fsize_mib=64: a relay "
-                                                                  "printing gigabytes is stopped at 64 MiB)")
+    g.add_argument("--sandbox-limit", default=None, help="change sandbox limits, e.g. memory_mib=2048 (see "
+                                                        "docs/sandbox.md)")
     g.add_argument("--gradescope", nargs="?", const="/autograder", metavar="ROOT",
                    help="grade ROOT/submission into ROOT/results/results.json (Gradescope's autograder)")
     g.add_argument("--prairielearn", nargs="?", const="/grade", metavar="ROOT",
@@ -54,7 +54,7 @@ def add_parsers(sub) -> None:
 def _options(args: argparse.Namespace):
     from relaychaos.grading import rubric
     from relaychaos.grading.run_one import Options
-    from relaychaos.sandbox.policy import probe
+    from relaychaos.sandbox.levels import probe
 
     probe(args.sandbox, args.sandbox_limit)  # strict refused here, before anything starts
     only = tuple(s.strip() for s in args.scenarios.split(",")) if args.scenarios else ()

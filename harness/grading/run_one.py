@@ -40,7 +40,7 @@ class Options:
     budget_s: float = 120.0
     workers: int = 3
     sandbox: str = "auto"
-    sandbox_limit: str | None = "fsize_mib=64"  # a relay printing gigabytes is stopped at 64 MiB
+    sandbox_limit: str | None = None
     only: tuple[str, ...] = ()  # scenario names to run (all when empty)
     shrink_s: float = 10.0  # the machine's failure is shrunk this long at most (its grade does not depend on it)
 
@@ -157,18 +157,26 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
     """Grade one submission into `out` (its own folder): the record, also written as out/grade.json."""
     from relaychaos.checkers import RULES
     from relaychaos.errors import HarnessError
-    from relaychaos.sandbox.policy import probe
+    from relaychaos.sandbox.levels import probe
     from relaychaos.stack import manifest
+
+    from relaychaos.run_folder import LOG_BUDGET
 
     out.mkdir(parents=True, exist_ok=True)
     os.chmod(out, 0o700)
+    (out / LOG_BUDGET).unlink(missing_ok=True)  # the submission's logs start from nothing on every grade
     started = time.monotonic()
     record = _record(sub, opts, sandbox=probe(opts.sandbox, opts.sandbox_limit))
     try:
         if sub.manifest is None:
             raise HarnessError(f"no relay.toml in {sub.folder}", fix="a submission is a folder holding relay.toml "
                                                                      "(the relay contract, section 1)")
-        manifest.load(sub.manifest)
+        loaded = manifest.load(sub.manifest)
+        inside = loaded.code == sub.folder.resolve() or sub.folder.resolve() in loaded.code.parents
+        if not inside and loaded.code != paths.bundled_relays():  # the bundled relays share their package
+            raise HarnessError(f"relay.toml's root ({loaded.code}) lies outside the submission {sub.folder}",
+                               where=str(sub.manifest), fix="a submission holds all its code: drop `root`, or "
+                                                            "name a folder inside the submission")
     except HarnessError as e:
         record.update(gradable=False, error=f"could not start: {e}", score=0.0, rules=_zero(opts, RULES),
                       scenarios=[], execution_time_s=round(time.monotonic() - started, 2))

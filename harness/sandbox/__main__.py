@@ -1,98 +1,84 @@
-"""The exec wrapper: `python -I -S .../relaychaos/sandbox/__main__.py PLAN_JSON -- ARGV...` (or `-m relaychaos.sandbox`).
+"""The exec wrapper: `python -I -S .../relaychaos/sandbox/__main__.py PLAN_JSON -- ARGV...`.
 
-Applies the plan to this very process, in an order where each layer can still be
-set up (rlimits, mounts and the Landlock ruleset while root; then the uid; then
-the parent-death signal, which a uid change clears; then Landlock itself) and
-`execve`s ARGV, found on the environment's PATH. Nothing is left between fork
-and exec in the harness. When a layer cannot be applied the command does not
-run: the wrapper prints one line naming the layer and exits 126 (127 when ARGV
-cannot be found). It imports no package (the plan is plain JSON; see plan.py),
-so it starts in a few milliseconds with `-S`.
+Every relay command starts here (relaychaos.sandbox.launch builds the command line) and gets
+its plan (plan.py) applied before its own code runs. With isolation (root), three processes:
+
+    outer   (the harness's child, outside the relay's namespaces) joins nothing; it puts init
+            into the slot's cgroups, then copies the relay's output into its log within the
+            submission's budget (logpump.py) and exits with the relay's status
+    init    (PID 1 of a new PID namespace) joins the slot's network namespace, makes its own
+            mount, IPC, UTS and cgroup namespaces, builds the filesystem view (view.py), forks
+            the relay, answers its seccomp refusals (seccomp.Listener), forwards stop signals,
+            reaps, and exits with the relay's status: every process left in the namespace dies
+    relay   (PID 2) takes the rlimits, the slot's uid, Landlock and seccomp, and execs ARGV
+
+Without isolation (no root) the wrapper applies what it can to itself (rlimits, Landlock,
+seccomp) and execs ARGV in place. Either way, a layer that cannot be applied stops the
+command: one line naming the layer, exit status 126 (127 when ARGV cannot be found). It
+imports no package, only its sibling modules by path, so it starts in a few milliseconds.
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import resource
+import select
 import signal
+import socket
 import sys
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_PR_SET_PDEATHSIG = 1
-_CLONE_NEWNS = 0x00020000
-_MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 32, 4096, 16384, 1 << 18
-_MS_RDONLY = 1
+if __package__:  # python -m relaychaos.sandbox
+    from . import kernel, landlock, logpump, seccomp, view
+else:  # run as a script under -I -S: the sibling modules, without importing the package
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import kernel  # noqa: E402
+    import landlock  # noqa: E402
+    import logpump  # noqa: E402
+    import seccomp  # noqa: E402
+    import view  # noqa: E402
+
+LayerError = kernel.LayerError
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+RESET_SIGNALS = STOP_SIGNALS + (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD)
 
 
-class LayerError(Exception):
-    """A layer of the plan that could not be applied: (layer, why)."""
+def _say(text: str) -> None:
+    os.write(2, text.encode(errors="replace"))
 
 
-def _check(result: int, layer: str, what: str) -> None:
-    if result != 0:
-        err = ctypes.get_errno()
-        raise LayerError(layer, f"{what}: {os.strerror(err)}")
+# -- the layers of the relay's own process ---------------------------------------------------------
+def _ruleset(rules: dict | None):
+    """The Landlock ruleset of the plan, built while still root (paths are opened to be named)."""
+    if not rules or not rules["abi"]:
+        return None
+    try:
+        ruleset = landlock.Ruleset(rules["abi"])
+        for rights, key in ((landlock.READ_ONLY, "read_only"), (landlock.READ_WRITE, "read_write"),
+                            (landlock.LEDGER, "ledger")):
+            for path in rules[key]:
+                ruleset.allow_path(path, rights)
+        for port in rules["bind"]:
+            ruleset.allow_port(port, landlock.BIND_TCP)
+        for port in rules["connect"]:
+            ruleset.allow_port(port, landlock.CONNECT_TCP)
+    except OSError as e:
+        raise LayerError("landlock", str(e)) from None
+    return ruleset
 
 
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None, layer: str) -> None:
-    enc = (lambda s: s.encode() if s is not None else None)
-    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), layer,
-           f"mount {source or ''} on {target}")
-
-
-def apply_tmpfs(mounts: list[dict]) -> None:
-    """A private mount namespace in which each Tmpfs hides what lies beneath it but its `keep` paths."""
-    if not mounts:
-        return
-    _check(_libc.unshare(_CLONE_NEWNS), "mounts", "unshare(CLONE_NEWNS)")
-    _mount(None, "/", None, _MS_REC | _MS_PRIVATE, None, "mounts")
-    for m in mounts:
-        kept = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in m["keep"] if os.path.isdir(p)}
-        _mount("tmpfs", m["at"], "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode={m['mode']},size={m['size_mib']}m",
-               "mounts")
-        for path, fd in sorted(kept.items()):
-            os.makedirs(path, 0o755, exist_ok=True)
-            _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC, None, "mounts")
-            if path not in m["writable"]:
-                _mount(None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY, None, "mounts")
-            os.close(fd)
-
-
-def _landlock():
-    if __package__:
-        from relaychaos.sandbox import landlock  # noqa: PLC0415
-    else:  # run as a script under -I -S: the sibling module, without importing the package
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import landlock  # noqa: PLC0415
-    return landlock
-
-
-def apply(plan: dict) -> None:
-    """Apply every layer of the plan to this process (see the module doc for the order)."""
+def confine(plan: dict, notify: bool) -> int | None:
+    """Apply the plan's per-process layers to this process, in an order where each can still be set up;
+    the seccomp listener's fd when `notify`."""
+    for sig in RESET_SIGNALS:  # what Python or the outer process ignored is not the relay's to inherit
+        signal.signal(sig, signal.SIG_DFL)
     for name, limit in plan["rlimits"].items():
         try:
             resource.setrlimit(getattr(resource, "RLIMIT_" + name.upper()), (limit, limit))
         except (ValueError, OSError) as e:
             raise LayerError("rlimits", f"{name} = {limit}: {e}") from None
-    apply_tmpfs(plan["tmpfs"])
     if plan["cwd"]:
         os.chdir(plan["cwd"])
-    ruleset = None
-    if plan["landlock_abi"]:
-        landlock = _landlock()
-        try:
-            ruleset = landlock.Ruleset(plan["landlock_abi"])
-            for path in plan["read_only"]:
-                ruleset.allow_path(path, landlock.READ_ONLY)
-            for path in plan["read_write"]:
-                ruleset.allow_path(path, landlock.READ_WRITE)
-            for port in plan["bind"]:
-                ruleset.allow_port(port, landlock.BIND_TCP)
-            for port in plan["connect"]:
-                ruleset.allow_port(port, landlock.CONNECT_TCP)
-        except OSError as e:
-            raise LayerError("landlock", str(e)) from None
+    ruleset = _ruleset(plan["landlock"])
     if plan["uid"] is not None:
         uid, gid = plan["uid"], plan["gid"]
         try:
@@ -101,38 +87,193 @@ def apply(plan: dict) -> None:
             os.setresuid(uid, uid, uid)
         except OSError as e:
             raise LayerError("uid", f"switching to uid {uid}: {e}") from None
-    _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent", "prctl(PR_SET_PDEATHSIG)")
-    if os.getppid() != plan["parent"]:  # the harness died before the signal was armed
-        os._exit(1)
+    kernel.prctl(kernel.PR_SET_PDEATHSIG, signal.SIGKILL, "parent")  # a uid change clears it
     if plan["umask"] is not None:
         os.umask(plan["umask"])
+    kernel.prctl(kernel.PR_SET_NO_NEW_PRIVS, 1, "no_new_privs")
     if ruleset is not None:
         try:
             ruleset.restrict_self()
         except OSError as e:
             raise LayerError("landlock", str(e)) from None
+    if not plan["seccomp"]:
+        return None
+    try:
+        return seccomp.install(notify)
+    except OSError as e:
+        raise LayerError("seccomp", str(e)) from None
+
+
+def execute(argv: list[str]) -> None:
+    try:
+        os.execvpe(argv[0], argv, os.environ)
+    except OSError as e:
+        _say(f"relaychaos sandbox: cannot run `{argv[0]}`: {e.strerror} (PATH={os.environ.get('PATH', '')})\n")
+        os._exit(127 if isinstance(e, FileNotFoundError) else 126)
+
+
+# -- init: PID 1 of the relay's namespaces -----------------------------------------------------------
+def _namespaces(isolation: dict) -> None:
+    if isolation["netns"]:
+        kernel.setns(isolation["netns"], kernel.CLONE_NEWNET, "network")
+    flags = kernel.CLONE_NEWNS | kernel.CLONE_NEWIPC | kernel.CLONE_NEWUTS
+    kernel.unshare(flags | (kernel.CLONE_NEWCGROUP if isolation["view"]["cgroups"] else 0), "namespaces")
+    socket.sethostname(isolation["hostname"])
+    view.build(isolation["view"])
+
+
+def _spawn_relay(plan: dict, argv: list[str]) -> tuple[int, int | None]:
+    """Fork the relay (it confines itself and execs argv); (its pid, the seccomp listener's fd or None)."""
+    here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:
+        here.close()
+        try:
+            fd = confine(plan, notify=True)
+            if fd is not None:
+                socket.send_fds(there, [b"L"], [fd])
+                os.close(fd)
+        except LayerError as e:
+            _refuse(e, argv)
+        there.close()
+        execute(argv)
+    there.close()
+    _, fds, _, _ = socket.recv_fds(here, 1, 1)  # nothing when the relay failed before its filter
+    here.close()
+    return pid, (fds[0] if fds else None)
+
+
+def _supervise(relay: int, listener_fd: int | None, rules: dict | None) -> int:
+    """Answer refusals, forward stop signals, reap; the relay's exit status once it has exited."""
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+
+    def forward(sig, _frame):  # a group signal reached the relay already, unless it left the group
+        try:
+            if os.getpgid(relay) != os.getpgid(0):
+                os.kill(relay, sig)
+        except OSError:
+            pass
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, forward)
+    ports = {"bind": tuple(rules["bind"]), "connect": tuple(rules["connect"])} if rules else {}
+    listener = seccomp.Listener(listener_fd, _say, **ports) if listener_fd is not None else None
+    poller = select.poll()
+    poller.register(wake_r, select.POLLIN)
+    if listener is not None:
+        poller.register(listener.fd, select.POLLIN)
+    while True:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return 1
+            if pid == 0:
+                break
+            if pid == relay:
+                return _exit_code(status)
+        for fd, _ in poller.poll():
+            if fd != wake_r:
+                listener.answer()
+                continue
+            try:
+                while os.read(wake_r, 512):
+                    pass
+            except BlockingIOError:
+                pass
+
+
+def _init(plan: dict, argv: list[str], go: int) -> None:
+    kernel.prctl(kernel.PR_SET_PDEATHSIG, signal.SIGKILL, "parent")
+    if os.read(go, 1) != b"g":  # the outer process died before it let init go
+        os._exit(1)
+    try:
+        _namespaces(plan["isolation"])
+        relay, listener_fd = _spawn_relay(plan, argv)
+    except LayerError as e:
+        _refuse(e, argv)
+    os._exit(_supervise(relay, listener_fd, plan["landlock"] if plan["landlock"] and plan["landlock"]["abi"] >= 4
+                        else None))
+
+
+# -- outer: the harness's own child --------------------------------------------------------------------
+def _arm_parent_death(parent: int) -> None:
+    kernel.prctl(kernel.PR_SET_PDEATHSIG, signal.SIGKILL, "parent")
+    if os.getppid() != parent:  # the harness died before the signal was armed
+        os._exit(1)
+
+
+def _exit_code(status: int) -> int:
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+
+
+def _child(plan: dict, argv: list[str], go: int) -> None:
+    """The forked child: init of the relay's namespaces, or (without isolation) the relay itself."""
+    if plan["isolation"]:
+        _init(plan, argv, go)
+    if os.read(go, 1) != b"g":
+        os._exit(1)
+    try:
+        confine(plan, notify=False)
+    except LayerError as e:
+        _refuse(e, argv)
+    execute(argv)
+
+
+def outer(plan: dict, argv: list[str]) -> int:
+    """Run argv as a child (in the plan's namespaces, if any) with its output pumped into the log; its status."""
+    out_r, out_w = os.pipe()
+    go_r, go_w = os.pipe()
+    if plan["isolation"]:
+        kernel.unshare(kernel.CLONE_NEWPID, "namespaces")
+    child = os.fork()
+    if child == 0:
+        for fd in (go_w, out_r):
+            os.close(fd)
+        os.dup2(out_w, 1)
+        os.dup2(out_w, 2)
+        os.close(out_w)
+        _child(plan, argv, go_r)
+    os.close(go_r)
+    os.close(out_w)
+    for procs in plan["isolation"]["cgroup_procs"] if plan["isolation"] else ():
+        try:
+            with open(procs, "w") as f:
+                f.write(str(child))
+        except OSError as e:
+            os.kill(child, signal.SIGKILL)
+            raise LayerError("cgroups", f"joining {os.path.dirname(procs)}: {e.strerror}") from None
+    os.write(go_w, b"g")
+    for sig in STOP_SIGNALS:  # the stop signal is the relay's to answer; outer keeps copying its output
+        signal.signal(sig, signal.SIG_IGN)
+    log = plan["log"]
+    logpump.pump(out_r, 1, logpump.Budget(log["budget"], log["cap"]) if log else None)
+    return _exit_code(os.waitpid(child, 0)[1])
+
+
+def _refuse(error: LayerError, argv: list[str]) -> None:
+    layer, why = error.args
+    _say(f"relaychaos sandbox: layer '{layer}' could not be applied: {why}; `{argv[0]}` was not run\n")
+    os._exit(126)
 
 
 def main(args: list[str]) -> None:
     if len(args) < 3 or args[1] != "--":
-        sys.stderr.write("usage: python -m relaychaos.sandbox PLAN_JSON -- ARGV...\n")
+        _say("usage: python -m relaychaos.sandbox PLAN_JSON -- ARGV...\n")
         os._exit(2)
-    argv = args[2:]
+    plan, argv = json.loads(args[0]), args[2:]
     try:
-        apply(json.loads(args[0]))
+        _arm_parent_death(plan["parent"])
+        if plan["isolation"] or plan["log"]:
+            os._exit(outer(plan, argv))
+        confine(plan, notify=False)
     except LayerError as e:
-        layer, why = e.args
-        sys.stderr.write(f"relaychaos sandbox: layer '{layer}' could not be applied: {why}; "
-                         f"`{argv[0]}` was not run\n")
-        sys.stderr.flush()
-        os._exit(126)
-    try:
-        os.execvpe(argv[0], argv, os.environ)
-    except OSError as e:
-        sys.stderr.write(f"relaychaos sandbox: cannot run `{argv[0]}`: {e.strerror} "
-                         f"(PATH={os.environ.get('PATH', '')})\n")
-        sys.stderr.flush()
-        os._exit(127 if isinstance(e, FileNotFoundError) else 126)
+        _refuse(e, argv)
+    execute(argv)
 
 
 if __name__ == "__main__":

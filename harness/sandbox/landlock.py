@@ -27,6 +27,10 @@ _FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16)
 FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the only rights a file (not folder) takes
 READ_ONLY = EXECUTE | READ_FILE | READ_DIR
 READ_WRITE = (1 << 16) - 1 & ~(MAKE_CHAR | MAKE_BLOCK)  # all but device nodes
+# The ledger's folder: regular files and folders only. No FIFO, socket or symbolic link can be made
+# there, nor a file moved or linked in from elsewhere (REFER): whoever opens the ledger by its path
+# (the harness, the account system) finds a regular file or nothing.
+LEDGER = READ_ONLY | WRITE_FILE | TRUNCATE | MAKE_REG | REMOVE_FILE | MAKE_DIR | REMOVE_DIR
 # Network rights (ABI 4) and scopes (ABI 6).
 BIND_TCP, CONNECT_TCP = 1 << 0, 1 << 1
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1

@@ -1,8 +1,9 @@
-"""What one sandboxed command may do, as the exec wrapper receives it (JSON on its command line).
+"""What one command may do, as the exec wrapper receives it (JSON on its command line).
 
-A plan holds no secret (it is visible in /proc like any argv) and nothing the
-wrapper must look up: the harness resolves uids, ports and paths before it spawns.
-The wrapper reads the JSON as plain dicts, so that it imports no package.
+A plan holds no secret (it is visible in /proc like any argv) and nothing the wrapper
+must look up: the harness resolves uids, ports, paths and cgroups before it spawns. The
+wrapper reads the JSON as plain dicts, so that it imports no package. An empty plan only
+ties the child's life to the harness (the harness's own servers run so).
 """
 from __future__ import annotations
 
@@ -17,33 +18,64 @@ RLIMITS = ("nproc", "data", "nofile", "fsize", "core", "cpu")  # resource.RLIMIT
 
 
 @dataclass(frozen=True)
-class Tmpfs:
-    """A fresh tmpfs mounted over `at` in the command's own mount namespace, with `keep` folders bound back
-    in place (read-write when listed in `writable`): hides what lies beneath, e.g. /root or /tmp."""
+class View:
+    """The relay's filesystem (view.py): `root` is an empty folder to build it on; binds are (real path, where it
+    appears, writable); links (path, target) as the machine has them; masks are hidden under an empty tmpfs;
+    cgroups are the v1 hierarchies mounted (read-only) under /sys/fs/cgroup."""
 
-    at: str
-    keep: tuple[str, ...] = ()
-    writable: tuple[str, ...] = ()
-    mode: str = "0755"
-    size_mib: int = 1
+    root: str
+    binds: tuple[tuple[str, str, bool], ...]
+    links: tuple[tuple[str, str], ...] = ()
+    masks: tuple[str, ...] = ()
+    shm_mib: int = 64
+    cgroups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """The namespaces of one command: a PID, mount, IPC, UTS (and cgroup) namespace of its own, the slot's
+    network namespace (`netns`, a path under /run/netns), and the slot's cgroups (their cgroup.procs files)."""
+
+    view: View
+    netns: str | None = None
+    cgroup_procs: tuple[str, ...] = ()
+    hostname: str = "relay"
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Landlock (landlock.py) at ABI `abi`: paths read-only, read-write, or as the ledger's folder; TCP ports."""
+
+    abi: int
+    read_only: tuple[str, ...] = ()
+    read_write: tuple[str, ...] = ()
+    ledger: tuple[str, ...] = ()
+    connect: tuple[int, ...] = ()
+    bind: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class LogBudget:
+    """The submission's log bytes: `cap` in all, counted in the file `budget` (logpump.py)."""
+
+    budget: str
+    cap: int
 
 
 @dataclass(frozen=True)
 class Plan:
-    """The layers to apply before exec; an empty plan only ties the child's life to the harness."""
+    """The layers to apply before exec (see the module doc)."""
 
     parent: int = field(default_factory=os.getpid)  # the child is SIGKILLed when its spawning thread dies
     uid: int | None = None
     gid: int | None = None
     rlimits: dict[str, int] = field(default_factory=dict)  # RLIMITS name -> soft = hard limit
-    tmpfs: tuple[Tmpfs, ...] = ()
     cwd: str | None = None
     umask: int | None = None
-    landlock_abi: int = 0  # 0: no Landlock
-    read_only: tuple[str, ...] = ()
-    read_write: tuple[str, ...] = ()
-    connect: tuple[int, ...] = ()
-    bind: tuple[int, ...] = ()
+    landlock: Rules | None = None
+    seccomp: bool = False
+    isolation: Isolation | None = None
+    log: LogBudget | None = None
 
     def dumps(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))

@@ -1,91 +1,98 @@
-"""The harness's side of the sandbox: what this machine can enforce, and each relay command's plan.
+"""The harness's side of the sandbox: a slot with every layer this machine offers, and each command's plan.
 
-    sandbox = Sandbox.create("auto")          # probes, claims a slot (a uid of its own when root)
-    plan = sandbox.plan("serve", folder=..., ledger_dir=..., connect=(account_port,), bind=(port,))
-    spawn(name, argv, log_path=..., plan=plan)
+    sandbox = Sandbox.create("auto")          # probes; claims a slot: uid, network namespace, cgroups, disk
+    copy = sandbox.working_copy(manifest)     # a fresh copy of the relay's folder, one per stack
+    launch.start(sandbox, manifest, "serve", ...)   # the one way relay code starts (relaychaos.sandbox.launch)
+    sandbox.discard(copy.root, ...); sandbox.close()
 
-Layers, each on when the machine offers it (`auto`), required (`strict`), or none (`off`):
-- uid: a system user per slot (root only), owning the relay's working copy and its ledger folders;
-- rlimits: processes, data size, open files, file size, no core files, CPU time;
-- mounts (root only): a private /tmp, and folders the relay's uid cannot enter (such as /root, where
-  a Python may live) replaced by a tmpfs holding just the runtime it needs;
-- Landlock: files (read-only: system folders and the runtime; read-write: its working copy, its
-  ledger folder, its /tmp), TCP (connect: the account proxy; bind: RELAY_PORT), and scoping of
-  signals and abstract sockets to the relay's own processes.
-`level()` says what is enforced, for results.json and the report.
+As root every command runs isolated (plan.Isolation): the slot's uid, network namespace and
+cgroups, namespaces of its own, the filesystem view of view.py, rlimits, Landlock and seccomp,
+its output capped by the submission's log budget. Without root it gets what a process can give
+itself: rlimits, Landlock, seccomp, the log budget. `level()` says which (levels.py).
 """
 from __future__ import annotations
 
 import functools
-import importlib.util
+import itertools
 import os
-import platform
-import site
 import shutil
+import site
 import sys
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
+from relaychaos import paths
 from relaychaos.errors import SandboxError
-from relaychaos.sandbox import landlock, slots
-from relaychaos.sandbox.plan import RLIMITS, Plan, Tmpfs
+from relaychaos.sandbox import levels, slots
+from relaychaos.sandbox.cgroups import SlotCgroups
+from relaychaos.sandbox.levels import Limits
+from relaychaos.sandbox.netns import SlotNetwork
+from relaychaos.sandbox.plan import Isolation, LogBudget, Plan, Rules, View
+from relaychaos.stack.ports import port_range
 
-MODES = ("auto", "strict", "off")
-SYSTEM_READ_ONLY = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys")
+SYSTEM = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 COPY_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".venv", "node_modules/.cache")
+_copies = itertools.count()
 
 
 @dataclass(frozen=True)
-class Limits:
-    """The rlimits of every relay command. Measured needs (README, "Running untrusted relays"): a JVM
-    relay serve peaks at ~0.5 GiB of data, a Go one at ~40 MiB, the Python reference at ~60 MiB; a JVM
-    runs ~25 threads, each counted by RLIMIT_NPROC."""
+class WorkingCopy:
+    """A relay's folder as its commands see it: `root`, the copy of the manifest's root folder, and `cwd`, the
+    manifest's folder within it (where every command runs, contract section 1)."""
 
-    nproc: int = 1024  # tasks (processes and threads) of the slot's uid, all its relays together
-    data_mib: int = 2048  # RLIMIT_DATA: heap and private writable mappings, per process
-    nofile: int = 4096
-    fsize_mib: int = 512  # the largest file a relay may write (its ledger included)
-    cpu_serve_s: int = 3600  # CPU seconds of one serve (a 10-minute soak uses a fraction)
-    cpu_batch_s: int = 300  # CPU seconds of one batch run (its wall limit is 30 s)
-
-    def rlimits(self, command: str, *, own_uid: bool) -> dict[str, int]:
-        limits = {"data": self.data_mib << 20, "nofile": self.nofile, "fsize": self.fsize_mib << 20, "core": 0,
-                  "cpu": self.cpu_serve_s if command == "serve" else self.cpu_batch_s}
-        if own_uid:  # RLIMIT_NPROC counts every task of the uid: only meaningful for a uid of the relay's own
-            limits["nproc"] = self.nproc
-        assert set(limits) <= set(RLIMITS)
-        return limits
-
-    def with_overrides(self, spec: str | None) -> "Limits":
-        """`data_mib=3072,nproc=2048`: the limits with some changed (the --sandbox-limit option)."""
-        if not spec:
-            return self
-        changes = {}
-        for item in spec.split(","):
-            key, _, value = item.partition("=")
-            key = key.strip()
-            if key not in {f for f in asdict(self)} or not value.strip().isdigit() or int(value) <= 0:
-                raise SandboxError(f"--sandbox-limit: `{item.strip()}` is not NAME=POSITIVE_INTEGER with NAME one "
-                                   f"of {', '.join(asdict(self))}", fix="e.g. --sandbox-limit data_mib=3072")
-            changes[key] = int(value)
-        return replace(self, **changes)
+    root: Path
+    cwd: Path
 
 
 class Sandbox:
-    """The sandbox of one harness process (see the module doc); `close()` kills what runs under its uid."""
+    """The sandbox of one harness process (see the module doc); `close()` kills what runs in its slot."""
 
-    def __init__(self, mode: str, limits: Limits, slot: slots.Slot | None, abi: int, missing: list[str]):
-        self.mode, self.limits, self.slot, self.abi, self.missing = mode, limits, slot, abi, missing
-        self._copies: dict[Path, Path] = {}
+    def __init__(self, mode: str, limits: Limits, slot: slots.Slot | None, lacks: dict[str, str], abi: int,
+                 log_budget: Path | None):
+        self.mode, self.limits, self.slot, self.lacks, self.abi = mode, limits, slot, lacks, abi
+        self.network: SlotNetwork | None = None
+        self.cgroups: SlotCgroups | None = None
+        self.log_budget = log_budget
         self._users = 0  # supervisors running relays in this sandbox now
 
     @classmethod
-    def create(cls, mode: str = "auto", limits: Limits = Limits()) -> "Sandbox":
-        """Probe the machine and claim a slot; SandboxError when `strict` cannot be had."""
-        mode, root, abi, missing = _probe(mode)
-        return cls(mode, limits, slots.claim(separate=root) if mode != "off" else None, abi, missing)
+    def create(cls, mode: str = "auto", limits: Limits = Limits(), log_budget: Path | None = None) -> "Sandbox":
+        """Probe the machine and claim a slot with every layer it offers; SandboxError when `strict` cannot be
+        had. `log_budget` is the file counting the submission's log bytes (default: the slot's own)."""
+        lacks, abi = levels.offered() if mode != "off" else ({}, 0)
+        levels.check(mode, lacks)
+        if mode == "off":
+            return cls(mode, limits, None, {}, 0, None)
+        slot = slots.claim(separate="uid" not in lacks, quota_mib=limits.disk_mib if "disk" not in lacks else 0)
+        sandbox = cls(mode, limits, slot, lacks, abi, log_budget)
+        try:
+            sandbox._isolate()
+        except BaseException:
+            sandbox.close()
+            raise
+        return sandbox
 
+    def _isolate(self) -> None:
+        for layer, make in (("network", lambda: SlotNetwork.create(self.slot.number, port_range())),
+                            ("cgroups", lambda: SlotCgroups.create(
+                                f"relaychaos-s{self.slot.number}", memory_mib=self.limits.memory_mib,
+                                tasks=self.limits.tasks, cpu_shares=self.limits.cpu_shares))):
+            if layer in self.lacks:
+                continue
+            try:
+                setattr(self, layer, make())
+            except SandboxError as e:
+                if self.mode == "strict":
+                    raise
+                self.lacks[layer] = e.what
+        if self.log_budget is None:
+            self.log_budget = slots.base_dir() / f"slot-{self.slot.number}.logs"
+            self.log_budget.unlink(missing_ok=True)
+        (slots.base_dir() / f"slot-{self.slot.number}.root").mkdir(mode=0o755, exist_ok=True)
+
+    # -- what it is ----------------------------------------------------------------------
     @property
     def on(self) -> bool:
         return self.slot is not None
@@ -94,206 +101,159 @@ class Sandbox:
     def separate_uid(self) -> bool:
         return self.slot is not None and self.slot.separate
 
+    @property
+    def isolated(self) -> bool:
+        """Commands run in namespaces of their own (root)."""
+        return self.separate_uid
+
+    @property
+    def relay_host(self) -> str:
+        """Where the harness reaches a relay's RELAY_PORT (its end of the slot's network, or loopback)."""
+        return self.network.relay_address if self.network else "127.0.0.1"
+
+    @property
+    def account_host(self) -> str:
+        """Where the account proxy must listen for the relay to reach it."""
+        return self.network.host_address if self.network else "127.0.0.1"
+
+    @property
+    def missing(self) -> dict[str, str]:
+        return self.lacks
+
     def level(self) -> dict:
-        """What is enforced, as results.json and the report show it."""
-        user = {"user": self.slot.user, "uid": self.slot.uid} if self.slot else {}
-        return _level(self.mode, self.separate_uid, self.abi, self.missing, self.limits) | user
+        user = {"user": self.slot.user, "uid": self.slot.uid} if self.separate_uid else None
+        return levels.level(self.mode, self.limits, self.lacks, self.abi, user)
 
     def summary(self) -> str:
-        """One line: `sandbox auto: uid relaychaos-s0 (999), rlimits, ...` (see `describe`)."""
-        return describe(self.level())
+        return levels.describe(self.level())
 
-    # -- folders -----------------------------------------------------------------------
-    def working_copy(self, folder: Path) -> Path:
-        """The relay's folder as its commands see it: a copy owned by the slot's uid (made once per process)."""
+    # -- the relay's folders ----------------------------------------------------------------
+    def working_copy(self, manifest) -> WorkingCopy:
+        """A fresh copy of the relay's folder (Manifest.code), owned by the slot's uid; the folder itself when
+        the sandbox is off."""
         if not self.on:
-            return folder
-        if folder not in self._copies:
-            target = self.slot.home / "relays" / f"{folder.name}-{len(self._copies)}"
-            shutil.copytree(folder, target, symlinks=True, ignore=COPY_IGNORE)
-            _chown_tree(self.slot.home / "relays", self.slot.uid, self.slot.gid)
-            self._copies[folder] = target
-        return self._copies[folder]
+            return WorkingCopy(manifest.code, manifest.folder)
+        home = self.slot.folder("relays", str(next(_copies)))
+        root = home / manifest.code.name
+        shutil.copytree(manifest.code, root, symlinks=True, ignore=COPY_IGNORE)
+        for dirpath, dirnames, filenames in os.walk(home):
+            for name in [dirpath] + [os.path.join(dirpath, n) for n in dirnames + filenames]:
+                os.chown(name, self.slot.uid, self.slot.gid, follow_symlinks=False)
+        return WorkingCopy(root, root / manifest.folder.relative_to(manifest.code))
 
     def ledger_dir(self, name: str, default: Path) -> Path:
         """A fresh folder for one stack's ledger, owned by the slot's uid (`default` when the sandbox is off)."""
+        return self.slot.folder("ledgers", name) if self.on else default
+
+    def tmp_dir(self, name: str) -> Path | None:
+        """A fresh folder for one stack's temporary files: its /tmp, or its TMPDIR without isolation."""
+        return self.slot.folder("tmp", name) if self.on else None
+
+    def discard(self, *folders: Path | None) -> None:
+        """Remove what a relay wrote in its folders (the sandbox's own only; never a folder of the user's)."""
+        for folder in folders:
+            if self.on and folder is not None and self.slot.home in folder.parents:
+                shutil.rmtree(folder, ignore_errors=True)
+
+    # -- plans ---------------------------------------------------------------------------
+    def plan(self, command: str, *, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path | None, argv0: str,
+             connect: tuple[int, ...], bind: tuple[int, ...], relaxed: bool = False) -> Plan:
+        """The plan of one command; `relaxed` (a diagnosis) drops the rlimits and nothing else."""
         if not self.on:
-            return default
-        path = self.slot.home / "ledgers" / name
-        path.mkdir(parents=True, mode=0o700)
-        _chown_tree(self.slot.home / "ledgers", self.slot.uid, self.slot.gid)
-        return path
+            return Plan(cwd=str(copy.cwd))
+        rlimits = {} if relaxed else self.limits.rlimits(command, own_uid=self.separate_uid)
+        log = LogBudget(str(self.log_budget), self.limits.log_mib << 20)
+        writable = (str(copy.root), str(tmp_dir) if tmp_dir else None)
+        if not self.isolated:
+            rules = Rules(self.abi, read_only=system_tree()[1] + ("/proc", "/sys") + runtime_paths(argv0) + DEVICES,
+                          read_write=tuple(p for p in writable if p) + DEVICES, ledger=(str(ledger_dir),),
+                          connect=connect, bind=bind)
+            return Plan(rlimits=rlimits, cwd=str(copy.cwd), umask=0o077, landlock=rules if self.abi else None,
+                        seccomp="seccomp" not in self.lacks, log=log)
+        rules = Rules(self.abi, read_only=("/",), read_write=(str(copy.root), "/tmp", "/dev/shm") + DEVICES,
+                      ledger=(str(ledger_dir),), connect=connect, bind=bind)
+        isolation = Isolation(view=self._view(copy, ledger_dir, tmp_dir, argv0), netns=self.network and self.network.path,
+                              cgroup_procs=self.cgroups.procs() if self.cgroups else ())
+        return Plan(uid=self.slot.uid, gid=self.slot.gid, rlimits=rlimits, cwd=str(copy.cwd), umask=0o077,
+                    landlock=rules if self.abi else None, seccomp="seccomp" not in self.lacks, isolation=isolation,
+                    log=log)
 
-    def tmp_dir(self) -> Path | None:
-        """TMPDIR for a relay without a private /tmp (no root): a folder in the slot's home."""
-        if not self.on or self.separate_uid:
-            return None
-        path = self.slot.home / "tmp"
-        path.mkdir(exist_ok=True)
-        return path
+    def _view(self, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path, argv0: str) -> View:
+        links, system = system_tree()
+        runtime = [p for p in runtime_paths(argv0) if not any(p == s or p.startswith(s + "/") for s in system)]
+        binds = [(p, p, False) for p in system + tuple(runtime)]
+        binds += [(str(copy.root), str(copy.root), True), (str(ledger_dir), str(ledger_dir), True),
+                  (str(tmp_dir), "/tmp", True)]
+        package = str(paths.PACKAGE)
+        masks = tuple(package for _, target, _ in binds if package.startswith(target + "/"))
+        return View(root=str(slots.base_dir() / f"slot-{self.slot.number}.root"), binds=tuple(binds),
+                    links=links, masks=masks, cgroups=self.cgroups.options if self.cgroups else ())
 
-    # -- plans -------------------------------------------------------------------------
-    def plan(self, command: str, *, folder: Path, ledger_dir: Path, argv0: str | None,
-             connect: tuple[int, ...], bind: tuple[int, ...]) -> Plan:
-        """The plan for one relay command run from `folder` (its working copy) on the ledger in `ledger_dir`."""
+    def env(self, contract: dict[str, str], copy: WorkingCopy, tmp_dir: Path | None) -> dict[str, str]:
+        """A command's environment: the contract's variables, PATH (the harness's Python first, contract section
+        1), HOME and LANG; the harness's own environment too only when the sandbox is off."""
+        python_bin = os.path.dirname(sys.executable)
         if not self.on:
-            return Plan(cwd=str(folder))
-        read_only = runtime_paths(argv0)
-        writable = [str(folder), str(ledger_dir)]
-        tmp = self.tmp_dir()
-        mounts: list[Tmpfs] = []
-        if self.separate_uid:
-            mounts = hidden_folders(read_only + writable, self.slot.uid, self.slot.gid)
-            under_tmp = [p for p in read_only + writable if p.startswith("/tmp/")]
-            mounts.append(Tmpfs("/tmp", keep=outermost(under_tmp, tuple(writable)), writable=tuple(writable),
-                                mode="1777", size_mib=256))
-            writable.append("/tmp")
-        elif tmp is not None:
-            writable.append(str(tmp))
-        return Plan(uid=self.slot.uid if self.separate_uid else None,
-                    gid=self.slot.gid if self.separate_uid else None,
-                    rlimits=self.limits.rlimits(command, own_uid=self.separate_uid), tmpfs=tuple(mounts),
-                    cwd=str(folder), umask=0o077, landlock_abi=self.abi,
-                    read_only=tuple(read_only) + DEVICES, read_write=tuple(writable) + DEVICES,
-                    connect=connect, bind=bind)
+            env = dict(os.environ)
+            env["PATH"] = python_bin + os.pathsep + env.get("PATH", "")
+            return env | contract | {"PYTHONUNBUFFERED": "1"}
+        env = {"PATH": python_bin + os.pathsep + SYSTEM_PATH, "HOME": str(copy.root), "LANG": "C.UTF-8"}
+        if not self.isolated and tmp_dir is not None:
+            env["TMPDIR"] = str(tmp_dir)  # no private /tmp without root
+        return env | contract
 
+    # -- life ----------------------------------------------------------------------------
     def enter(self) -> None:
-        """A supervisor begins to use the sandbox (its relays run under the slot's uid)."""
+        """A supervisor begins to use the sandbox."""
         self._users += 1
 
     def leave(self) -> int:
-        """A supervisor is done: when it was the last, kill every process left under the slot's own uid
-        (what relays detached from their process groups); how many there were."""
+        """A supervisor is done: when it was the last, kill every process left in the slot; how many."""
         self._users = max(0, self._users - 1)
         return self.sweep() if self._users == 0 else 0
 
     def sweep(self) -> int:
-        """Kill every process left under the slot's own uid (none when it has no uid of its own)."""
-        return self.slot.sweep() if self.slot else 0
+        """Kill every process left in the slot: its cgroups, then its uid (nothing without a slot of its own)."""
+        return (self.cgroups.kill() if self.cgroups else 0) + (self.slot.sweep() if self.slot else 0)
 
     def close(self) -> None:
+        self.sweep()
+        if self.cgroups is not None:
+            self.cgroups.remove()
+            self.cgroups = None
+        if self.network is not None:
+            self.network.destroy()
+            self.network = None
         if self.slot is not None:
             self.slot.release()
             self.slot = None
 
 
-def _probe(mode: str) -> tuple[str, bool, int, list[str]]:
-    """(mode in force, root, Landlock ABI, what cannot be enforced); SandboxError when `strict` cannot be had."""
-    if mode not in MODES:
-        raise SandboxError(f"--sandbox {mode!r} is not a mode", fix=f"use one of {', '.join(MODES)}")
-    if mode == "off":
-        return mode, False, 0, ["everything: --sandbox off"]
-    if platform.system() != "Linux":
-        if mode == "strict":
-            raise SandboxError(f"--sandbox strict needs Linux; this is {platform.system()}",
-                               fix="grade on Linux, or use --sandbox off for a relay you trust")
-        return "off", False, 0, [f"everything: the sandbox needs Linux, this is {platform.system()}"]
-    root, abi = os.geteuid() == 0, landlock.abi()
-    missing = []
-    if not root:
-        missing.append("a uid of its own, private /tmp and hidden folders: the harness does not run as root")
-    if abi == 0:
-        missing.append("Landlock: this kernel offers none (Linux 5.13+ with lsm=landlock)")
-    elif abi < 4:
-        missing.append(f"Landlock network rules: the kernel offers ABI {abi}, they need ABI 4 (Linux 6.7+)")
-    if 0 < abi < 6:
-        missing.append(f"Landlock signal scoping: the kernel offers ABI {abi}, it needs ABI 6 (Linux 6.12+)")
-    if mode == "strict" and (not root or abi < 4):
-        raise SandboxError("--sandbox strict refuses to run a relay without a uid of its own and Landlock "
-                           "network rules; this machine lacks " + "; ".join(missing),
-                           fix="run the harness as root on Linux 6.7+ with Landlock enabled, or use "
-                               "--sandbox auto to run with what the machine offers (said in the report)")
-    return mode, root, abi, missing
+@functools.lru_cache(maxsize=1)
+def system_tree() -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """(symbolic links, folders) among the system's top folders, as this machine has them (/bin -> usr/bin)."""
+    links = tuple((p, os.readlink(p)) for p in SYSTEM if os.path.islink(p))
+    folders = tuple(p for p in SYSTEM if os.path.isdir(p) and not os.path.islink(p))
+    return links, folders
 
 
-def _level(mode: str, separate: bool, abi: int, missing: list[str], limits: Limits) -> dict:
-    if mode == "off":
-        return {"mode": mode, "enforced": False, "missing": missing}
-    return {"mode": mode, "enforced": True,
-            "uid": "a system user per parallel worker (relaychaos-sN)" if separate else "the harness's own",
-            "rlimits": limits.rlimits("serve", own_uid=separate) | {"cpu_batch": limits.cpu_batch_s},
-            "mounts": ["a private /tmp", "folders the uid cannot enter hidden but for the runtime"] if separate else [],
-            "landlock": {"abi": abi, "rules": landlock.kinds(abi)},
-            "missing": missing}
-
-
-def describe(level: dict) -> str:
-    """A level (`Sandbox.level()`, `probe()`) in one line: `sandbox auto: uid relaychaos-s0 (999), rlimits,
-    private /tmp, Landlock ABI 7 (filesystem, ...)`, then what is not enforced."""
-    if not level["enforced"]:
-        return f"sandbox {level['mode']}: relays run unconfined ({'; '.join(level['missing'])})"
-    uid = f"uid {level['user']} ({level['uid']})" if "user" in level else f"uid: {level['uid']}"
-    ll = level["landlock"]
-    parts = [uid, "rlimits"] + (["private /tmp"] if level["mounts"] else [])
-    parts.append(f"Landlock ABI {ll['abi']} ({', '.join(ll['rules'])})" if ll["abi"] else "no Landlock")
-    line = f"sandbox {level['mode']}: " + ", ".join(parts)
-    return line + (f"; not enforced: {'; '.join(level['missing'])}" if level["missing"] else "")
-
-
-def probe(mode: str = "auto", limits: str | None = None) -> dict:
-    """The level a sandbox of this mode would enforce here, without claiming a slot (for results.json)."""
-    mode, root, abi, missing = _probe(mode)
-    return _level(mode, root, abi, missing, Limits().with_overrides(limits))
-
-
-def runtime_paths(argv0: str | None) -> list[str]:
-    """Folders a relay may read: the system's, this Python's (so `python` in a manifest works), the bundled
-    relays' package, and the folder of the command's own executable when it lies elsewhere."""
-    paths = list(_harness_runtime())
+def runtime_paths(argv0: str | None) -> tuple[str, ...]:
+    """Folders a relay may read beyond the system's: this Python (so that `python` in a manifest works) and the
+    prefix of the command's own executable when it lies elsewhere."""
+    found = list(_harness_runtime())
     if argv0 and os.path.isabs(argv0):
-        paths.append(str(Path(os.path.realpath(argv0)).parent))
-    return list(outermost(paths))
+        folder = Path(os.path.realpath(argv0)).parent
+        found.append(str(folder.parent if folder.name == "bin" else folder))
+    return outermost(found)
 
 
 @functools.lru_cache(maxsize=1)
 def _harness_runtime() -> tuple[str, ...]:
-    """The part of runtime_paths that is the same for every command of this process (found once)."""
-    paths = list(SYSTEM_READ_ONLY)
-    paths += [sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(os.path.realpath(sys.executable)).parents[1])]
-    paths += site.getsitepackages()
-    for package in ("relaychaos", "relaychaos.relay_under_test"):
-        spec = importlib.util.find_spec(package)
-        paths += list(spec.submodule_search_locations or []) if spec else []
-    return tuple(os.path.realpath(p) for p in paths if os.path.exists(p))
+    found = [sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(os.path.realpath(sys.executable)).parents[1])]
+    found += site.getsitepackages()
+    return tuple(os.path.realpath(p) for p in found if os.path.exists(p))
 
 
-def hidden_folders(paths: list[str], uid: int, gid: int) -> list[Tmpfs]:
-    """A tmpfs over each topmost folder that `uid` cannot enter on the way to one of `paths` (e.g. /root,
-    0700), keeping just those paths: the relay sees its runtime and nothing else of it."""
-    blocked: dict[str, list[str]] = {}
-    for path in paths:
-        if path == "/tmp" or path.startswith("/tmp/"):
-            continue  # /tmp gets a private tmpfs of its own
-        for ancestor in list(reversed(Path(path).parents))[1:] + [Path(path)]:
-            if not _can_enter(ancestor, uid, gid):
-                blocked.setdefault(str(ancestor), []).append(path)
-                break
-    return [Tmpfs(at, keep=outermost(keep)) for at, keep in sorted(blocked.items())
-            if not any(at.startswith(other + "/") for other in blocked)]
-
-
-def outermost(paths: list[str], writable: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """`paths` without those inside another of them (a bind mount of the outer one carries them), except a
-    writable one inside a read-only one."""
-    return tuple(sorted(p for p in set(paths) if not any(
-        p.startswith(q.rstrip("/") + "/") and (p not in writable or q in writable) for q in paths if q != p)))
-
-
-def _can_enter(folder: Path, uid: int, gid: int) -> bool:
-    try:
-        st = folder.stat()
-    except OSError:
-        return True
-    if st.st_uid == uid:
-        return bool(st.st_mode & 0o100)
-    if st.st_gid == gid:
-        return bool(st.st_mode & 0o010)
-    return bool(st.st_mode & 0o001)
-
-
-def _chown_tree(top: Path, uid: int, gid: int) -> None:
-    if os.geteuid() != 0:
-        return
-    for dirpath, dirnames, filenames in os.walk(top):
-        for name in [dirpath] + [os.path.join(dirpath, n) for n in dirnames + filenames]:
-            os.chown(name, uid, gid, follow_symlinks=False)
+def outermost(found: list[str]) -> tuple[str, ...]:
+    """`found` without the paths inside another of them (a bind of the outer one carries them)."""
+    return tuple(sorted(p for p in set(found) if not any(p.startswith(q.rstrip("/") + "/") for q in found if q != p)))

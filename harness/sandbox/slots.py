@@ -1,10 +1,12 @@
 """Sandbox slots: one unprivileged uid and one home folder per concurrent harness process.
 
-A slot is claimed with an exclusive `flock` on `BASE/slot-N.lock`, held for the
-life of the process (so parallel workers and parallel runs never share a uid),
-and its uid is a system user `relaychaos-sN`, created with `useradd` the first
-time (root only). Claiming a slot kills every process left under its uid and
-empties its home: whatever a previous run left behind.
+A slot is claimed with an exclusive `flock` on `BASE/slot-N.lock`, held for the life of the
+process (so parallel workers and parallel runs never share a uid, a network namespace or a
+cgroup: they are all named for the slot), and its uid is a system user `relaychaos-relay-N`,
+created with `useradd` the first time (root only). As root, BASE is /run/relaychaos (one
+for the machine) and the slot's home is a size-limited tmpfs: the disk quota of everything
+its relays may write (working copies, ledgers, /tmp). Claiming a slot kills every process
+left under its uid and empties its home: whatever a previous run left behind.
 """
 from __future__ import annotations
 
@@ -19,18 +21,22 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from relaychaos.errors import HarnessError
+from relaychaos.sandbox import kernel
 
 MAX_SLOTS = 64
-USER_PREFIX = "relaychaos-s"
+USER_PREFIX = "relaychaos-relay-"  # one system user per slot: relaychaos-relay-0, -1, ...
+ROOT_BASE = Path("/run/relaychaos")
 
 
 def base_dir() -> Path:
-    """The folder holding every slot's home: BASE = $TMPDIR/relaychaos-sandbox-<euid>, mode 0711."""
-    base = Path(tempfile.gettempdir()) / f"relaychaos-sandbox-{os.geteuid()}"
+    """The folder of every slot's lock and home: /run/relaychaos as root (mode 0711), else
+    $TMPDIR/relaychaos-sandbox-<euid>."""
+    base = ROOT_BASE if os.geteuid() == 0 else Path(tempfile.gettempdir()) / f"relaychaos-sandbox-{os.geteuid()}"
     try:
-        base.mkdir(mode=0o711, exist_ok=True)
+        base.mkdir(mode=0o711, parents=True, exist_ok=True)
         st = os.lstat(base)
     except OSError as e:
         raise HarnessError(f"cannot make the sandbox folder {base}: {e.strerror}",
@@ -44,7 +50,8 @@ def base_dir() -> Path:
 
 @dataclass
 class Slot:
-    """A claimed slot: its number, uid and gid (the harness's own when `separate` is False), home and lock."""
+    """A claimed slot: its number, uid and gid (the harness's own when `separate` is False), home and lock;
+    `quota_mib` is the size of the home's tmpfs (0: a plain folder)."""
 
     number: int
     uid: int
@@ -52,20 +59,33 @@ class Slot:
     user: str
     home: Path
     separate: bool
+    quota_mib: int
     _lock_fd: int
 
     def sweep(self) -> int:
         """SIGKILL every process running under this slot's uid (a separate one only); how many there were."""
         return kill_uid(self.uid) if self.separate else 0
 
+    def folder(self, *parts: str) -> Path:
+        """A fresh, empty folder in the home (those on the way made as needed), owned by the slot's uid, 0700."""
+        path = self.home.joinpath(*parts)
+        shutil.rmtree(path, ignore_errors=True)
+        for depth in range(1, len(parts) + 1):
+            made = self.home.joinpath(*parts[:depth])
+            if not made.is_dir():
+                made.mkdir(mode=0o700)
+                os.chown(made, self.uid, self.gid)
+        return path
+
     def release(self) -> None:
         self.sweep()
-        shutil.rmtree(self.home, ignore_errors=True)
+        _clear_home(self.home)
         os.close(self._lock_fd)
 
 
-def claim(separate: bool) -> Slot:
-    """Claim the first free slot; with `separate` (root only) under its own system user, created if need be."""
+def claim(separate: bool, quota_mib: int = 0) -> Slot:
+    """Claim the first free slot; with `separate` (root only) under its own system user, created if need be,
+    and a home of `quota_mib` MiB (a tmpfs; 0: a plain folder)."""
     base = base_dir()
     for n in range(MAX_SLOTS):
         fd = os.open(base / f"slot-{n}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -77,14 +97,27 @@ def claim(separate: bool) -> Slot:
         user = f"{USER_PREFIX}{n}" if separate else pwd.getpwuid(os.geteuid()).pw_name
         uid, gid = ensure_user(user) if separate else (os.geteuid(), os.getegid())
         home = base / f"slot-{n}"
-        slot = Slot(n, uid, gid, user, home, separate, fd)
+        slot = Slot(n, uid, gid, user, home, separate, quota_mib if separate else 0, fd)
         slot.sweep()
-        shutil.rmtree(home, ignore_errors=True)
+        _clear_home(home)
         home.mkdir(mode=0o700)
+        if slot.quota_mib:
+            kernel.mount("tmpfs", str(home), "tmpfs", kernel.MS_NOSUID | kernel.MS_NODEV,
+                         f"size={slot.quota_mib}m,mode=0700,uid={uid},gid={gid}", layer="disk quota")
         os.chown(home, uid, gid)
         return slot
     raise HarnessError(f"all {MAX_SLOTS} sandbox slots in {base} are taken by running harness processes",
                        fix="wait for some to finish, or run fewer in parallel")
+
+
+def _clear_home(home: Path) -> None:
+    """Unmount the home's tmpfs (if any) and remove the folder."""
+    if os.path.ismount(home):
+        try:
+            kernel.umount(str(home), kernel.MNT_DETACH, layer="disk quota")
+        except kernel.LayerError:
+            pass
+    shutil.rmtree(home, ignore_errors=True)
 
 
 def ensure_user(user: str) -> tuple[int, int]:
@@ -134,16 +167,21 @@ def uid_processes(uid: int) -> list[int]:
     return [pid for pid, _ in statuses(uid)]
 
 
-def kill_uid(uid: int, rounds: int = 50) -> int:
+def kill_uid(uid: int) -> int:
     """SIGKILL every process of `uid`, again until none is left (a fork loop is bounded by RLIMIT_NPROC)."""
     if uid == 0 or uid == os.geteuid():
         raise ValueError(f"refusing to kill every process of uid {uid}: it is not a sandbox uid")
+    return kill_until_gone(lambda: uid_processes(uid))
+
+
+def kill_until_gone(pids: Callable[[], list[int]], rounds: int = 100) -> int:
+    """SIGKILL every process `pids()` names, again until it names none; how many signals were sent."""
     killed = 0
     for _ in range(rounds):
-        pids = uid_processes(uid)
-        if not pids:
+        found = pids()
+        if not found:
             break
-        for pid in pids:
+        for pid in found:
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed += 1

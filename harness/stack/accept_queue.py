@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable, TypeVar
 
+from relaychaos.sandbox.netns import socket_in
+
 NETLINK_SOCK_DIAG = 4
 SOCK_DIAG_BY_FAMILY = 20
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
@@ -42,11 +44,12 @@ class Queue:
         return self.waiting < self.size
 
 
-def listen_queue(port: int) -> Queue | None:
-    """The accept queue of the TCP listener on `port` (IPv4 or IPv6), or None if none is found or readable."""
+def listen_queue(port: int, netns: str | None = None) -> Queue | None:
+    """The accept queue of the TCP listener on `port` (IPv4 or IPv6), in this network namespace or the one at
+    `netns` (a sandboxed relay's), or None if none is found or readable."""
     for family in (socket.AF_INET, socket.AF_INET6):
         try:
-            for sport, waiting, size, _ in listeners(family):
+            for sport, waiting, size, _ in listeners(family, netns):
                 if sport == port:
                     return Queue(waiting, size)
         except OSError:
@@ -54,13 +57,15 @@ def listen_queue(port: int) -> Queue | None:
     return None
 
 
-def listeners(family: int) -> list[tuple[int, int, int, int]]:
-    """(port, waiting, size, inode) of every TCP listener of one address family, in this network namespace.
+def listeners(family: int, netns: str | None = None) -> list[tuple[int, int, int, int]]:
+    """(port, waiting, size, inode) of every TCP listener of one address family, in this network namespace (or
+    the one at `netns`).
 
     OSError where sock_diag is missing or refuses.
     """
     request = REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, 1 << TCP_LISTEN, bytes(48))
-    with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as nl:
+    kind = (socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG)
+    with (socket.socket(*kind) if netns is None else socket_in(netns, *kind)) as nl:
         nl.sendto(HEADER.pack(HEADER.size + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, 1, 0)
                   + request, (0, 0))
         found = []
@@ -78,21 +83,21 @@ def listeners(family: int) -> list[tuple[int, int, int, int]]:
                 offset += (length + 3) & ~3
 
 
-async def open_paced(port: int, n: int, connect: Callable[[], Awaitable[T]], *,
-                     stall_s: float = 0.25) -> list[T | BaseException]:
+async def open_paced(port: int, n: int, connect: Callable[[], Awaitable[T]], *, stall_s: float = 0.25,
+                     netns: str | None = None) -> list[T | BaseException]:
     """Open n connections to the listener on `port`, one at a time, each when its accept queue has room.
 
     Where the queue cannot be read, all n are opened at once (as before). A relay that stops
     accepting (one that serves a connection at a time, say) is waited for `stall_s` at most;
     then the rest are opened without waiting, and their delays show as retransmits, reported.
     """
-    if listen_queue(port) is None:
+    if listen_queue(port, netns) is None:
         return list(await asyncio.gather(*(connect() for _ in range(n)), return_exceptions=True))
     conns: list[T | BaseException] = []
     pacing = True
     for _ in range(n):
         if pacing:
-            pacing = await _room(port, stall_s)
+            pacing = await _room(port, stall_s, netns)
         try:
             conns.append(await connect())
         except (OSError, asyncio.TimeoutError) as e:
@@ -100,11 +105,11 @@ async def open_paced(port: int, n: int, connect: Callable[[], Awaitable[T]], *,
     return conns
 
 
-async def _room(port: int, stall_s: float) -> bool:
+async def _room(port: int, stall_s: float, netns: str | None) -> bool:
     """Wait until the listener's queue has room for one more; False if it stayed full for stall_s."""
     deadline = time.monotonic() + stall_s
     while True:
-        queue = listen_queue(port)
+        queue = listen_queue(port, netns)
         if queue is None or queue.has_room:
             return True
         if time.monotonic() > deadline:

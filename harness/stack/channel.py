@@ -78,6 +78,7 @@ class Channel:
     name: str = "channel"
     delivery_cap_s: float = TOLERANCES.delivery_cap_s  # racers wait this long for the relay to take their request
     connections: int = 256  # pooled connections at most (a soak keeps many calls in flight)
+    netns: str | None = None  # the network namespace of the relay it talks to directly (a sandbox slot's)
     _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
     _procs: itertools.count = field(default_factory=itertools.count, init=False, repr=False)
 
@@ -158,7 +159,7 @@ class Channel:
         host, port = url.hostname or "127.0.0.1", url.port or 80
         data = raw_http.request_bytes(host, port, "/transfer", request)
         guid = str(request.get("guid"))
-        conns = await accept_queue.open_paced(port, n, lambda: raw_http.connect(host, port))
+        conns = await accept_queue.open_paced(port, n, lambda: raw_http.connect(host, port), netns=self.netns)
         barrier = asyncio.Event()
 
         async def racer(conn) -> Outcome:

@@ -33,11 +33,17 @@ class Manifest:
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
     description: str = ""
     warnings: tuple[str, ...] = ()
+    root: Path | None = None  # `root = ".."`: the relay's code lies in a folder above the manifest's
 
     @property
     def folder(self) -> Path:
         """The working directory of every command: the manifest's folder."""
         return self.path.parent
+
+    @property
+    def code(self) -> Path:
+        """The relay's own folder, the one a sandbox copies: `root` if given, else the manifest's folder."""
+        return self.root or self.folder
 
 
 def load(path: str | Path) -> Manifest:
@@ -60,8 +66,9 @@ def load(path: str | Path) -> Manifest:
 def _check(path: Path, data: dict) -> Manifest:
     problems: list[str] = []
     # Keys the contract does not define are reported, not refused: a relay may carry its own.
-    warnings = [f"unknown key `{k}` ignored (known: name, description, [commands], [limits])"
-                for k in data if k not in ("name", "description", "commands", "limits")]
+    warnings = [f"unknown key `{k}` ignored (known: name, description, root, [commands], [limits])"
+                for k in data if k not in ("name", "description", "root", "commands", "limits")]
+    root = _root(path, data.get("root"), problems)
     name = data.get("name", path.parent.name)
     if not isinstance(name, str) or not name.strip():
         problems.append("`name` must be a non-empty string")
@@ -98,4 +105,16 @@ def _check(path: Path, data: dict) -> Manifest:
         raise ManifestError("this relay manifest cannot be used:\n" + "\n".join(f"  - {p}" for p in problems),
                             where=str(path), fix="correct it as listed (contract section 1); "
                                                  "a manifest looks like:\n" + EXAMPLE)
-    return Manifest(path, name.strip(), checked, timeout, description.strip(), tuple(warnings))
+    return Manifest(path, name.strip(), checked, timeout, description.strip(), tuple(warnings), root)
+
+
+def _root(path: Path, raw, problems: list[str]) -> Path | None:
+    """`root`: a folder holding the manifest's, relative to it (e.g. "../.."), for a relay whose manifest sits
+    below its code; the sandbox copies that folder whole, and the commands still run from the manifest's."""
+    if raw is None:
+        return None
+    folder = (path.parent / raw).resolve() if isinstance(raw, str) and raw else None
+    if folder is None or not folder.is_dir() or folder not in [path.parent, *path.parent.parents]:
+        problems.append(f"`root` must name a folder holding the manifest's, relative to it (e.g. \"..\"), got {raw!r}")
+        return None
+    return folder

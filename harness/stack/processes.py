@@ -63,7 +63,9 @@ class Child:
         return self.popen.poll() is None
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
-        """Send sig to the process group and, for SIGKILL, wait until the leader is gone."""
+        """Send sig to the process group and, for SIGKILL, wait until the leader and its children are gone (a
+        sandboxed command's init dies with its whole PID namespace: nothing of it runs once this returns)."""
+        children = _children(self.popen.pid) if sig == signal.SIGKILL else []
         try:
             os.killpg(self.popen.pid, sig)
         except (ProcessLookupError, PermissionError):
@@ -73,6 +75,7 @@ class Child:
                 self.popen.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+            _wait_gone(children, timeout_s=10)
             with _live_lock:
                 _live.pop(self.popen.pid, None)
 
@@ -88,6 +91,27 @@ class Child:
 
     def tail(self, lines: int = 15) -> str:
         return log_tail(self.log_path, lines)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _wait_gone(pids: list[int], timeout_s: float) -> None:
+    """Wait until each pid has exited (a zombie awaiting its reaper counts as gone)."""
+    deadline = time.monotonic() + timeout_s
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+            except (OSError, IndexError):
+                break
+            if state in ("Z", "X"):
+                break
+            time.sleep(0.002)
 
 
 def spawn(name: str, argv: list[str], *, log_path: Path, cwd: Path | str | None = None,

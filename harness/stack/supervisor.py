@@ -9,32 +9,33 @@ process group it started, also after a failure or an interrupt, and, as the
 last supervisor using a sandbox with a uid of its own, every process left under
 that uid (whatever a relay detached from its process group).
 
-Under a sandbox (relaychaos.sandbox) every command runs from the sandbox's working
-copy of the relay's folder, as the sandbox's plan says: it may listen on its
-RELAY_PORT, connect to the account proxy, and reach its folder and the ledger's.
+Every command starts through relaychaos.sandbox.launch, from a fresh working copy of
+the relay's folder (one per supervisor, removed with its /tmp at close), as the sandbox's
+plan says: it may listen on its RELAY_PORT, connect to the account proxy, and reach its
+folder and the ledger's. A sandbox with a network of its own puts the relay at its own
+address (Sandbox.relay_host): the supervisor reaches RELAY_PORT there.
 """
 from __future__ import annotations
 
-import os
-import shutil
+import itertools
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from relaychaos.errors import RelayError
+from relaychaos.sandbox import launch
 from relaychaos.sandbox.diagnose import diagnose
-from relaychaos.sandbox.plan import Plan
 from relaychaos.sandbox.policy import Sandbox
 from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.listener_owner import stranger_on
 from relaychaos.stack.ports import lease_port, release_port
-from relaychaos.stack.processes import Child, log_tail, port_in_use, spawn, wait_http_ok
+from relaychaos.stack.processes import Child, log_tail, port_in_use, wait_http_ok
 
 BATCH_TIMEOUT_S = 30.0
 BATCH_FLAGS = {"resolve": "--min-age", "reprocess": "--max-attempts", "purge": "--retention"}  # contract §1
+_names = itertools.count()
 
 
 @dataclass
@@ -45,10 +46,11 @@ class RelayProcess:
     port: int
     child: Child
     leased: bool = False  # the port was leased by the supervisor, and goes back when the slot is killed
+    host: str = "127.0.0.1"  # where the harness reaches it (the relay itself listens on RELAY_HOST)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,8 @@ class Supervisor:
                  ledger_path: Path | None = None, sandbox: Sandbox | None = None):
         self.manifest, self.workdir = manifest, workdir
         self.sandbox = sandbox or Sandbox.create("off")
-        self.folder = self.sandbox.working_copy(manifest.folder)
+        self.copy = self.sandbox.working_copy(manifest)
+        self.tmp_dir = self.sandbox.tmp_dir(f"{workdir.name}-{next(_names)}")
         self.sandbox.enter()
         self._closed = False
         self.account_url, self.account_timeout_ms = account_url, account_timeout_ms
@@ -105,40 +108,22 @@ class Supervisor:
         self._batches: list[Child] = []
         workdir.mkdir(parents=True, exist_ok=True)
 
-    # -- environment -------------------------------------------------------------------
-    def env(self, port: int | None = None) -> dict[str, str]:
-        """The contract's environment on top of the harness's, with this Python first on PATH."""
-        env = dict(os.environ)
-        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-        env.update(RELAY_HOST="127.0.0.1", ACCOUNT_URL=self.account_url, LEDGER_PATH=str(self.ledger_path),
-                   ACCOUNT_TIMEOUT_MS=str(self.account_timeout_ms), PYTHONUNBUFFERED="1")
-        env["RELAY_PORT"] = str(port) if port is not None else ""
-        if self.sandbox.on:  # the harness's own home and temporary folder are not the relay's
-            env["HOME"] = str(self.folder)
-            tmp = self.sandbox.tmp_dir()
-            env.update({"TMPDIR": str(tmp)} if tmp else {})
-        return env
+    @property
+    def folder(self) -> Path:
+        """Where the relay's commands run: the manifest's folder in the working copy."""
+        return self.copy.cwd
 
-    def _executable(self, command: str, argv0: str, env: dict[str, str]) -> str:
-        """argv0 as found (relative to the relay's folder, or on PATH); RelayError naming the manifest if not."""
-        found = (str(self.folder / argv0) if os.access(self.folder / argv0, os.X_OK) else None) if "/" in argv0 \
-            else shutil.which(argv0, path=env["PATH"])
-        if found is None or os.path.isdir(found):
-            raise RelayError(f"[commands].{command} = {list(self.manifest.commands[command])} cannot be run: "
-                             f"`{argv0}` is not an executable file", where=str(self.manifest.path),
-                             fix=f"make `{argv0}` an executable that exists on PATH or relative to "
-                                 f"{self.manifest.folder}")
-        return found
+    def contract_env(self, port: int | None = None) -> dict[str, str]:
+        """The contract's variables (section 1) for one command."""
+        return {"RELAY_HOST": "127.0.0.1", "RELAY_PORT": str(port) if port is not None else "",
+                "ACCOUNT_URL": self.account_url, "LEDGER_PATH": str(self.ledger_path),
+                "ACCOUNT_TIMEOUT_MS": str(self.account_timeout_ms)}
 
-    def _plan(self, command: str, argv0: str, env: dict[str, str], port: int | None) -> Plan:
-        return self.sandbox.plan(command, folder=self.folder, ledger_dir=self.ledger_path.parent,
-                                 argv0=self._executable(command, argv0, env),
-                                 connect=(urlsplit(self.account_url).port,), bind=(port,) if port else ())
-
-    def _spawn(self, command: str, argv: list[str], log_path: Path, env: dict[str, str],
-               port: int | None = None, plan: Plan | None = None) -> Child:
-        plan = plan or self._plan(command, argv[0], env, port)
-        return spawn(f"{self.manifest.name}:{command}", argv, log_path=log_path, cwd=self.folder, env=env, plan=plan)
+    def _start(self, command: str, log_path: Path, args: tuple[str, ...] = (), port: int | None = None,
+               relaxed: bool = False) -> Child:
+        return launch.start(self.sandbox, self.manifest, command, copy=self.copy, contract=self.contract_env(port),
+                            log_path=log_path, ledger_dir=self.ledger_path.parent, tmp_dir=self.tmp_dir,
+                            connect=(urlsplit(self.account_url).port,), args=args, port=port, relaxed=relaxed)
 
     # -- serve -------------------------------------------------------------------------
     def start(self, slot: str = "a", port: int | None = None) -> RelayProcess:
@@ -153,7 +138,7 @@ class Supervisor:
         leased = port is None
         port = port or lease_port()
         try:
-            self.relays[slot] = RelayProcess(slot, port, self._serve(slot, port), leased)
+            self.relays[slot] = RelayProcess(slot, port, self._serve(slot, port), leased, self.sandbox.relay_host)
         except BaseException:
             if leased:
                 release_port(port)
@@ -162,40 +147,40 @@ class Supervisor:
 
     def _serve(self, slot: str, port: int) -> Child:
         """Spawn serve on port and wait until it, and nothing else, answers /health there."""
-        if port_in_use(port):
-            raise RelayError(f"port {port} on 127.0.0.1 is busy: another process listens there",
+        host = self.sandbox.relay_host
+        if port_in_use(port, host):
+            raise RelayError(f"port {port} on {host} is busy: another process listens there",
                              fix="stop that process, or let the supervisor choose a free port")
         log_path = self.workdir / f"relay-{slot}.log"
-        argv = list(self.manifest.commands["serve"])
-        child = self._spawn("serve", argv, log_path, self.env(port), port)
-        why = wait_http_ok(f"http://127.0.0.1:{port}/health", timeout_s=self.manifest.ready_timeout_s, child=child)
+        child = self._start("serve", log_path, port=port)
+        health = f"http://{host}:{port}/health"
+        why = wait_http_ok(health, timeout_s=self.manifest.ready_timeout_s, child=child)
         if why is None and not child.alive():
             why = f"exited with status {child.popen.returncode}, yet something else answers on port {port}"
-        if why is None:
+        if why is None and self.sandbox.network is None:  # in a network of its own, nobody else can listen
             stranger = stranger_on(port, child.pid)
             if stranger:
                 why = (f"did not take port {port}: {stranger} listens there and answered /health "
                        f"(serve is pid {child.pid})")
         if why:
             child.kill()
-            layer = self._diagnose(argv, port) if self.sandbox.on else None
-            if layer:
-                raise RelayError(f"relay '{self.manifest.name}' serve {why} in the sandbox ({self.sandbox.summary()})"
-                                 f"; {layer}; its log in the sandbox says:", where=str(self.manifest.path),
-                                 details=log_tail(log_path))
-            raise RelayError(f"relay '{self.manifest.name}' serve {why}", where=str(self.manifest.path),
-                             fix="serve must listen on RELAY_HOST:RELAY_PORT and answer GET /health with 200 "
-                                 f"within [limits].ready_timeout_s = {self.manifest.ready_timeout_s:g} s "
-                                 "(contract section 1); its log says:", details=log_tail(log_path))
+            self._refuse_start(why, log_path, health, port)
         return child
 
-    def _diagnose(self, argv: list[str], port: int) -> str | None:
-        """Which sandbox layer keeps serve from starting (relaychaos.sandbox.diagnose), or None."""
-        env = self.env(port)
-        log = self.workdir / "sandbox-diagnosis.log"
-        return diagnose(lambda plan: self._spawn("serve", argv, log, env, port, plan),
-                        self._plan("serve", argv[0], env, port), f"http://127.0.0.1:{port}/health",
-                        self.manifest.ready_timeout_s, self.sandbox.limits)
+    def _refuse_start(self, why: str, log_path: Path, health: str, port: int) -> None:
+        """RelayError for a serve that did not start: what the sandbox stopped, if it did, and the log's tail."""
+        name = self.manifest.name
+        found = diagnose(lambda relaxed: self._start("serve", self.workdir / "sandbox-diagnosis.log", port=port,
+                                                     relaxed=relaxed),
+                         health, self.manifest.ready_timeout_s, self.sandbox, log_path, port) \
+            if self.sandbox.on else None
+        if found:
+            raise RelayError(f"relay '{name}' serve {why} in the sandbox ({self.sandbox.summary()}); {found}; "
+                             "its log says:", where=str(self.manifest.path), details=log_tail(log_path))
+        raise RelayError(f"relay '{name}' serve {why}", where=str(self.manifest.path),
+                         fix="serve must listen on RELAY_HOST:RELAY_PORT and answer GET /health with 200 "
+                             f"within [limits].ready_timeout_s = {self.manifest.ready_timeout_s:g} s "
+                             "(contract section 1); its log says:", details=log_tail(log_path))
 
     def kill(self, slot: str = "a") -> tuple[int, int | None] | None:
         """SIGKILL the slot's whole process group, now, whatever it is doing: (pid, exit status), or None
@@ -232,11 +217,11 @@ class Supervisor:
         """Start resolve/reprocess/purge with its one argument, without waiting (for two runs at once)."""
         self._batch_seq += 1
         seq = self._batch_seq
-        argv = list(self.manifest.commands[command]) + [BATCH_FLAGS[command], seconds_text(argument)]
         wall = time.time()
-        child = self._spawn(command, argv, self.workdir / f"batch-{seq:03d}-{command}.log", self.env())
+        child = self._start(command, self.workdir / f"batch-{seq:03d}-{command}.log",
+                            args=(BATCH_FLAGS[command], seconds_text(argument)))
         self._batches.append(child)
-        return BatchRun(seq, command, float(argument), tuple(argv), child, time.monotonic(), wall)
+        return BatchRun(seq, command, float(argument), tuple(child.argv), child, time.monotonic(), wall)
 
     def wait_batch(self, run: BatchRun, timeout_s: float) -> BatchResult:
         """Wait for a started batch run; killed (returncode None) at timeout_s."""
@@ -254,7 +239,7 @@ class Supervisor:
 
     def close(self) -> None:
         """Kill every serve and batch process this supervisor started (and, as the sandbox's last user, every
-        process left under its uid)."""
+        process left in its slot), then remove the working copy and /tmp: all the relay wrote but its logs."""
         for slot in list(self.relays):
             self.kill(slot)
         for child in self._batches:
@@ -263,6 +248,7 @@ class Supervisor:
         if not self._closed:
             self._closed = True
             self.sandbox.leave()
+            self.sandbox.discard(self.copy.root.parent, self.tmp_dir)
 
 
 def seconds_text(value: float) -> str:

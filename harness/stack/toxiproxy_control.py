@@ -17,7 +17,7 @@ import requests
 from toxiproxy import api as _api
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
 
-from relaychaos.errors import ToxiproxyError
+from relaychaos.errors import ToxiproxyConflict, ToxiproxyError
 
 _bind_lock = threading.RLock()
 _TIMEOUT_S = 5.0
@@ -64,9 +64,9 @@ class Toxiproxy:
             try:
                 resp = getattr(_api.APIConsumer, method)(path, timeout=_TIMEOUT_S, **kwargs)
             except (ProxyExists, NotFound, InvalidToxic) as e:
-                raise ToxiproxyError(f"Toxiproxy refused {method.upper()} {path}: "
-                                     f"{type(e).__name__} {_text(e.args[0] if e.args else '')}",
-                                     where=self.url) from None
+                kind = ToxiproxyError if isinstance(e, InvalidToxic) else ToxiproxyConflict
+                raise kind(f"Toxiproxy refused {method.upper()} {path}: "
+                           f"{type(e).__name__} {_text(e.args[0] if e.args else '')}", where=self.url) from None
             except requests.RequestException as e:
                 raise ToxiproxyError(f"Toxiproxy at {self.url} did not answer {method.upper()} {path}: {e}",
                                      fix="check that the server is running (or unset TOXIPROXY_URL "
@@ -80,14 +80,15 @@ class Toxiproxy:
         return self._call("get", "/version").text.strip()
 
     # -- proxies ---------------------------------------------------------------------
-    def create_proxy(self, name: str, upstream: str, listen_port: int = 0) -> ProxyRef:
-        """Create an enabled proxy listening on loopback `listen_port` (0: one the kernel picks), forwarding to
-        upstream. A disabled proxy listens on the same port again when enabled, so the harness passes a leased
-        one (relaychaos.stack.ports): nobody else may take it while the proxy is down."""
+    def create_proxy(self, name: str, upstream: str, listen_port: int = 0, listen_host: str = "127.0.0.1") -> ProxyRef:
+        """Create an enabled proxy listening on `listen_host:listen_port` (port 0: one the kernel picks; the host
+        is loopback, or a sandbox slot's end of its network), forwarding to upstream. A disabled proxy listens
+        on the same port again when enabled, so the harness passes a leased one (relaychaos.stack.ports):
+        nobody else may take it while the proxy is down."""
         info = self._call("post", "/proxies", json={
-            "name": name, "upstream": upstream, "listen": f"127.0.0.1:{int(listen_port)}", "enabled": True}).json()
+            "name": name, "upstream": upstream, "listen": f"{listen_host}:{int(listen_port)}", "enabled": True}).json()
         host, _, port = info["listen"].rpartition(":")
-        return ProxyRef(name, host or "127.0.0.1", int(port), upstream)
+        return ProxyRef(name, host or listen_host, int(port), upstream)
 
     def set_enabled(self, proxy: ProxyRef, enabled: bool) -> None:
         """Disabled: the listener closes and live connections drop (a refused connection)."""

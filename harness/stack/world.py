@@ -11,13 +11,14 @@ sandbox's uid while the relays run, and is moved into `workdir/ledger/` by close
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import os
 import re
-import shutil
-import sqlite3
 from pathlib import Path
 
+from relaychaos.errors import ToxiproxyConflict
+from relaychaos.stack import ledger_file
 from relaychaos.stack.account_system import AccountSystem
 from relaychaos.stack.channel import Channel, Outcome, RetryPolicy
 from relaychaos.recorder import Recorder
@@ -30,6 +31,7 @@ from relaychaos.stack.ports import lease_port, release_port
 from relaychaos.stack.toxiproxy_control import ProxyRef, Toxiproxy
 
 _stack_ids = itertools.count(1)
+LEDGER_KEPT_MIB = 64  # the final ledger a stack keeps for the run's record, at most
 
 
 class Stack:
@@ -46,10 +48,11 @@ class Stack:
         self.proxies: dict[str, ProxyRef] = {}
         self._touched: set[str] = set()  # proxies given a toxic or disabled since the last heal
         self.expected: dict[str, dict] = {}  # each proxy as the harness set it: enabled, upstream, toxics
+        self._closed = False
         workdir.mkdir(parents=True, exist_ok=True)
         self.ledger_path = self.sandbox.ledger_dir(self.prefix, workdir) / "ledger.sqlite"
         account.reset(ledger_path=self.ledger_path, accounts=accounts)
-        self._new_proxy("account", f"127.0.0.1:{account.port}")
+        self._new_proxy("account", f"127.0.0.1:{account.port}", listen_host=self.sandbox.account_host)
         self.supervisor = Supervisor(manifest, workdir=workdir, account_url=self.proxies["account"].url,
                                      account_timeout_ms=account_timeout_ms, ledger_path=self.ledger_path,
                                      sandbox=self.sandbox)
@@ -61,7 +64,11 @@ class Stack:
         self.close()
 
     def close(self) -> None:
-        """Kill every relay process, remove every proxy, clear the account system's faults."""
+        """Kill every relay process, remove every proxy, clear the account system's faults (once; again does
+        nothing)."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             self.supervisor.close()
         finally:
@@ -79,17 +86,19 @@ class Stack:
             self._keep_ledger()
 
     def _keep_ledger(self) -> None:
-        """Move a ledger kept in the sandbox's folder into workdir/ledger/, for whoever looks after the run."""
+        """Keep a copy of the ledger in workdir/ledger/ for whoever looks after the run (its regular files only,
+        up to LEDGER_KEPT_MIB), and remove the sandbox's ledger folder: all the relay wrote there."""
         folder = self.ledger_path.parent
-        if folder != self.workdir and folder.exists():
-            target = self.workdir / "ledger"
-            shutil.move(str(folder), str(target))
-            self.ledger_path = target / self.ledger_path.name
+        if folder == self.workdir or not folder.exists():
+            return
+        kept = ledger_file.keep(self.ledger_path, self.workdir / "ledger", LEDGER_KEPT_MIB << 20)
+        self.sandbox.discard(folder)
+        self.ledger_path = kept or self.workdir / "ledger" / self.ledger_path.name
 
-    def _new_proxy(self, key: str, upstream: str) -> ProxyRef:
+    def _new_proxy(self, key: str, upstream: str, listen_host: str = "127.0.0.1") -> ProxyRef:
         port = lease_port()  # held while the proxy exists, down or up
         try:
-            self.proxies[key] = self.toxiproxy.create_proxy(f"{self.prefix}-{key}", upstream, port)
+            self.proxies[key] = self.toxiproxy.create_proxy(f"{self.prefix}-{key}", upstream, port, listen_host)
         except BaseException:
             release_port(port)
             raise
@@ -100,10 +109,11 @@ class Stack:
     def start_relay(self, slot: str = "a") -> RelayProcess:
         """Start serve in slot, behind its hub proxy (created once, re-pointed on restart)."""
         relay = self.supervisor.start(slot)
-        key, upstream = f"hub-{slot}", f"127.0.0.1:{relay.port}"
+        key, upstream = f"hub-{slot}", f"{relay.host}:{relay.port}"
         if key in self.proxies:
-            self.proxies[key] = self.toxiproxy.set_upstream(self.proxies[key], upstream)
             self.expected[key]["upstream"] = upstream
+            self.proxies[key] = dataclasses.replace(self.proxies[key], upstream=upstream)
+            _tolerate(lambda: self.toxiproxy.set_upstream(self.proxies[key], upstream))
         else:
             self._new_proxy(key, upstream)
         return relay
@@ -131,24 +141,24 @@ class Stack:
         """Add a toxic to proxy 'account' or 'hub-SLOT'; returns the toxic's name."""
         name = name or f"{kind}_{stream}"
         self._touched.add(proxy)
-        self.toxiproxy.add_toxic(self.proxies[proxy], name, kind, stream=stream, **attributes)
         self.expected[proxy]["toxics"][name] = {"type": kind, "stream": stream, "attributes": dict(attributes)}
+        _tolerate(lambda: self.toxiproxy.add_toxic(self.proxies[proxy], name, kind, stream=stream, **attributes))
         return name
 
     def remove_toxic(self, proxy: str, name: str) -> None:
-        self.toxiproxy.remove_toxic(self.proxies[proxy], name)
         self.expected[proxy]["toxics"].pop(name, None)
+        _tolerate(lambda: self.toxiproxy.remove_toxic(self.proxies[proxy], name))
 
     def set_proxy_enabled(self, proxy: str, enabled: bool) -> None:
         self._touched.add(proxy)
-        self.toxiproxy.set_enabled(self.proxies[proxy], enabled)
         self.expected[proxy]["enabled"] = enabled
+        _tolerate(lambda: self.toxiproxy.set_enabled(self.proxies[proxy], enabled))
 
     def heal(self) -> None:
         """Remove every toxic, enable every proxy, clear server-side faults."""
         for key in sorted(self._touched & set(self.proxies)):  # the others are as they were created
-            self.toxiproxy.heal(self.proxies[key])
             self.expected[key].update(enabled=True, toxics={})
+            _tolerate(lambda: self.toxiproxy.heal(self.proxies[key]))
         self._touched.clear()
         self.account.clear_faults()
 
@@ -164,7 +174,8 @@ class Stack:
                 timeout_s: float | None = None) -> Channel:
         """A Channel aimed at slot's current address, recording into `recorder` (use with `async with`)."""
         timeout = timeout_s if timeout_s is not None else TOLERANCES.channel_timeout_s(self.account_timeout_ms)
-        return Channel(recorder, lambda: self.relay_url(slot, via_hub=via_hub), timeout_s=timeout)
+        netns = self.sandbox.network.path if self.sandbox.network and not via_hub else None
+        return Channel(recorder, lambda: self.relay_url(slot, via_hub=via_hub), timeout_s=timeout, netns=netns)
 
     def send(self, request: dict, policy: RetryPolicy = RetryPolicy(), *, slot: str = "a", via_hub: bool = True,
              timeout_s: float | None = None, recorder: Recorder | None = None) -> list[Outcome]:
@@ -189,7 +200,16 @@ class Stack:
 
     def ledger_rows(self) -> dict[str, dict]:
         """A read-only snapshot of the whole ledger, by GUID."""
-        return read_ledger(self.ledger_path)
+        return ledger_file.rows(self.ledger_path)
+
+
+def _tolerate(call) -> None:
+    """Make a Toxiproxy call on the stack's own proxy; one refused because someone else changed or deleted the
+    proxy is left to the audit, which reports it as tampering (a verdict, not a harness error)."""
+    try:
+        call()
+    except ToxiproxyConflict:
+        pass
 
 
 def proxy_changes(key: str, expected: dict, actual: dict | None) -> list[str]:
@@ -214,20 +234,3 @@ def proxy_changes(key: str, expected: dict, actual: dict | None) -> list[str]:
                        f"{got.get('toxicity')} {got.get('attributes')}; the harness set {want}")
     out += [f"toxic {name} ({t.get('type')}) on proxy {key} was added, not by the harness" for name, t in toxics.items()]
     return out
-
-
-def read_ledger(path: Path, suffix: str | None = None) -> dict[str, dict]:
-    """The ledger's rows by GUID (only GUIDs ending in `suffix`, if given), read through a read-only
-    connection; {} when there is no file yet."""
-    if not path.exists():
-        return {}
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
-    try:
-        conn.row_factory = sqlite3.Row
-        if suffix is None:
-            rows = conn.execute("SELECT * FROM ledger")
-        else:
-            rows = conn.execute("SELECT * FROM ledger WHERE substr(guid, -?) = ?", (len(suffix), suffix))
-        return {r["guid"]: dict(r) for r in rows}
-    finally:
-        conn.close()

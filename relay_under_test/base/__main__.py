@@ -2,8 +2,8 @@
 import sys
 import time
 
-from relaychaos.relay_under_test.reference.__main__ import main
-from relaychaos.relay_under_test.reference.relay import Relay
+from ..reference.__main__ import main
+from ..reference.relay import Relay
 
 
 class BaseRelay(Relay):

@@ -10,9 +10,9 @@ import asyncio
 import json
 import time
 
-from relaychaos.relay_under_test.reference.account import Account, Outcome, answer
-from relaychaos.relay_under_test.reference.ledger import Ledger, Row
-from relaychaos.relay_under_test.reference.relay import Relay
+from ..reference.account import Account, Outcome, answer
+from ..reference.ledger import Ledger, Row
+from ..reference.relay import Relay
 
 
 # -- the claim -----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from relaychaos.relay_under_test.mutants.catalogue import description
+from .catalogue import description
 
 RELAYS = Path(__file__).resolve().parent.parent  # relay_under_test/
 

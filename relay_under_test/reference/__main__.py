@@ -1,4 +1,4 @@
-"""`python -m relaychaos.relay_under_test.reference {serve|resolve|reprocess|purge} [...]`, configured by the
+"""`python relay_under_test/run.py reference {serve|resolve|reprocess|purge} [...]`, configured by the
 contract's environment: RELAY_HOST, RELAY_PORT, ACCOUNT_URL, LEDGER_PATH, ACCOUNT_TIMEOUT_MS."""
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
 """The reference relay, except that it ignores fields beyond the four instead of refusing them with E400.
 
 Contract v1.1 allows both; the harness's tests run this and the reference side by side.
-    python lenient_relay.py {serve|resolve|reprocess|purge} [...]
+    python run.py lenient_relay {serve|resolve|reprocess|purge} [...]   (as tests/conftest.py's derived_relay makes it)
 """
 import json
 import sys
 
-from relaychaos.relay_under_test.reference.__main__ import main
-from relaychaos.relay_under_test.reference.relay import FIELDS, Relay
+from .reference.__main__ import main
+from .reference.relay import FIELDS, Relay
 
 
 class IgnoresExtraFields(Relay):

@@ -1,0 +1,47 @@
+"""The one way relay code starts: every relay command (serve, a batch run, a diagnosis's retry) goes through start().
+
+    child = start(sandbox, manifest, "serve", copy=copy, contract=env, log_path=..., ledger_dir=...,
+                  tmp_dir=..., connect=(account_port,), port=relay_port)
+
+start() reads the command from the manifest, finds its executable as the relay's own PATH
+finds it, asks the sandbox for the plan (every layer it has; a diagnosis may only drop the
+rlimits) and spawns it through the exec wrapper. Nothing else in relaychaos reads a
+manifest's commands to run them (tests/test_walls.py holds it to that).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from relaychaos.errors import RelayError
+from relaychaos.sandbox.policy import Sandbox, WorkingCopy
+from relaychaos.stack.manifest import Manifest
+from relaychaos.stack.processes import Child, spawn
+
+
+def start(sandbox: Sandbox, manifest: Manifest, command: str, *, copy: WorkingCopy, contract: dict[str, str],
+          log_path: Path, ledger_dir: Path, tmp_dir: Path | None, connect: tuple[int, ...], args: tuple[str, ...] = (),
+          port: int | None = None, relaxed: bool = False) -> Child:
+    """Start `command` of the relay with `args` appended, in its sandbox (see the module doc)."""
+    argv = [*manifest.commands[command], *args]
+    env = sandbox.env(contract, copy, tmp_dir)
+    plan = sandbox.plan(command, copy=copy, ledger_dir=ledger_dir, tmp_dir=tmp_dir,
+                        argv0=executable(manifest, command, copy, env["PATH"]), connect=connect,
+                        bind=(port,) if port else (), relaxed=relaxed)
+    return spawn(f"{manifest.name}:{command}", argv, log_path=log_path, cwd=copy.cwd, env=env, plan=plan)
+
+
+def executable(manifest: Manifest, command: str, copy: WorkingCopy, path: str) -> str:
+    """The command's argv[0] as found (relative to its folder, or on `path`); RelayError naming the manifest."""
+    argv0 = manifest.commands[command][0]
+    if "/" in argv0:
+        found = str(copy.cwd / argv0) if os.access(copy.cwd / argv0, os.X_OK) else None
+    else:
+        found = shutil.which(argv0, path=path)
+    if found is None or os.path.isdir(found):
+        where = "relative to the relay's folder" if "/" in argv0 else f"on the relay's PATH ({path})"
+        raise RelayError(f"[commands].{command} = {list(manifest.commands[command])} cannot be run: `{argv0}` is "
+                         f"not an executable file {where}", where=str(manifest.path),
+                         fix=f"make `{argv0}` an executable that exists on PATH or in {manifest.folder}")
+    return found

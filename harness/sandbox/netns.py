@@ -1,0 +1,189 @@
+"""The network of one sandbox slot: a network namespace joined to the harness by a veth pair.
+
+    net = SlotNetwork.create(3, ports=(20000, 29999))   # /run/netns/relaychaos-s3, 10.213.3.1 <-> 10.213.3.2
+    ...                                                 # every relay command of the slot joins net.path
+    net.destroy()
+
+Inside, a relay has its own loopback and one interface, `rcN-r` (10.213.N.2/30), whose only
+neighbour is the harness's end, `rcN-h` (10.213.N.1/30); there is no other route. Kernel TCP
+runs end to end: a reset, a time-out or a refused connection means what it means on loopback.
+- The relay listens on 127.0.0.1:RELAY_PORT as the contract says: a DNAT rule in its namespace
+  sends what reaches 10.213.N.2 on a port of the harness's range to 127.0.0.1 (route_localnet),
+  and its input filter drops every other packet from outside.
+- It can open connections only to the harness's end, and there (the machine's own filter on
+  `rcN-h`) only to a port of the harness's range: the slot's account proxy listens on
+  10.213.N.1, nothing else of the harness does (Toxiproxy's API, the account system and every
+  other proxy listen on 127.0.0.1). Landlock then narrows it to the account proxy's port.
+- No IPv6 on either end (its link-local addresses would reach the machine's wildcard listeners).
+These addresses never leave the machine: they exist only on this pair.
+
+Made with `ip` and `nft` (iproute2, nftables), as root; `missing()` says why it cannot be had.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import threading
+from dataclasses import dataclass
+
+from relaychaos.errors import SandboxError
+from relaychaos.sandbox import kernel
+
+NETNS_DIR = "/run/netns"
+PREFIX = "10.213"
+
+
+@dataclass(frozen=True)
+class SlotNetwork:
+    """A slot's network namespace (see the module doc)."""
+
+    number: int
+    ports: tuple[int, int]
+
+    @property
+    def name(self) -> str:
+        return f"relaychaos-s{self.number}"
+
+    @property
+    def path(self) -> str:
+        return f"{NETNS_DIR}/{self.name}"
+
+    @property
+    def host_address(self) -> str:
+        """The harness's end: the slot's account proxy listens here."""
+        return f"{PREFIX}.{self.number}.1"
+
+    @property
+    def relay_address(self) -> str:
+        """The relay's end: the harness reaches RELAY_PORT here."""
+        return f"{PREFIX}.{self.number}.2"
+
+    @property
+    def host_link(self) -> str:
+        return f"rc{self.number}-h"
+
+    @property
+    def relay_link(self) -> str:
+        return f"rc{self.number}-r"
+
+    @classmethod
+    def create(cls, number: int, ports: tuple[int, int]) -> "SlotNetwork":
+        """Make the slot's namespace afresh (whatever a killed run left is removed first); SandboxError if not."""
+        net = cls(number, ports)
+        net.destroy()
+        try:
+            net._build()
+        except (OSError, subprocess.CalledProcessError) as e:
+            net.destroy()
+            said = getattr(e, "stderr", "") or str(e)
+            raise SandboxError(f"could not make the network namespace {net.name}: {said.strip()}",
+                               fix="run as root on Linux with iproute2 and nftables (scripts/bootstrap.sh "
+                                   "installs them), or use --sandbox off for a relay you trust") from None
+        return net
+
+    def _build(self) -> None:
+        ip = ["ip", "-n", self.name]
+        _run(["ip", "netns", "add", self.name])
+        _run(["ip", "link", "add", self.host_link, "type", "veth", "peer", "name", self.relay_link,
+              "netns", self.name])
+        _sysctl(f"net/ipv6/conf/{self.host_link}/disable_ipv6", "1")
+        _run(["ip", "addr", "add", f"{self.host_address}/30", "dev", self.host_link])
+        _run(["ip", "link", "set", self.host_link, "up"])
+        _run(ip + ["addr", "add", f"{self.relay_address}/30", "dev", self.relay_link])
+        _run(ip + ["link", "set", self.relay_link, "up"])
+        _run(ip + ["link", "set", "lo", "up"])
+        _run(["nft", "-f", "-"], stdin=self._host_rules())
+        _run(["ip", "netns", "exec", self.name, "sh", "-c",
+              f"echo 1 > /proc/sys/net/ipv6/conf/{self.relay_link}/disable_ipv6 && "
+              f"echo 1 > /proc/sys/net/ipv4/conf/{self.relay_link}/route_localnet && nft -f -"],
+             stdin=self._relay_rules())
+
+    def _host_rules(self) -> str:
+        low, high = self.ports
+        h = self.host_link
+        return f"""table inet {self.name}
+delete table inet {self.name}
+table inet {self.name} {{
+  chain input {{
+    type filter hook input priority filter; policy accept;
+    iifname "{h}" ct state established,related accept
+    iifname "{h}" ip daddr {self.host_address} tcp dport {low}-{high} accept
+    iifname "{h}" meta l4proto tcp reject with tcp reset
+    iifname "{h}" drop
+  }}
+  chain forward {{
+    type filter hook forward priority filter; policy accept;
+    iifname "{h}" drop
+    oifname "{h}" drop
+  }}
+}}
+"""
+
+    def _relay_rules(self) -> str:
+        low, high = self.ports
+        r = self.relay_link
+        return f"""table inet relaychaos {{
+  chain prerouting {{
+    type nat hook prerouting priority dstnat; policy accept;
+    iifname "{r}" tcp dport {low}-{high} dnat ip to 127.0.0.1
+  }}
+  chain input {{
+    type filter hook input priority filter; policy drop;
+    iifname "lo" accept
+    ct state established,related accept
+    iifname "{r}" tcp dport {low}-{high} accept
+  }}
+  chain output {{
+    type filter hook output priority filter; policy drop;
+    oifname "lo" accept
+    ct state established,related accept
+    oifname "{r}" ip daddr {self.host_address} tcp dport {low}-{high} accept
+    oifname "{r}" meta l4proto tcp reject with tcp reset
+  }}
+}}
+"""
+
+    def destroy(self) -> None:
+        """Remove the namespace, its veth pair and the machine's rules for it (nothing if none is there)."""
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
+        subprocess.run(["ip", "link", "del", self.host_link], capture_output=True)
+        subprocess.run(["nft", "delete", "table", "inet", self.name], capture_output=True)
+
+
+_switch = threading.Lock()
+
+
+def socket_in(path: str, family: int, kind: int, proto: int = 0) -> socket.socket:
+    """A socket made inside the network namespace at `path` (root): this thread enters it for the one call.
+    For the harness's own look at a relay's listener (sock_diag), never for traffic."""
+    with _switch:
+        home = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            kernel.setns(path, kernel.CLONE_NEWNET, "network")
+            try:
+                return socket.socket(family, kind, proto)
+            finally:
+                kernel.check(kernel.libc.setns(home, kernel.CLONE_NEWNET), "network", "setns back")
+        finally:
+            os.close(home)
+
+
+def missing() -> str | None:
+    """Why a slot network cannot be had here (None: it can)."""
+    if os.geteuid() != 0:
+        return "the harness does not run as root"
+    absent = [tool for tool in ("ip", "nft") if shutil.which(tool) is None]
+    if absent:
+        return f"{' and '.join(absent)} not installed (packages iproute2, nftables; scripts/bootstrap.sh installs them)"
+    return None
+
+
+def _run(argv: list[str], stdin: str | None = None) -> None:
+    subprocess.run(argv, input=stdin, capture_output=True, text=True, check=True, timeout=30)
+
+
+def _sysctl(key: str, value: str) -> None:
+    with open(f"/proc/sys/{key}", "w") as f:
+        f.write(value)
