@@ -25,7 +25,20 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   echo "$want" > "$stamp"
 fi
 
-# 2. The Toxiproxy server: skipped when one is configured or already found.
+# 2. The sandbox's network tools (iproute2's `ip`, nftables' `nft`): each relay slot's network
+#    namespace, veth pair and rules are made with them. Installed from the OS packages where the
+#    harness runs as root on Debian or Ubuntu and they are missing; elsewhere --sandbox auto says
+#    that the network layer is missing, and --sandbox strict refuses to run.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && ! { command -v ip && command -v nft; } >/dev/null 2>&1; then
+  echo "bootstrap: installing iproute2 and nftables (the sandbox's network layer) ..."
+  if ! { apt-get install -y -qq iproute2 nftables >/dev/null 2>&1 \
+         || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq iproute2 nftables >/dev/null 2>&1; }; }; then
+    echo "bootstrap: could not install iproute2 and nftables; relays will run without a network namespace of" >&2
+    echo "bootstrap: their own (said in every report). fix: apt-get install iproute2 nftables" >&2
+  fi
+fi
+
+# 3. The Toxiproxy server: skipped when one is configured or already found.
 if [ -n "${TOXIPROXY_URL:-}" ]; then
   echo "bootstrap: using the Toxiproxy server at TOXIPROXY_URL=$TOXIPROXY_URL"
 elif command -v toxiproxy-server >/dev/null 2>&1; then
@@ -42,7 +55,7 @@ else
   echo "bootstrap: fix: install Go (https://go.dev/dl/) and run again, or set TOXIPROXY_URL to a running server." >&2
 fi
 
-# 3. The Go relay (relay_under_test/go/bin/relay), rebuilt only when its
+# 4. The Go relay (relay_under_test/go/bin/relay), rebuilt only when its
 #    sources change: the stamp holds a sha256 of its *.go files, go.mod, go.sum.
 go_relay=relay_under_test/go
 if command -v go >/dev/null 2>&1; then
@@ -56,7 +69,7 @@ else
   echo "bootstrap: Go relay not built (no 'go' on PATH); fix: install Go 1.26+ (https://go.dev/dl/) and run scripts/bootstrap.sh again." >&2
 fi
 
-# 4. The Java relay (relay_under_test/java): its classes in build/classes, the SQLite JDBC jar in
+# 5. The Java relay (relay_under_test/java): its classes in build/classes, the SQLite JDBC jar in
 #    lib/, that jar's native library extracted to build/native (so the relay writes nothing outside
 #    its folder at run time), its classes in build/relay.jar and a class-data-sharing archive
 #    trained on serve (build/relay.jsa, scripts/java_cds.py). Rebuilt only when something it is made

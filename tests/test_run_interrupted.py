@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT
+from .leftovers import leftovers
 
 pytestmark = pytest.mark.stack
 
@@ -41,6 +42,7 @@ def alive(pid: int) -> bool:
 
 def test_ctrl_c_writes_the_partial_results_and_report_says_one_line_exits_130_and_leaves_nothing(tmp_path):
     out = tmp_path / "run"
+    began = time.time()
     proc = subprocess.Popen([sys.executable, "-m", "relaychaos.cli", "run", "--out", str(out), "--", "-m",
                              "not stateful"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True,  # its own group: the terminal's Ctrl-C, as a test can send it
@@ -69,3 +71,4 @@ def test_ctrl_c_writes_the_partial_results_and_report_says_one_line_exits_130_an
     time.sleep(0.5)
     left = [pid for pid in below if alive(pid)]
     assert not left, f"still running after the interrupt: {left}"
+    assert leftovers(began) == [], "the run's sandbox slots were not cleared"

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relaychaos import paths
-from relaychaos.errors import SandboxError
 from relaychaos.sandbox import levels, slots
 from relaychaos.sandbox.cgroups import SlotCgroups
 from relaychaos.sandbox.levels import Limits
@@ -75,18 +74,13 @@ class Sandbox:
         return sandbox
 
     def _isolate(self) -> None:
-        for layer, make in (("network", lambda: SlotNetwork.create(self.slot.number, port_range())),
-                            ("cgroups", lambda: SlotCgroups.create(
-                                f"relaychaos-s{self.slot.number}", memory_mib=self.limits.memory_mib,
-                                tasks=self.limits.tasks, cpu_shares=self.limits.cpu_shares))):
-            if layer in self.lacks:
-                continue
-            try:
-                setattr(self, layer, make())
-            except SandboxError as e:
-                if self.mode == "strict":
-                    raise
-                self.lacks[layer] = e.what
+        """Make the slot's network and cgroups where the machine offers them (levels.offered): one that cannot be
+        made after all is a SandboxError, so that the level on record is the level enforced."""
+        if "network" not in self.lacks:
+            self.network = SlotNetwork.create(self.slot.number, port_range())
+        if "cgroups" not in self.lacks:
+            self.cgroups = SlotCgroups.create(f"relaychaos-s{self.slot.number}", memory_mib=self.limits.memory_mib,
+                                              tasks=self.limits.tasks, cpu_shares=self.limits.cpu_shares)
         if self.log_budget is None:
             self.log_budget = slots.base_dir() / f"slot-{self.slot.number}.logs"
             self.log_budget.unlink(missing_ok=True)
