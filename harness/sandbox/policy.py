@@ -13,8 +13,8 @@ itself: rlimits, Landlock, seccomp, the log budget. `level()` says which (levels
 from __future__ import annotations
 
 import functools
-import itertools
 import os
+import secrets
 import shutil
 import site
 import sys
@@ -33,7 +33,6 @@ SYSTEM = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 COPY_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".venv", "node_modules/.cache")
-_copies = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -127,7 +126,7 @@ class Sandbox:
         the sandbox is off."""
         if not self.on:
             return WorkingCopy(manifest.code, manifest.folder)
-        home = self.slot.folder("relays", str(next(_copies)))
+        home = self._fresh("relays")
         root = home / manifest.code.name
         shutil.copytree(manifest.code, root, symlinks=True, ignore=COPY_IGNORE)
         for dirpath, dirnames, filenames in os.walk(home):
@@ -135,13 +134,18 @@ class Sandbox:
                 os.chown(name, self.slot.uid, self.slot.gid, follow_symlinks=False)
         return WorkingCopy(root, root / manifest.folder.relative_to(manifest.code))
 
-    def ledger_dir(self, name: str, default: Path) -> Path:
+    def ledger_dir(self, default: Path) -> Path:
         """A fresh folder for one stack's ledger, owned by the slot's uid (`default` when the sandbox is off)."""
-        return self.slot.folder("ledgers", name) if self.on else default
+        return self._fresh("ledgers") if self.on else default
 
-    def tmp_dir(self, name: str) -> Path | None:
+    def tmp_dir(self) -> Path | None:
         """A fresh folder for one stack's temporary files: its /tmp, or its TMPDIR without isolation."""
-        return self.slot.folder("tmp", name) if self.on else None
+        return self._fresh("tmp") if self.on else None
+
+    def _fresh(self, kind: str) -> Path:
+        """A new folder of the slot's home, named at random: a path a relay sees (LEDGER_PATH, its mounts) says
+        nothing of the scenario, the test or how many came before."""
+        return self.slot.folder(kind, secrets.token_hex(8))
 
     def discard(self, *folders: Path | None) -> None:
         """Remove what a relay wrote in its folders (the sandbox's own only; never a folder of the user's)."""

@@ -17,7 +17,6 @@ address (Sandbox.relay_host): the supervisor reaches RELAY_PORT there.
 """
 from __future__ import annotations
 
-import itertools
 import subprocess
 import time
 from dataclasses import dataclass
@@ -35,7 +34,6 @@ from relaychaos.stack.processes import Child, log_tail, port_in_use, wait_http_o
 
 BATCH_TIMEOUT_S = 30.0
 BATCH_FLAGS = {"resolve": "--min-age", "reprocess": "--max-attempts", "purge": "--retention"}  # contract §1
-_names = itertools.count()
 
 
 @dataclass
@@ -98,7 +96,7 @@ class Supervisor:
         self.manifest, self.workdir = manifest, workdir
         self.sandbox = sandbox or Sandbox.create("off")
         self.copy = self.sandbox.working_copy(manifest)
-        self.tmp_dir = self.sandbox.tmp_dir(f"{workdir.name}-{next(_names)}")
+        self.tmp_dir = self.sandbox.tmp_dir()
         self.sandbox.enter()
         self._closed = False
         self.account_url, self.account_timeout_ms = account_url, account_timeout_ms

@@ -50,7 +50,7 @@ class Stack:
         self.expected: dict[str, dict] = {}  # each proxy as the harness set it: enabled, upstream, toxics
         self._closed = False
         workdir.mkdir(parents=True, exist_ok=True)
-        self.ledger_path = self.sandbox.ledger_dir(self.prefix, workdir) / "ledger.sqlite"
+        self.ledger_path = self.sandbox.ledger_dir(workdir) / "ledger.sqlite"
         account.reset(ledger_path=self.ledger_path, accounts=accounts)
         self._new_proxy("account", f"127.0.0.1:{account.port}", listen_host=self.sandbox.account_host)
         self.supervisor = Supervisor(manifest, workdir=workdir, account_url=self.proxies["account"].url,
