@@ -68,6 +68,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from relaychaos.suite_process import run_suite
 
     rc, interrupted, mid_line = run_suite(argv, out)
+    from relaychaos.sandbox.policy import clear_abandoned
+
+    clear_abandoned()  # the sandbox slots of workers killed before they could close them
     results = out / "results.json"
     if interrupted:
         print(end="\n" if mid_line else "")  # pytest's progress dots end without a newline

@@ -94,6 +94,9 @@ def _stop(proc: subprocess.Popen | None) -> None:
     except ProcessLookupError:
         pass
     proc.wait()
+    from relaychaos.sandbox.policy import clear_abandoned
+
+    clear_abandoned()  # the sandbox slots of workers killed before they could close them
 
 
 def read_results(path: Path) -> list[dict]:

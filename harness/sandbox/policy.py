@@ -184,7 +184,7 @@ class Sandbox:
                 shutil.rmtree(folder, ignore_errors=True)
 
     # -- plans ---------------------------------------------------------------------------
-    def plan(self, command: str, *, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path | None, argv0: str,
+    def plan(self, command: str, *, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path | None,
              connect: tuple[int, ...], bind: tuple[int, ...], relaxed: bool = False) -> Plan:
         """The plan of one command; `relaxed` (a diagnosis) drops the rlimits and nothing else."""
         if not self.on:
@@ -193,27 +193,27 @@ class Sandbox:
         log = LogBudget(str(self.log_budget), self.limits.log_mib << 20)
         writable = (str(copy.root), str(tmp_dir) if tmp_dir else None)
         if not self.isolated:
-            rules = Rules(self.abi, read_only=system_tree()[1] + ("/proc", "/sys") + runtime_paths(argv0) + DEVICES,
+            rules = Rules(self.abi, read_only=system_tree()[1] + ("/proc", "/sys") + runtime_paths() + DEVICES,
                           read_write=tuple(p for p in writable if p) + DEVICES, ledger=(str(ledger_dir),),
                           connect=connect, bind=bind)
             return Plan(rlimits=rlimits, cwd=str(copy.cwd), umask=0o077, landlock=rules if self.abi else None,
                         seccomp="seccomp" not in self.lacks, log=log)
         rules = Rules(self.abi, read_only=("/",), read_write=(str(copy.root), "/tmp", "/dev/shm") + DEVICES,
                       ledger=(str(ledger_dir),), connect=connect, bind=bind)
-        isolation = Isolation(view=self._view(copy, ledger_dir, tmp_dir, argv0), netns=self.network and self.network.path,
+        isolation = Isolation(view=self._view(copy, ledger_dir, tmp_dir), netns=self.network and self.network.path,
                               cgroup_procs=self.cgroups.procs() if self.cgroups else ())
         return Plan(uid=self.slot.uid, gid=self.slot.gid, rlimits=rlimits, cwd=str(copy.cwd), umask=0o077,
                     landlock=rules if self.abi else None, seccomp="seccomp" not in self.lacks, isolation=isolation,
                     log=log)
 
-    def _view(self, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path, argv0: str) -> View:
+    def _view(self, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path) -> View:
         links, system = system_tree()
-        runtime = [p for p in runtime_paths(argv0) if not any(p == s or p.startswith(s + "/") for s in system)]
+        runtime = [p for p in runtime_paths() if not any(Path(s) == Path(p) or Path(s) in Path(p).parents
+                                                          for s in system)]
         binds = [(p, p, False) for p in system + tuple(runtime)]
         binds += [(str(copy.root), str(copy.root), True), (str(ledger_dir), str(ledger_dir), True),
                   (str(tmp_dir), "/tmp", True)]
-        package = str(paths.PACKAGE)
-        masks = tuple(package for _, target, _ in binds if package.startswith(target + "/"))
+        masks = tuple(str(paths.PACKAGE) for _, target, _ in binds if Path(target) in paths.PACKAGE.parents)
         return View(root=str(self._view_root), binds=tuple(binds),
                     links=links, masks=masks, cgroups=self.cgroups.options if self.cgroups else ())
 
@@ -260,6 +260,28 @@ class Sandbox:
             self.slot = None
 
 
+def clear_abandoned() -> list[int]:
+    """Remove what harness processes killed before they could close left of their slots: for each slot no process
+    holds (a slot's lock lives as long as its process), its processes, cgroups, network and home. The slots
+    cleared. Called by whoever stops harness processes the hard way (a grade past its budget, a Ctrl-C'd run);
+    without root there is nothing of the kind to clear."""
+    if os.geteuid() != 0:
+        return []
+    base, cleared = slots.base_dir(), []
+    for n in slots.free(base):
+        network, groups = SlotNetwork(n, port_range()), SlotCgroups.named(f"relaychaos-s{n}")
+        home = base / f"slot-{n}"
+        if not (os.path.exists(network.path) or os.path.exists(f"/sys/class/net/{network.host_link}")
+                or groups.exist() or home.exists()):
+            continue
+        groups.kill()
+        groups.remove()
+        network.destroy()
+        slots.clear_home(home)
+        cleared.append(n)
+    return cleared
+
+
 @functools.lru_cache(maxsize=1)
 def system_tree() -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
     """(symbolic links, folders) among the system's top folders, as this machine has them (/bin -> usr/bin)."""
@@ -268,14 +290,11 @@ def system_tree() -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
     return links, folders
 
 
-def runtime_paths(argv0: str | None) -> tuple[str, ...]:
-    """Folders a relay may read beyond the system's: this Python (so that `python` in a manifest works) and the
-    prefix of the command's own executable when it lies elsewhere."""
-    found = list(_harness_runtime())
-    if argv0 and os.path.isabs(argv0):
-        folder = Path(os.path.realpath(argv0)).parent
-        found.append(str(folder.parent if folder.name == "bin" else folder))
-    return outermost(found)
+def runtime_paths() -> tuple[str, ...]:
+    """Folders a relay may read beyond the system's: this Python's prefixes and site folders, so that `python` in
+    a manifest is the harness's own (contract section 1). Nothing a relay names: its commands are found on its
+    own PATH (this Python's folder, then the system's), all within what is bound already."""
+    return outermost(list(_harness_runtime()))
 
 
 @functools.lru_cache(maxsize=1)

@@ -155,8 +155,8 @@ class Supervisor:
         why = wait_http_ok(health, timeout_s=self.manifest.ready_timeout_s, child=child)
         if why is None and not child.alive():
             why = f"exited with status {child.popen.returncode}, yet something else answers on port {port}"
-        if why is None and self.sandbox.network is None:  # in a network of its own, nobody else can listen
-            stranger = stranger_on(port, child.pid)
+        if why is None:
+            stranger = stranger_on(port, child.pid, self.sandbox.network.path if self.sandbox.network else None)
             if stranger:
                 why = (f"did not take port {port}: {stranger} listens there and answered /health "
                        f"(serve is pid {child.pid})")
