@@ -13,7 +13,8 @@
    machine: the broken relays' median and max, and their ratio to the median of the correct runs
    interleaved with them. Each broken relay must exit 1: caught.
 3. With --today-broken, those broken relays are also run by the earlier checkout (whose machine
-   hunts and shrinks what the named scenarios found).
+   hunts and shrinks what the named scenarios found); with --hunt-broken, by this checkout with
+   --hunt and CI=1 (the ci budget: the machine finds the bug and shrinks it within 10 s).
 
 Each line is printed as it is measured, with the load average.
 """
@@ -37,26 +38,31 @@ def load() -> str:
     return Path("/proc/loadavg").read_text().split()[0]
 
 
-def run(checkout: Path, relay: Path, out: Path) -> tuple[float, int, dict]:
+def run(checkout: Path, relay: Path, out: Path, *extra: str, env: dict | None = None) -> tuple[float, int, dict]:
     """(wall seconds, exit status, what results.json says of the machine) of one `relaychaos run`."""
     t0 = time.perf_counter()
     done = subprocess.run([str(checkout / ".venv" / "bin" / "relaychaos"), "run", "--relay", str(relay), "--out",
-                           str(out)], cwd=checkout, capture_output=True, text=True)
+                           str(out), *extra], cwd=checkout, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
     wall = time.perf_counter() - t0
     try:
         data = json.loads((out / "results.json").read_text())
         stateful = next((s for s in data["scenarios"] if "test_random_stories" in s["nodeid"]), {})
+        info = stateful.get("stateful") or {}
         machine = {"outcome": stateful.get("outcome"), "failed": data["summary"]["failed"],
-                   "examples": (stateful.get("stateful") or {}).get("examples")}
+                   "examples": info.get("examples"), "shrink_s": info.get("shrink_s"), "shrunk": info.get("shrunk")}
     except (OSError, ValueError, KeyError):
         machine = {}
     return wall, done.returncode, machine
 
 
 def line(label: str, wall: float, rc: int, machine: dict) -> None:
+    examples = machine.get("examples")
+    shrunk = "" if machine.get("shrink_s") is None else \
+        f"  shrunk {machine['shrink_s']:g} s ({'to its end' if machine.get('shrunk') else 'cut by the budget'})"
     print(f"{label:<34} {wall:6.1f} s  exit {rc}  failed {machine.get('failed', '?'):>2}  machine "
-          f"{machine.get('outcome') or '-':<8} examples {machine.get('examples') if machine.get('examples') is not None else '-':<4}"
-          f" load {load()}", flush=True)
+          f"{machine.get('outcome') or '-':<8} examples {'-' if examples is None else examples:<4}{shrunk}  "
+          f"load {load()}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--correct-rounds", type=int, default=3, help="rounds of the correct relays (0: none)")
     parser.add_argument("--today", type=Path, help="an earlier checkout to time the correct relays against")
     parser.add_argument("--today-broken", default="", help="broken relays to time with the earlier checkout too")
+    parser.add_argument("--hunt-broken", default="", help="broken relays to time with --hunt and CI=1 too")
     parser.add_argument("--only", default="", help="only these broken relays (comma-separated names)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -99,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in filter(None, args.today_broken.split(",")):
         wall, rc, machine = run(args.today, BY_NAME[name].manifest, work / f"today-{name}")
         line(f"{name} (today)", wall, rc, machine)
+    for name in filter(None, args.hunt_broken.split(",")):
+        wall, rc, machine = run(ROOT, BY_NAME[name].manifest, work / f"hunt-{name}", "--hunt", env={"CI": "1"})
+        line(f"{name} (now, --hunt, CI=1)", wall, rc, machine)
     summarize(correct, today, broken, beside)
     for problem in bad:
         print(f"PROBLEM: {problem}")
