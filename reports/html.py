@@ -226,10 +226,10 @@ def random_stories_line(machine: dict | None) -> str:
     if not machine:
         return ""
     if not machine.get("ran", True):
-        return f"<p class=stories>Random stories (the state machine): <b>{_e(machine.get('why_not'))}</b>.</p>"
+        return f"<p class=stories><b>Random stories (the state machine):</b> {_e(machine.get('why_not'))}.</p>"
     shrunk = "" if machine.get("shrunk") is not False or machine.get("shrink_s") is None else \
         f"; its failing story was not fully shrunk (shrinking stopped at its budget after {machine['shrink_s']:g} s)"
-    return f"<p class=stories>Random stories (the state machine): {machine.get('examples')} examples run{shrunk}.</p>"
+    return f"<p class=stories><b>Random stories (the state machine):</b> {machine.get('examples')} examples run{shrunk}.</p>"
 
 
 def sandbox_line(level: dict | None) -> str:
