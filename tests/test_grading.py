@@ -6,8 +6,6 @@ project's tests short; the full class benchmark is benchmarks/grade_class.py.
 """
 import csv
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys

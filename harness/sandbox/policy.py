@@ -267,19 +267,21 @@ def clear_abandoned() -> list[int]:
     without root there is nothing of the kind to clear."""
     if os.geteuid() != 0:
         return []
-    base, cleared = slots.base_dir(), []
-    for n in slots.free(base):
-        network, groups = SlotNetwork(n, port_range()), SlotCgroups.named(f"relaychaos-s{n}")
-        home = base / f"slot-{n}"
-        if not (os.path.exists(network.path) or os.path.exists(f"/sys/class/net/{network.host_link}")
-                or groups.exist() or home.exists()):
-            continue
-        groups.kill()
-        groups.remove()
-        network.destroy()
-        slots.clear_home(home)
-        cleared.append(n)
-    return cleared
+    return [n for n in slots.free(slots.base_dir()) if clear_slot(n)]
+
+
+def clear_slot(n: int) -> bool:
+    """Remove whatever of slot n is on the machine (the caller holds its lock); whether there was anything."""
+    network, groups = SlotNetwork(n, port_range()), SlotCgroups.named(f"relaychaos-s{n}")
+    home = slots.base_dir() / f"slot-{n}"
+    if not (os.path.exists(network.path) or os.path.exists(f"/sys/class/net/{network.host_link}") or groups.exist()
+            or home.exists()):
+        return False
+    groups.kill()
+    groups.remove()
+    network.destroy()
+    slots.clear_home(home)
+    return True
 
 
 @functools.lru_cache(maxsize=1)

@@ -160,6 +160,13 @@ def program(notify: bool) -> bytes:
     for nr, (_, err) in sorted(REFUSED.items()):
         a.op(_JEQ, nr, f"deny{err}")
     a.op(_RET, RET_ALLOW)
+    _argument_checks(a, notify)
+    _returns(a, notify)
+    return a.assemble()
+
+
+def _argument_checks(a: _Asm, notify: bool) -> None:
+    """The calls refused for their arguments: sockets, namespaces, fast open, leases, and (notify) addresses."""
     a.at("socket")
     a.op(_LD_ABS, _arg(0))
     a.op(_JEQ, AF_UNIX, "allow")
@@ -192,6 +199,10 @@ def program(notify: bool) -> bytes:
         a.op(_JGE, MIN_INET_ADDRLEN, "look", "allow")
         a.at("look")
         a.op(_RET, RET_USER_NOTIF)
+
+
+def _returns(a: _Asm, notify: bool) -> None:
+    """Where every jump lands: allow, kill, quietly absent, or refused (by errno, or through the listener)."""
     a.at("allow")
     a.op(_RET, RET_ALLOW)
     a.at("kill")
@@ -203,7 +214,6 @@ def program(notify: bool) -> bytes:
     for err in sorted({e for _, e in REFUSED.values()} | {errno.EAFNOSUPPORT, errno.EACCES, errno.EPROTONOSUPPORT}):
         a.at(f"deny{err}")
         a.op(_RET, RET_USER_NOTIF if notify else RET_ERRNO | err)
-    return a.assemble()
 
 
 class _Fprog(ctypes.Structure):
