@@ -8,7 +8,9 @@ the relay would not start (`serve-ready` broken) against the items that name it 
 and the item holding `serve-ready`: the other scenarios show the rest.
 Scenarios skipped on purpose (`skipped`, or the stateful machine not run because a named
 scenario had already shown a bug) count for nothing. An item's points are split across the
-visibility sets in proportion to the weight of its scenarios in each; within a set, an item
+visibility sets in proportion to the weight of its scenarios in each (an item no scenario run
+exercises, as in a run narrowed to a few scenarios, keeps its points: nothing showed it
+broken); within a set, an item
 with partial "none" is lost whole when any of its scenarios there shows it broken, one with
 "share" keeps the weighted share of them in which it held. A cap whose rules any counted
 scenario broke bounds the total.
@@ -65,19 +67,23 @@ def score(outcomes: list[Outcome], rubric: Rubric) -> dict:
     """{'score', 'items': one entry per item and set, 'incidents': one per failing scenario, 'cap': or None}."""
     counted = [o for o in outcomes if o.counts()]
     entries = [e for item in rubric.items for e in _entries(item, counted, rubric)]
-    total = sum(e["points"] for e in entries)
+    total = sum(e.pop("exact") for e in entries)
     cap = _cap(counted, rubric)
     if cap is not None and total > cap["at_most"]:
-        cap["lost"] = round(total - cap["at_most"], 4)
+        cap["lost"] = round(total - cap["at_most"], 2)
         total = cap["at_most"]
     elif cap is not None:
         cap["lost"] = 0.0
-    return {"score": round(total, 4), "items": entries, "cap": cap, "incidents": incidents(counted)}
+    return {"score": round(total, 2), "items": entries, "cap": cap, "incidents": incidents(counted)}
 
 
 def _entries(item: Item, counted: list[Outcome], rubric: Rubric) -> list[dict]:
     mine = [o for o in counted if item.matches(o.name)]
     item_weight = sum(rubric.weight(o.name) for o in mine)
+    if not mine:  # no scenario run exercises it (a run narrowed with --scenarios): nothing showed it broken
+        return [{"item": item.id, "title": item.title, "rules": list(item.rules), "contract": list(item.contract),
+                 "partial": item.partial, "set": "visible", "points": item.points, "max_points": item.points,
+                 "exact": item.points, "held_in": 0, "scenarios": 0, "broken_in": [], "failures": []}]
     out = []
     for s in SETS:
         here = [o for o in mine if o.set == s]
@@ -92,6 +98,7 @@ def _entries(item: Item, counted: list[Outcome], rubric: Rubric) -> list[dict]:
             got = 0.0 if broken else max_points
         out.append({"item": item.id, "title": item.title, "rules": list(item.rules), "contract": list(item.contract),
                     "partial": item.partial, "set": s, "points": round(got, 4), "max_points": round(max_points, 4),
+                    "exact": got,
                     "held_in": len(here) - len(broken), "scenarios": len(here),
                     "broken_in": [o.name for o in broken],
                     "failures": [_failure(o, item, rubric) for o in broken]})
