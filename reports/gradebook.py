@@ -8,7 +8,8 @@ A submission is known by its `path`: the same path in two shards must be the sam
 (same seed, same content), or merge refuses with both files named. The CSV has one row per
 submission, by name, and a column per rubric item with its points over every scenario set,
 every number rounded to 2 decimals as the score is everywhere. Every cell is one line (an
-error keeps its first line; the rest is on the student's page). A text cell starting with
+error keeps its first line and the last line the relay printed; the rest is on the
+student's page). A text cell starting with
 = + - or @ gets a leading apostrophe, so a spreadsheet shows a student's folder name rather
 than running it as a formula. The page is reports.gradebook_page; each submission's own page
 is reports.student_page.
@@ -40,12 +41,18 @@ def csv_text(records: list[dict], rules_order) -> str:
     for r in sorted(records, key=order_key):
         gradable = r.get("gradable", True)
         points = item_points(r)
-        error = " ".join((r.get("error") or "").strip().split("\n")[0].split())
+        error = _one_line(r.get("error") or "")
         writer.writerow([_text(" ".join(r["submission"].split())), _num(r["score"] if gradable else 0),
                          _num(r["max_score"]), _flag(gradable), _flag(r.get("timed_out", False)), _text(error),
                          r["seed"]]
                         + [_num(points[rule][0] if gradable else 0) if rule in points else "" for rule in rules])
     return out.getvalue()
+
+
+def _one_line(error: str) -> str:
+    """An error as one line: its first line and, when the relay printed something, the last line it printed."""
+    lines = [" ".join(line.split()) for line in error.strip().splitlines() if line.strip()]
+    return lines[0] + (f" | last printed: {lines[-1]}" if len(lines) > 1 else "") if lines else ""
 
 
 def _text(value: str) -> str:

@@ -43,7 +43,7 @@ def test_the_csv_columns_are_the_fixed_ones_then_an_item_each_summed_over_its_se
     assert len(text.splitlines()) == 3, "one line per row: no cell spans lines"
     b, c = rows(text)
     assert (b["score"], b["claim"], b["sends-once"], b["gradable"]) == ("63.33", "0", "13.33", "true")
-    assert (c["score"], c["gradable"], c["error"]) == ("0", "false", "could not start:")
+    assert (c["score"], c["gradable"], c["error"]) == ("0", "false", "could not start: | last printed: no relay.toml, at all")
 
 
 def test_items_missing_from_the_order_given_are_added_after_it_not_dropped():
