@@ -41,7 +41,8 @@ fields (* required; the others have the defaults in brackets when missing):
     harness            {"version"}: the relaychaos that graded [{}]
     graded_at          when, "YYYY-mm-dd HH:MM UTC" [null]
     stateful           the Hypothesis state machine (the scenario named "stateful"): {ran, shrunk,
-                       why_not} [{}]
+                       examples, shrink_s, slowest_example_s, why_not}; its timings are the
+                       grader's, never shown to the student [{}]
 """
 from __future__ import annotations
 
@@ -67,7 +68,8 @@ INCIDENT = {"id": STRING, "scenario": STRING, "set": one_of(*SETS), "outcome": o
             "text": STRING}
 SCENARIO = {"name": STRING, "set": one_of(*SETS), "outcome": one_of(*OUTCOMES), "seconds": NUMBER,
             "verdicts": LIST}
-STATEFUL = {"ran": BOOL, "shrunk": BOOL, "why_not": optional(STRING)}
+STATEFUL = {"ran": BOOL, "shrunk": BOOL, "examples": optional(INTEGER), "shrink_s": optional(NUMBER),
+            "slowest_example_s": optional(NUMBER), "why_not": optional(STRING)}
 EPSILON = 1e-6
 
 

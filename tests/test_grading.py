@@ -59,7 +59,9 @@ def test_a_class_is_graded_and_every_bad_submission_is_a_graded_outcome(tmp_path
     assert "3 could not be graded (a 0 each, the reason in the gradebook)" in done.stderr
     got = records(out)
     assert got["reference"]["score"] == 100 and got["reference"]["stateful"]["ran"]
-    assert 0 < got["base"]["score"] <= 40 and got["base"]["stateful"]["why_not"].startswith(
+    # on these few scenarios base shows a double debit, capped at 80 (over every scenario it is at most 40:
+    # tests/test_grading_rules.py); the other items no scenario here exercises keep their points
+    assert 0 < got["base"]["score"] <= 80 and got["base"]["stateful"]["why_not"].startswith(
         "a named scenario had already shown a bug")
     assert got["no manifest"]["gradable"] is False and "no relay.toml" in got["no manifest"]["error"]
     assert got["missing-program"]["score"] == 0 and got["missing-program"]["gradable"] is False

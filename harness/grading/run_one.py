@@ -208,6 +208,7 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
     machine = next((s for s in ran["scenarios"] if name_of(s["nodeid"])[0] == STATEFUL), None)
     info = (machine or {}).get("stateful") or {}
     rec["stateful"] = {"ran": machine is not None, "shrunk": bool(info.get("shrunk")), "examples": info.get("examples"),
+                       "shrink_s": info.get("shrink_s"), "slowest_example_s": info.get("slowest_example_s"),
                        "why_not": MACHINE_SKIPPED if ran["machine_why"] else (None if machine else "not run")}
     rec["notes"] = sorted({*sub.notes, *(clean(n, {}, _places(sub, out)) for s in ran["scenarios"]
                                          for n in s.get("notes", []))})
