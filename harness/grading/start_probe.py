@@ -6,14 +6,16 @@ One start in the sandbox, as every scenario would make it, with no account syste
 (serve needs none to answer /health). A relay that exits, crashes or never answers is
 graded as not gradable at once, with the last lines of its own output (the SyntaxError,
 the missing module), instead of after every scenario has shown the same; a relay that
-starts costs one start more.
+starts costs one start more. What serve printed (and a diagnosis's retry) is kept with the
+submission's other relay logs, in logs/start-probe/.
 """
 from __future__ import annotations
 
-import tempfile
+import shutil
 from pathlib import Path
 
 from relaychaos.errors import RelayError
+from relaychaos.run_folder import LOGS
 
 TAIL_LINES = 12
 
@@ -29,7 +31,9 @@ def probe(manifest_path: Path, folder: Path, sandbox_mode: str, sandbox_limit: s
 
     loaded = manifest.load(manifest_path)
     sandbox = Sandbox.create(sandbox_mode, Limits().with_overrides(sandbox_limit), log_budget=log_budget)
-    work = Path(tempfile.mkdtemp(prefix="start-probe-", dir=folder))
+    work = folder / LOGS / "start-probe"
+    shutil.rmtree(work, ignore_errors=True)  # a regrade's probe starts from nothing
+    work.mkdir(parents=True)
     try:
         ledger = sandbox.ledger_dir(work) / "ledger.sqlite"
         supervisor = Supervisor(loaded, workdir=work, account_url=f"http://{sandbox.account_host}:9",
