@@ -27,8 +27,9 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 svg text { font: 12px system-ui, sans-serif; fill: #222; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 table.grid { width: auto; } table.grid td { text-align: center; padding: .15em .35em; font-size: 12.5px; }
-table.grid th.item { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; max-height: 16em;
-  font-weight: 500; }
+table.grid th.item { vertical-align: bottom; font-weight: 500; }
+table.grid th.item > div { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; max-height: 16em;
+  overflow: hidden; text-overflow: ellipsis; }
 td.full { background: #dff0e1; } td.lost { background: #f7d7d4; } td.part { background: #fbecc7; }
 td.none { background: #eee; color: #777; } td a { color: inherit; text-decoration: none; display: block; }
 .meta td { border: none; padding: .1em .8em .1em 0; }
@@ -136,7 +137,7 @@ def grid(records: list[dict]) -> str:
     titles = item_titles(records)
     if not records or not titles:
         return "<p>Nothing graded.</p>"
-    head = "".join(f'<th class=item title="{_e(t)}">{_e(t[:60])}</th>' for t in titles.values())
+    head = "".join(f'<th class=item title="{_e(t)}"><div>{_e(t)}</div></th>' for t in titles.values())
     rows = [f"<table class=grid><tr><th>student</th><th>score</th>{head}</tr>"]
     for r in records:
         points = item_points(r)
