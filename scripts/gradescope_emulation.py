@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,8 +77,28 @@ def remove_groups(groups: dict[str, Path]) -> None:
 
 
 def lay_out(submission: Path, root: Path) -> None:
-    """ROOT/submission as Gradescope unpacks it, and an empty ROOT/results."""
-    shutil.copytree(submission, root / "submission", symlinks=True)
+    """ROOT/submission as Gradescope unpacks it, and an empty ROOT/results.
+
+    A student uploads one self-contained folder. A bundled relay whose relay.toml names a `root`
+    above it (the Python relays share relay_under_test/run.py) is laid out as such a folder: that
+    root's files (without the Go and Java relays), and a relay.toml at its top whose commands name
+    the same files from there."""
+    manifest = submission / "relay.toml"
+    data = tomllib.loads(manifest.read_text()) if manifest.is_file() else {}
+    if "root" not in data:
+        shutil.copytree(submission, root / "submission", symlinks=True)
+    else:
+        code = (submission / data["root"]).resolve()
+        shutil.copytree(code, root / "submission", symlinks=True,
+                        ignore=shutil.ignore_patterns("go", "java", "__pycache__"))
+
+        def moved(arg: str) -> str:
+            path = (submission / arg).resolve()
+            return str(path.relative_to(code)) if path.is_relative_to(code) and path.exists() else arg
+        lines = [f"name = {json.dumps(data['name'])}", "[commands]"]
+        lines += [f"{k} = {json.dumps([moved(a) for a in v])}" for k, v in data["commands"].items()]
+        lines += ["[limits]"] + [f"{k} = {json.dumps(v)}" for k, v in data.get("limits", {}).items()]
+        (root / "submission" / "relay.toml").write_text("\n".join(lines) + "\n")
     (root / "results").mkdir(parents=True, exist_ok=True)
 
 
