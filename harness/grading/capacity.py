@@ -6,7 +6,8 @@
 
 A container's CPU limit is a CFS quota (Gradescope's default: 0.5 vCPU, 768 MB); the
 harness's own cgroup and each ancestor may have one, and the smallest counts. The sizes
-below were measured with scripts/gradescope_emulation.py (docs/grading.md, "Gradescope's
+below are Gradescope's smallest container, the one grades are meant to hold in; what was
+measured there with scripts/gradescope_emulation.py is in docs/grading.md ("Gradescope's
 smallest container").
 """
 from __future__ import annotations
@@ -15,8 +16,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-MIN_CPUS = 0.5  # the smallest CPU share a grade was shown to give the same scores in
-MIN_MEMORY_MIB = 768  # likewise, memory
+MIN_CPUS = 0.5  # Gradescope's smallest container: less is said up front
+MIN_MEMORY_MIB = 768  # likewise, its memory
 NO_LIMIT = 1 << 60
 
 
@@ -103,11 +104,11 @@ def warnings(cap: Capacity) -> list[str]:
     """What is short of the smallest size a grade was shown to hold in, said before anything runs."""
     out = []
     if cap.cpus < MIN_CPUS:
-        out.append(f"this grade has {cap.cpus:g} CPU (its cgroup's quota); grades were shown to hold from "
-                   f"{MIN_CPUS:g} CPU: below it, timing rules may fail correct relays. Give it at least {MIN_CPUS:g} "
+        out.append(f"this grade has {cap.cpus:g} CPU (its cgroup's quota); grades are meant for "
+                   f"{MIN_CPUS:g} CPU or more (Gradescope's smallest container): below it, timing rules may fail correct relays. Give it at least {MIN_CPUS:g} "
                    "CPU (docs/grading.md)")
     if cap.memory_mib is not None and cap.memory_mib < MIN_MEMORY_MIB:
-        out.append(f"this grade has {cap.memory_mib:.0f} MiB of memory (its cgroup's limit); grades were shown to "
-                   f"hold from {MIN_MEMORY_MIB} MiB: below it, the kernel may kill a relay or the harness. Give "
+        out.append(f"this grade has {cap.memory_mib:.0f} MiB of memory (its cgroup's limit); grades are meant for "
+                   f"{MIN_MEMORY_MIB} MiB or more: below it, the kernel may kill a relay or the harness. Give "
                    f"it at least {MIN_MEMORY_MIB} MiB (docs/grading.md)")
     return out
