@@ -116,7 +116,10 @@ def render(verdict: Verdict, history: History, account_calls: list[dict], start:
     """An incident report: rule, GUID, what went wrong, and the timeline."""
     who = "the run" if verdict.guid is None else f"GUID {verdict.guid}"
     label = (labels or {}).get(verdict.guid or "")
-    head = f"[{verdict.rule}] {who}" + (f" (scenario label {label})" if label else "")
+    header = history.where(f="scenario")
+    production = header[0].value.get("production", {}).get(label or "") if header else None  # imported incidents
+    head = f"[{verdict.rule}] {who}" + (f" (scenario label {label}{f', production GUID {production}' if production else ''})"
+                                        if label else "")
     rule = RULES.get(verdict.rule)
     cited = CLAUSES.get(verdict.clause or (rule.contract[0] if rule else ""))
     lines = [head, f"  rule: {rule.text if rule else ''}"]

@@ -216,3 +216,5 @@ class Scenario:
     relays: tuple[str, ...] = ("a",)  # slots started before the first step
     batch_timeout_s: float = 30.0  # a batch command still running then is killed (and that is a verdict)
     covers: tuple[str, ...] = ()  # the contract clauses (relaychaos.contract ids) this scenario exercises
+    incident: dict = field(default_factory=dict)  # imported from production: guids (label -> production GUID),
+    # broke (rule -> labels), answers (label -> what the channel got) -- relaychaos.incidents

@@ -1,0 +1,180 @@
+"""The records of a bundle's logs, as the reconstruction reads them: one dataclass per log, built from a Row.
+
+    convert = Converter(source, slots, bundle_folder)
+    record = convert(row)            # ChannelLine | AccountLine | OpLine; BundleError naming the line
+
+Each record keeps its file (as named from the bundle folder) and line, its time in unix
+seconds, and its fields checked: an amount in whole minor units, non-empty parties, a code
+the contract knows, a relay slot (one letter, or a pod mapped by [pods]), an `answered_at`
+not before `at`, a batch command with its numeric argument.
+"""
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from relaychaos.incidents.mapping import BundleError, Source
+from relaychaos.incidents.readers import Row
+from relaychaos.incidents.times import TimeReader
+
+RESULTS = re.compile(r"0000|B2\d\d|E500|E90[1-4]|E400|timeout")
+CODES = re.compile(r"0000|B2\d\d|E500")
+EVENTS = ("restart", "deploy", "kill", "start", "batch")
+BATCH_COMMANDS = ("resolve", "reprocess", "purge")
+SLOT = re.compile(r"[a-z]")
+
+
+@dataclass(slots=True)
+class ChannelLine:
+    """One request the channel sent, and what it got back (`timeout`: nothing)."""
+
+    file: str
+    line: int
+    at: float
+    guid: str
+    src: str
+    dst: str
+    amount: int
+    result: str
+    relay: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.file} line {self.line}"
+
+
+@dataclass(slots=True)
+class AccountLine:
+    """One transfer call the account system received (times on the account system's clock until shifted)."""
+
+    file: str
+    line: int
+    at: float
+    guid: str
+    src: str
+    dst: str
+    amount: int
+    code: str
+    answered_at: float | None
+
+    @property
+    def where(self) -> str:
+        return f"{self.file} line {self.line}"
+
+
+@dataclass(slots=True)
+class OpLine:
+    """A restart, deploy, kill or start of a relay instance, or a batch run with its argument."""
+
+    file: str
+    line: int
+    at: float
+    event: str
+    relay: str
+    command: str | None = None
+    argument: float | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.file} line {self.line}"
+
+
+def _fail(where: str, what: str, fix: str) -> BundleError:
+    return BundleError(what, where=where, fix=fix)
+
+
+class Converter:
+    """Turns one source's rows into its records (see the module doc)."""
+
+    def __init__(self, source: Source, pods: dict[str, str], folder: Path):
+        self.source, self.pods, self.folder = source, pods, folder
+        self.times = TimeReader(source)
+        self.names: dict[Path, str] = {}
+        self.convert = {"channel": self._channel, "account": self._account, "operations": self._operation}[source.name]
+        self._slots: dict[str, str] = {}
+
+    def __call__(self, row: Row):
+        name = self.names.get(row.file)
+        if name is None:
+            name = self.names[row.file] = str(row.file.relative_to(self.folder)) if row.file.is_relative_to(
+                self.folder) else str(row.file)
+        where = f"{row.file}, line {row.line}"
+        return self.convert(name, row, where, self.times.read(row.fields["at"], where))
+
+    def slot(self, value, where: str) -> str:
+        """The relay slot of an instance name: a letter as it is, else the [pods] entry matching it."""
+        text = str(value).strip()
+        if text in self._slots:
+            return self._slots[text]
+        if SLOT.fullmatch(text):
+            found = text
+        else:
+            found = next((s for pod, s in self.pods.items() if pod == text or fnmatch.fnmatchcase(text, pod)), None)
+            if found is None:
+                raise _fail(where, f"relay = {text!r} is not a relay slot and [pods] does not map it",
+                            f"map the instance to a slot in incident.toml: [pods] \"{text}\" = \"a\" (globs "
+                            "allowed: \"relay-7d9f-*\" = \"a\")")
+        self._slots[text] = found
+        return found
+
+    def _transfer(self, row: Row, where: str) -> tuple[str, str, str, int]:
+        f = row.fields
+        for key in ("guid", "from", "to"):
+            if not str(f.get(key) or "").strip():
+                raise _fail(where, f"{self.source.fields[key].name} is empty", f"give the transfer's {key}")
+        try:
+            amount = int(str(f["amount"]).strip())
+        except ValueError:
+            raise _fail(where, f"amount = {f['amount']!r} is not a whole number",
+                        "write the amount in minor units, e.g. 120 for 1.20") from None
+        guid = str(f["guid"]).strip()
+        guid = guid.lower() if self.source.guid_case == "lower" else guid.upper() if \
+            self.source.guid_case == "upper" else guid
+        return guid, str(f["from"]).strip(), str(f["to"]).strip(), amount
+
+    def _channel(self, name: str, row: Row, where: str, at: float) -> ChannelLine:
+        guid, src, dst, amount = self._transfer(row, where)
+        result = str(row.fields["result"]).strip()
+        if not RESULTS.fullmatch(result):
+            raise _fail(where, f"result = {result!r} is not a relay answer code",
+                        "write the code the relay answered (0000, B2xx, E500, E901-E904, E400) or `timeout` when the "
+                        f"channel got no answer, or translate your words in {self.source.table} codes")
+        return ChannelLine(name, row.line, at, guid, src, dst, amount, result,
+                           self.slot(row.fields.get("relay") or "a", where))
+
+    def _account(self, name: str, row: Row, where: str, at: float) -> AccountLine:
+        guid, src, dst, amount = self._transfer(row, where)
+        code = str(row.fields["code"]).strip()
+        if not CODES.fullmatch(code):
+            raise _fail(where, f"code = {code!r} is not an account-system answer",
+                        f"write 0000, B2xx or E500 (contract section 2), or translate in {self.source.table} codes")
+        answered = row.fields.get("answered_at")
+        answered_at = self.times.read(answered, where, "answered_at") if answered not in (None, "") else None
+        if answered_at is not None and answered_at < at:
+            raise _fail(where, f"answered_at is {at - answered_at:.3f} s before at: the call was answered before "
+                        "it was received", "check the two columns (swapped? different clocks or units?)")
+        return AccountLine(name, row.line, at, guid, src, dst, amount, code, answered_at)
+
+    def _operation(self, name: str, row: Row, where: str, at: float) -> OpLine:
+        f = row.fields
+        event = str(f["event"]).strip()
+        if event not in EVENTS:
+            raise _fail(where, f"event = {event!r} is not known", f"use one of {', '.join(EVENTS)}, or translate "
+                        f"your words in {self.source.table} codes (OOMKilling = \"kill\", \"-\" to skip)")
+        relay = self.slot(f.get("relay") or "a", where)
+        if event != "batch":
+            return OpLine(name, row.line, at, event, relay)
+        command = str(f.get("command") or "").strip()
+        if command not in BATCH_COMMANDS:
+            raise _fail(where, f"a batch event needs command = {' | '.join(BATCH_COMMANDS)}, got {f.get('command')!r}",
+                        "name the batch command that ran, and its argument (argument = 3 for reprocess --max-attempts "
+                        "3)")
+        try:
+            argument = float(str(f.get("argument")).strip())
+        except ValueError:
+            raise _fail(where, f"argument = {f.get('argument')!r} is not a number",
+                        "give the command's one argument (--min-age S, --max-attempts N, --retention S) as a "
+                        f"number, or a default for it in {self.source.table} defaults") from None
+        return OpLine(name, row.line, at, event, relay, command, argument)
