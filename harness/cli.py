@@ -139,6 +139,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 part.close()
     print(f"relaychaos: replayed {args.file} against relay '{m.name}' ({relay})")
     print(result.report(limit=args.limit))
+    if sc.incident:  # an imported incident: its answers against production's, and how to check reproduction
+        from relaychaos.incidents.verify import replay_notes
+
+        print("\n".join(f"relaychaos: {line}" for line in replay_notes(result, sc)))
     return 0 if result.ok else 1
 
 

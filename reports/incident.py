@@ -117,7 +117,7 @@ def render(verdict: Verdict, history: History, account_calls: list[dict], start:
     who = "the run" if verdict.guid is None else f"GUID {verdict.guid}"
     label = (labels or {}).get(verdict.guid or "")
     header = history.where(f="scenario")
-    production = header[0].value.get("production", {}).get(label or "") if header else None  # imported incidents
+    production = ((header[0].value.get("incident") or {}).get("guids") or {}).get(label or "") if header else None
     head = f"[{verdict.rule}] {who}" + (f" (scenario label {label}{f', production GUID {production}' if production else ''})"
                                         if label else "")
     rule = RULES.get(verdict.rule)

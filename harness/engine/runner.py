@@ -108,7 +108,8 @@ class Runner:
                                safe_min_age_s=final_phase.safe_min_age_s(sc), guids=dict(self.guids),
                                steps=[S.describe(s) for s in sc.steps], relay=self.stack.manifest.name, tag=self.tag,
                                contract=contract.VERSION, tolerances=TOLERANCES.as_dict(),
-                               **({"production": sc.incident.get("guids", {})} if sc.incident else {}))
+                               **({"incident": {k: sc.incident.get(k) for k in ("guids", "broke", "rules")}}
+                                  if sc.incident else {}))
         return all(self.do(S.Start(slot), "start") for slot in sc.relays if slot not in self.stack.supervisor.relays)
 
     def do(self, step, n=None) -> bool:

@@ -20,10 +20,12 @@ ScenarioFileError naming the file, the line and the fix.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 import yaml
 
@@ -169,9 +171,10 @@ def _check_story(path: Path, nodes, steps: list, relays: tuple[str, ...]) -> Non
             raise bad(f"race n = {step.n} is out of range", "race between 1 and 256 copies")
 
 
-def check(steps: list, relays: tuple[str, ...], path: str | Path = "<steps>") -> None:
-    """The checks `load` makes on a file's story (GUIDs, toxics, slots, timings), on steps made in Python."""
-    _check_story(Path(path), [None] * len(steps), steps, relays)
+def check(steps: Iterable, relays: tuple[str, ...], path: str | Path = "<steps>") -> None:
+    """The checks `load` makes on a file's story (GUIDs, toxics, slots, timings), on steps made in Python (any
+    iterable: a generator is checked as it goes)."""
+    _check_story(Path(path), itertools.repeat(None), steps, relays)
 
 
 def load(path: str | Path) -> ScenarioFile:

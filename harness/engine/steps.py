@@ -177,16 +177,17 @@ def kind(step) -> str:
     return KIND_OF[type(step)]
 
 
+_DEFAULTS: dict[type, tuple] = {}  # step class -> ((field name, default), ...), read once per class
+
+
 def changed_fields(step) -> dict:
     """The step's fields that differ from their defaults, by name: what a description or a file shows."""
-    out = {}
-    for f in fields(step):
-        value = getattr(step, f.name)
-        default = f.default if f.default is not MISSING else (
-            f.default_factory() if f.default_factory is not MISSING else MISSING)
-        if value != default:
-            out[f.name] = value
-    return out
+    defaults = _DEFAULTS.get(type(step))
+    if defaults is None:
+        defaults = _DEFAULTS[type(step)] = tuple(
+            (f.name, f.default if f.default is not MISSING else (
+                f.default_factory() if f.default_factory is not MISSING else MISSING)) for f in fields(step))
+    return {name: value for name, default in defaults if (value := getattr(step, name)) != default}
 
 
 def describe(step) -> str:

@@ -9,7 +9,7 @@ description, relay, holds_on, account_timeout_ms, accounts, and how each log is 
 (one per pod): they are merged and sorted by time, in one pass each (records.py makes
 the records). Lines out of order, skipped lines and empty files are said in `notes`;
 the first problem that would make a different scenario raises BundleError naming the
-file, the line and the fix (checks.py has the checks across logs).
+file, the line and the fix (guids.py checks the logs against each other).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 
-from relaychaos.incidents import checks, ledger, mapping
+from relaychaos.incidents import ledger, mapping
 from relaychaos.incidents.mapping import DOC, BundleError, Source
 from relaychaos.incidents.readers import Skipped, rows
 from relaychaos.incidents.records import AccountLine, ChannelLine, Converter, OpLine
@@ -35,11 +35,12 @@ class Bundle:
     channel: list[ChannelLine]  # in time order
     account: list[AccountLine]  # in time order, on the account system's clock
     operations: list[OpLine] = field(default_factory=list)
-    ledger: dict[str, dict] = field(default_factory=dict)  # guid -> row, as the relay left it
+    ledger: dict[str, str] = field(default_factory=dict)  # guid -> the relay's last word on it (ledger.py)
     ledger_file: str | None = None
     meta: dict = field(default_factory=dict)  # incident.toml
     notes: list[str] = field(default_factory=list)  # what was noticed and done: skipped lines, sorting, ...
     lines: int = 0  # lines read, all logs
+    counts: dict[str, int] = field(default_factory=dict)  # records per log (the walk lets the records go)
 
 
 class Progress:
@@ -50,14 +51,14 @@ class Progress:
         self.started = self.last = time.monotonic()
         self.records = 0
 
-    def tick(self, path: Path, line: int) -> None:
+    def tick(self, path: str, line: int) -> None:
         self.records += 1
         if self.records & 0x3FFF:
             return
         now = time.monotonic()
         if now - self.last >= PROGRESS_EVERY_S:
             self.last = now
-            print(f"relaychaos: reading {path.name}: line {line:,}; {self.records:,} records so far, "
+            print(f"relaychaos: reading {Path(path).name}: line {line:,}; {self.records:,} records so far, "
                   f"{now - self.started:.0f} s", file=self.stream, flush=True)
 
 
@@ -74,33 +75,33 @@ def _meta(folder: Path) -> dict:
 def _load(source: Source, convert: Converter, progress: Progress, notes: list[str]) -> tuple[list, int]:
     """The source's records in time order, and how many lines were read; notes on order, skips, empty files."""
     skipped, out, last, disorder, taken = Skipped(), [], {}, {}, {}
-    lines = 0
-    for row in rows(source, skipped):
-        record = convert(row)
-        prev = last.get(row.file)
-        if prev is not None and record.at < prev and row.file not in disorder:
-            disorder[row.file] = (row.line, prev - record.at)
-        last[row.file] = record.at if prev is None else max(prev, record.at)
-        taken[row.file] = taken.get(row.file, 0) + 1
-        lines = max(lines, row.line)
-        out.append(record)
-        progress.tick(row.file, row.line)
+    append, tick = out.append, progress.tick
+    for file, line, fields in rows(source, skipped):
+        record = convert(file, line, fields)
+        prev = last.get(file)
+        if prev is None or record.at >= prev:
+            last[file] = record.at
+        elif file not in disorder:
+            disorder[file] = (line, prev - record.at)
+        taken[file] = taken.get(file, 0) + 1
+        append(record)
+        tick(file, line)
     for path, (line, back) in disorder.items():
         notes.append(f"{path}: not in time order (line {line} is {back:.3f} s earlier than a line above it): "
                      f"its lines were sorted by time{' and merged with the other files' if len(source.files) > 1 else ''}"
                      "; if the file is in the order things happened, its times are wrong: correct them")
     notes += skipped.notes()
-    empty = [p for p in source.files if not taken.get(p)]
+    empty = [str(p) for p in source.files if not taken.get(str(p))]
     if empty and source.name in ("channel", "account") and len(empty) == len(source.files):
         why = "; ".join(skipped.notes()) or "it is empty, or a header line only"
-        raise BundleError(f"the {source.name} log holds no record ({why})", where=", ".join(map(str, empty)),
+        raise BundleError(f"the {source.name} log holds no record ({why})", where=", ".join(empty),
                           fix=f"give the {source.name} log with its lines (columns in {DOC}), or map its fields in "
                               f"{source.table}")
     notes += [f"{p}: no record taken from this file (empty, a header only, or every line skipped)" for p in empty]
     if len(source.files) > 1 and out:
         notes.append(f"{source.name}: {len(source.files)} files merged by time ({', '.join(p.name for p in source.files)})")
     out.sort(key=attrgetter("at"))  # stable: lines of one moment stay in file order
-    return out, lines
+    return out, sum(skipped.lines.values())
 
 
 def read(folder: Path, progress: Progress | None = None) -> Bundle:
@@ -113,14 +114,13 @@ def read(folder: Path, progress: Progress | None = None) -> Bundle:
     pods = mapping.slots(meta, str(folder / "incident.toml"))
     progress = progress or Progress()
     notes: list[str] = []
-    logs, total = {}, 0
+    logs, total, strings = {}, 0, {}
     for name in ("channel", "account", "operations"):
         if name in sources:
-            logs[name], n = _load(sources[name], Converter(sources[name], pods, folder), progress, notes)
+            logs[name], n = _load(sources[name], Converter(sources[name], pods, folder, strings), progress, notes)
             total += n
-    rows_ = ledger.read(sources["ledger"]) if "ledger" in sources else {}
+    rows_ = ledger.read(sources["ledger"], strings) if "ledger" in sources else {}
     bundle = Bundle(folder, logs["channel"], logs["account"], logs.get("operations", []), rows_,
                     ", ".join(p.name for p in sources["ledger"].files) if "ledger" in sources else None, meta,
-                    notes, total)
-    checks.across(bundle)
+                    notes, total, {name: len(logs.get(name, [])) for name in ("channel", "account", "operations")})
     return bundle

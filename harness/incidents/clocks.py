@@ -1,6 +1,6 @@
 """The account system's clock against the channel's: the offset to add to every account time, and why.
 
-    offset, note = clock_offset(bundle, given=None)
+    offset, note = clock_offset(bundle, gaps, given=None)      # gaps: from guids.index(bundle)
 
 If the account system stamped a GUID's first call before the channel first sent it, the
 clocks disagree: the offset is the smallest shift that puts every first call after its
@@ -17,20 +17,10 @@ from relaychaos.incidents.mapping import BundleError
 FAR_S = 30.0
 
 
-def _gaps(bundle) -> list[tuple[float, object, object]]:
-    """(call time − send time, call, send) of each GUID's first call, smallest first."""
-    first_send: dict = {}
-    for r in bundle.channel:
-        first_send.setdefault(r.guid, r)
-    firsts: dict = {}
-    for c in bundle.account:
-        firsts.setdefault(c.guid, c)
-    return sorted(((c.at - first_send[g].at, c, first_send[g]) for g, c in firsts.items()), key=lambda x: x[0])
-
-
-def clock_offset(bundle, given: float | None) -> tuple[float, str | None]:
-    """(seconds to add to every account time, the sentence saying why) -- see the module doc."""
-    gaps = _gaps(bundle)
+def clock_offset(bundle, gaps: list, given: float | None) -> tuple[float, str | None]:
+    """(seconds to add to every account time, the sentence saying why) -- see the module doc. `gaps`: (call
+    time − send time, call, send) of the two GUIDs whose first call came soonest after (or furthest before)
+    their first send, smallest first (guids.index)."""
     if given is not None:
         if gaps and gaps[0][0] + given < 0:
             d, a, c = gaps[0]

@@ -93,8 +93,10 @@ def _fresh(out: Path) -> None:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from relaychaos.incidents import bundle as bundles
+    from relaychaos.incidents import story
     from relaychaos.incidents.reconstruct import reconstruct
-    from relaychaos.incidents.write import Head, render, write
+    from relaychaos.incidents.telling import involved, tell
+    from relaychaos.incidents.write import Head, head_lines, write
 
     out = Path(args.out)
     started = time.monotonic()
@@ -111,19 +113,23 @@ def cmd_import(args: argparse.Namespace) -> int:
         head = Head(args.name or meta.get("name") or re.sub(r"[^A-Za-z0-9_-]", "-", b.folder.resolve().name),
                     " ".join(str(meta.get("description", f"imported from {b.folder}")).split()), timeout_ms, relay,
                     [relay_ref(h, b.folder) for h in meta.get("holds_on", [REFERENCE])], str(args.bundle))
-        night = write(render(plan, b, head), out / "night.yaml", plan.steps, plan.relays)
-        print(f"relaychaos: wrote {night}: {len(plan.steps)} steps from {len(b.channel)} channel, {len(b.account)} "
-              f"account and {len(b.operations)} operations records ({b.lines:,} lines read in "
+        night = write(out / "night.yaml", head_lines(plan, b, head), plan.walk(), plan, b,
+                      keep=story.keeper(involved(plan)) if plan.rules else None)
+        print(f"relaychaos: wrote {night.path}: {night.steps} steps from {b.counts['channel']} channel, "
+              f"{b.counts['account']} account and {b.counts['operations']} operations records ({b.lines:,} lines read; "
               f"{time.monotonic() - started:.1f} s)")
         for note in b.notes + plan.notes:
             print(f"relaychaos: note: {note}")
+        if plan.unreached:
+            first = plan.unreached[0]
+            print(f"relaychaos: note: {len(plan.unreached)} send(s) reached a relay instance while it was down "
+                  f"(first: {first.where}, relay {first.relay}): nothing received them, so they are not replayed")
         print(f"relaychaos: the logs show: {', '.join(plan.rules) or 'no GUID sent twice'}")
         if plan.rules:
-            from relaychaos.incidents.telling import tell
-
-            story = tell(plan, b, head, out, args)
-            print(f"relaychaos: wrote {story}; replay it with `relaychaos incident verify {story} --relay "
-                  f"{relay or 'RELAY'}` (exit 0: reproduced) and `relaychaos replay {story}` (exit 0: the fix holds)")
+            story_path = tell(plan, b, head, out, args, night.kept, night.steps)
+            print(f"relaychaos: wrote {story_path}; check it with `relaychaos incident verify {story_path} --relay "
+                  f"{relay or 'RELAY'}` (exit 0: reproduced) and `relaychaos replay {story_path}` (exit 0: the fix "
+                  "holds)")
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2

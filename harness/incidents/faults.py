@@ -40,6 +40,7 @@ class Planned:
     step: object
     comment: str
     sent: tuple[str, ...] = ()  # for a batch run: the labels of the calls it sent
+    got: tuple[str, ...] = ()  # for a send or race: what the channel got in production, one answer per copy
 
 
 def lines(records: list) -> str:
@@ -87,7 +88,7 @@ def race(group: list, calls: list, label: str) -> Planned:
                    f"{lines(group + calls)}: {len(group)} sends of {first.guid} within "
                    f"{(group[-1].at - first.at) * 1000:.0f} ms (answers: "
                    f"{', '.join(f'{c} ×{n}' for c, n in answers.items())}), {len(calls)} account call(s) → they "
-                   "reached the relay together: a race")
+                   "reached the relay together: a race", got=tuple(s.result for s in group))
 
 
 class FaultPlanner:
@@ -135,4 +136,4 @@ class FaultPlanner:
         seen = "; account system: " + ", ".join(f"{c.where} answered {c.code}" for c in calls[:4]) + \
             (f" (+{len(calls) - 4})" if len(calls) > 4 else "") if calls else "; the account system has no call for it"
         self.out.append(Planned(step, f"{send.where}: {send.guid} ({label}) {send.amount} {send.src}→{send.dst} on "
-                                      f"relay {send.relay}: {send.result}{seen}"))
+                                      f"relay {send.relay}: {send.result}{seen}", got=(send.result,)))

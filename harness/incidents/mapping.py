@@ -24,9 +24,9 @@ DOC = "docs/incident-bundle.md"
 REQUIRED = {"channel": ("guid", "at", "from", "to", "amount", "result"),
             "account": ("guid", "at", "from", "to", "amount", "code"),
             "operations": ("at", "event"),
-            "ledger": ("guid", "status", "resp_code", "request", "response", "attempts", "updated_at")}
+            "ledger": ("guid", "status", "attempts")}
 OPTIONAL = {"channel": ("relay",), "account": ("answered_at",), "operations": ("relay", "command", "argument"),
-            "ledger": ()}
+            "ledger": ("resp_code", "request", "response", "updated_at")}
 CODED = ("result", "code", "event", "command")  # fields the vocabulary translates
 FORMATS = {"channel": ("jsonl", "csv", "json", "text"), "account": ("jsonl", "csv", "json", "text"),
            "operations": ("jsonl", "csv", "json", "text"), "ledger": ("sqlite", "csv")}

@@ -1,11 +1,12 @@
 """From a bundle's logs to the steps that reproduce the night: order, clocks, in-flight calls, and faults.
 
     plan = reconstruct(bundle, account_timeout_ms=300)
+    for planned in plan.walk(): ...            # the steps, planned as the night is walked, once
 
 The channel log gives the sends (and what the relay answered), the account log what
 arrived, when it was answered and what was applied, the operations log kills, starts and
-batch runs. Everything is merged in time order once; each account call is put down to its
-latest cause (its GUID's latest send, or a reprocess run) in the same pass. Rules:
+batch runs. Everything is merged in time order; each account call is put down to its
+latest cause (its GUID's latest send, or a reprocess run) in one pass. Rules:
   - a call that was in flight (received, not yet answered) at a kill or a batch run is held
     at the account system (`server_fault: hold_guids`) from its send, sent in the
     background, waited for (`wait_calls`), and released where the account log answered it:
@@ -16,19 +17,22 @@ latest cause (its GUID's latest send, or a reprocess run) in the same pass. Rule
     below the safe one of contract section 6); nothing waits in front of them;
   - answers the channel never got, refusals, races and slow bursts: faults.py;
   - sends to a relay instance that was down at that moment reached nothing: not replayed,
-    and said.
-Opening balances come from balances.py, the account clock's offset from clocks.py.
+    and said where they were.
+Opening balances come from balances.py, the account clock's offset from clocks.py. The walk
+is a generator over the night in time order, once: it lets go of the channel log's records as
+it passes them, so the memory the records took is free again by the time the file is written.
 """
 from __future__ import annotations
 
 import bisect
 import heapq
-from collections import Counter
+from collections import deque
 from dataclasses import dataclass, field
+from typing import Callable, Iterator
 
 from relaychaos.engine import steps as S
 from relaychaos.engine.scenario_file import LIMIT_S
-from relaychaos.incidents import balances, clocks
+from relaychaos.incidents import balances, clocks, guids
 from relaychaos.incidents.faults import FaultPlanner, Planned, lines, race
 from relaychaos.incidents.mapping import BundleError
 from relaychaos.incidents.records import AccountLine, ChannelLine, OpLine
@@ -41,15 +45,15 @@ KILLS = ("kill", "restart", "deploy")
 
 @dataclass
 class Plan:
-    steps: list[Planned]
-    labels: dict[str, str]  # production GUID -> scenario label
+    night: dict  # production GUID -> its GuidState (.label: the scenario's label), guids.py
     rules: list[str]  # what the incident broke, by the logs
     broke: dict[str, list[str]]  # rule -> the labels of the production GUIDs that broke it
     relays: tuple[str, ...]
     accounts: dict[str, int]
-    answers: dict[str, list[str]]  # label -> what the channel got for each replayed send, in order
+    walk: Callable[[], Iterator[Planned]]  # the steps, in order (call once)
     clock_offset_s: float = 0.0
     notes: list[str] = field(default_factory=list)  # said at the top of the scenario file
+    unreached: list = field(default_factory=list)  # sends to a relay that was down, filled in by the walk
 
 
 def _merged(bundle):
@@ -59,126 +63,132 @@ def _merged(bundle):
                        ((c.at, 2, i, c) for i, c in enumerate(bundle.account)))
 
 
-def attribute(bundle, account_timeout_ms: int) -> dict[int, list[AccountLine]]:
-    """id(cause) -> the account calls it caused: each call's latest send of its GUID, or reprocess run, before it."""
-    last_send: dict[str, ChannelLine] = {}
+def attribute(bundle, night: dict, account_timeout_ms: int) -> None:
+    """Each account call to its cause (its GUID's latest send, or reprocess run, before it: the cause's `calls`)."""
     last_reprocess: OpLine | None = None
-    caused: dict[int, list[AccountLine]] = {}
+    late = LATE_S + account_timeout_ms / 1000
     for _, _, _, r in _merged(bundle):
-        if isinstance(r, ChannelLine):
-            last_send[r.guid] = r
-        elif isinstance(r, OpLine):
+        if type(r) is ChannelLine:
+            night[r.guid].last = r
+            continue
+        if type(r) is OpLine:
             if r.command == "reprocess":
                 last_reprocess = r
-        else:
-            send = last_send.get(r.guid)
-            cause = max((x for x in (send, last_reprocess) if x is not None), key=lambda x: x.at, default=None)
-            where = f"{bundle.folder / r.file}, line {r.line}"
-            if cause is None:
-                raise BundleError(f"GUID {r.guid} reaches the account system before anything sent it", where=where,
-                                  fix="check the times of this line and of the channel's sends of it (a zone? a "
-                                      "unit?)")
-            if cause is send and r.at - send.at > LATE_S + account_timeout_ms / 1000:
-                raise BundleError(f"GUID {r.guid} reaches the account system {r.at - send.at:.1f} s after its latest "
-                                  f"send ({send.where}), and no reprocess run came in between: one call far from the "
-                                  "rest", where=where, fix="correct this line's time (a wrong date, zone or unit?); if "
-                                  "a batch run sent it, add that run to the operations log")
-            caused.setdefault(id(cause), []).append(r)
-    return caused
-
-
-def _bursts(sends: list[ChannelLine]) -> list[list[ChannelLine]]:
-    """Sends in time order, resends of one GUID to one relay within BURST_S of the first grouped (linear: the
-    open burst of each GUID and relay is looked up, not searched)."""
-    groups: list[list[ChannelLine]] = []
-    open_: dict[tuple, list[ChannelLine]] = {}
-    for s in sends:
-        g = open_.get((s.guid, s.relay))
-        if g is not None and s.at - g[0].at <= BURST_S and g is groups[-1]:
-            g.append(s)
             continue
-        g = [s]
-        groups.append(g)
-        open_[(s.guid, s.relay)] = g
-    return groups
+        st = night[r.guid]
+        send = st.last
+        cause = send if last_reprocess is None or (send is not None and send.at >= last_reprocess.at) else last_reprocess
+        if cause is None:
+            raise BundleError(f"GUID {r.guid} reaches the account system before anything sent it",
+                              where=f"{bundle.folder / r.file}, line {r.line}",
+                              fix="check the times of this line and of the channel's sends of it (a zone? a unit?)")
+        if cause is send and r.at - send.at > late:
+            raise BundleError(f"GUID {r.guid} reaches the account system {r.at - send.at:.1f} s after its latest "
+                              f"send ({send.where}), and no reprocess run came in between: one call far from the "
+                              "rest", where=f"{bundle.folder / r.file}, line {r.line}", fix="correct this line's time (a wrong date, zone or unit?); if "
+                              "a batch run sent it, add that run to the operations log")
+        if cause.calls is None:
+            cause.calls = [r]
+        else:
+            cause.calls.append(r)
+    for st in night.values():
+        st.first = st.last = None  # the walk needs neither: the records go once it has passed them
 
 
-def _moments(bundle) -> list[float]:
-    """The times of kills and batch runs, sorted: a call in flight at one of them is held across it."""
-    return sorted(o.at for o in bundle.operations if o.event in KILLS or o.event == "batch")
+def _bursts(sends: list[ChannelLine]) -> Iterator[list[ChannelLine]]:
+    """Sends in time order, resends of one GUID to one relay within BURST_S of its first grouped; groups in
+    the order of their first send, each given once its window has passed (only open windows are kept). The
+    list lets go of each send as it is read."""
+    open_: dict[tuple, list[ChannelLine]] = {}
+    order: deque = deque()
+    for i, s in enumerate(sends):
+        sends[i] = None
+        while order and s.at - order[0][0].at > BURST_S:
+            g = order.popleft()
+            del open_[(g[0].guid, g[0].relay)]
+            yield g
+        g = open_.get((s.guid, s.relay))
+        if g is not None:
+            g.append(s)
+        else:
+            g = open_[(s.guid, s.relay)] = [s]
+            order.append(g)
+    yield from order
 
 
-def _in_flight(calls: list[AccountLine], moments: list[float]) -> list[AccountLine]:
+def _in_flight(calls: list[AccountLine] | None, moments: list[float]) -> list[AccountLine]:
     """The calls that were received before a kill or batch run and answered after it (a call without
     `answered_at` is taken as answered at once)."""
     out = []
-    for c in calls:
+    for c in calls or ():
         i = bisect.bisect_left(moments, c.at)
         if i < len(moments) and c.answered_at is not None and c.answered_at > moments[i]:
             out.append(c)
     return out
 
 
+def _rules(night: dict) -> tuple[list[str], dict[str, list[str]]]:
+    """The rules the account log shows broken, and by which GUIDs: called twice, debited twice."""
+    broke = {"one-account-call": [st.label for st in night.values() if st.calls > 1],
+             "one-debit": [st.label for st in night.values() if st.debits > 1]}
+    broke = {rule: found for rule, found in broke.items() if found}
+    return list(broke) + (["balances"] if "one-debit" in broke else []), broke
+
+
 def reconstruct(bundle, account_timeout_ms: int, offset_s: float | None = None) -> Plan:
-    """The plan of steps that replays the bundle's night (see the module doc)."""
-    offset, clock_note = clocks.clock_offset(bundle, offset_s)
+    """The plan that replays the bundle's night (see the module doc)."""
+    night, gaps = guids.index(bundle)
+    offset, clock_note = clocks.clock_offset(bundle, gaps, offset_s)
     clocks.shift(bundle, offset)
-    labels: dict[str, str] = {}
-    for s in bundle.channel:
-        if s.guid not in labels:
-            labels[s.guid] = f"g{len(labels) + 1}"
-    caused = attribute(bundle, account_timeout_ms)
+    attribute(bundle, night, account_timeout_ms)
     accounts, balance_notes = balances.opening(bundle)
-    night = _Night(bundle, labels, caused, account_timeout_ms)
-    night.play()
-    rules, broke = _rules(bundle, labels)
-    return Plan(night.faults.out, labels, rules, broke, night.initial, accounts, night.answers, offset,
-                [n for n in [clock_note] if n] + balance_notes + night.notes)
+    bundle.account = []  # each call is kept by its cause from now on, until the walk has passed it
+    rules, broke = _rules(night)
+    walker = _Night(bundle, night, account_timeout_ms)
+    plan = Plan(night, rules, broke, walker.initial, accounts, walker.walk, offset,
+                [n for n in [clock_note] if n] + balance_notes)
+    walker.unreached = plan.unreached
+    return plan
 
 
 class _Night:
     """The walk through the night in time order, planning steps (see the module doc)."""
 
-    def __init__(self, bundle, labels: dict[str, str], caused: dict, account_timeout_ms: int):
-        self.bundle, self.labels, self.caused = bundle, labels, caused
+    def __init__(self, bundle, night: dict, account_timeout_ms: int):
+        self.bundle, self.night = bundle, night
         self.timeout_ms = account_timeout_ms
         self.faults = FaultPlanner(account_timeout_ms)
-        self.moments = _moments(bundle)
+        self.moments = sorted(o.at for o in bundle.operations if o.event in KILLS or o.event == "batch")
         self.initial = _initial_relays(bundle)
         self.running = set(self.initial)
         self.held: dict[str, int] = {}  # label -> calls of it held and not yet released
-        self.answers: dict[str, list[str]] = {}
-        self.notes: list[str] = []
         self.unreached: list[ChannelLine] = []
-        self.ordinal: dict[int, int] = {}  # id(call) -> its number among its GUID's calls (1 for the first)
-        seen: Counter = Counter()
-        for c in bundle.account:
-            seen[c.guid] += 1
-            self.ordinal[id(c)] = seen[c.guid]
 
-    def play(self) -> None:
-        items = [(o.at, 0, n, o) for n, o in enumerate(self.bundle.operations)]
-        items += [(g[0].at, 1, n, g) for n, g in enumerate(_bursts(self.bundle.channel))]
+    def walk(self) -> Iterator[Planned]:
+        ops = ((o.at, 0, n, o) for n, o in enumerate(self.bundle.operations))
+        sends = ((g[0].at, 1, n, g) for n, g in enumerate(_bursts(self.bundle.channel)))
         releases: list[tuple] = []
-        for at, _, _, item in sorted(items, key=lambda i: i[:3]):
+        out = self.faults.out
+        for at, _, _, item in heapq.merge(ops, sends):
             while releases and releases[0][0] <= at:
                 self._release(heapq.heappop(releases)[2])
-            if isinstance(item, OpLine):
+            if type(item) is OpLine:
                 self._operation(item)
             else:
                 for call in self._sends(item):
                     heapq.heappush(releases, (call.answered_at, id(call), call))
+            if out:
+                yield from out
+                out.clear()
         while releases:
             self._release(heapq.heappop(releases)[2])
         self.faults.close()
         self.faults.pace(None, [])
-        if self.unreached:
-            first = self.unreached[0]
-            self.notes.append(f"{len(self.unreached)} send(s) reached a relay instance while it was down (first: "
-                              f"{first.where}, relay {first.relay}): nothing received them, so they are not replayed")
+        yield from out
+        out.clear()
 
     def _release(self, call: AccountLine) -> None:
-        label = self.labels[call.guid]
+        label = self.night[call.guid].label
         if self.held.get(label):
             self.held[label] = 0
             self.faults.out.append(Planned(S.Release((label,)), f"{call.where}: the account system answered "
@@ -186,12 +196,14 @@ class _Night:
 
     def _sends(self, group: list[ChannelLine]) -> list[AccountLine]:
         """Plan one burst; returns the calls held (released at their answer)."""
-        first, label = group[0], self.labels[group[0].guid]
+        first, label = group[0], self.night[group[0].guid].label
         if first.relay not in self.running:
             self.unreached += group
+            self.faults.out.append(Planned(None, f"{lines(group)}: {first.guid} ({label}) reached relay "
+                                                 f"{first.relay} while it was down ({first.result}): nothing received "
+                                                 "it, not replayed"))
             return []
-        calls = [c for s in group for c in self.caused.get(id(s), [])]
-        self.answers.setdefault(label, []).extend(s.result for s in group)
+        calls = [c for s in group for c in (s.calls or ())]
         if len(group) > 1:
             self.faults.close()
             self.faults.pace(self.faults.slow_ms(calls), calls)
@@ -199,11 +211,11 @@ class _Night:
             return []
         flying = _in_flight(calls, self.moments)
         if flying or self.held.get(label):
-            return self._held_send(first, calls, flying, label)
+            return self._held_send(first, flying, label)
         self.faults.send(first, calls, label)
         return []
 
-    def _held_send(self, send: ChannelLine, calls: list, flying: list, label: str) -> list[AccountLine]:
+    def _held_send(self, send: ChannelLine, flying: list, label: str) -> list[AccountLine]:
         """A send whose call was in flight at a kill or batch run (or whose GUID is held): in the background."""
         self.faults.close()
         self.faults.pace(None, [])
@@ -214,9 +226,9 @@ class _Night:
                                f"system holds {label} until then"))
         step = S.Send(label, amount=send.amount, src=send.src, dst=send.dst, slot=send.relay, background=True)
         out.append(Planned(step, f"{send.where}: {send.guid} ({label}) {send.amount} {send.src}→{send.dst} on relay "
-                                 f"{send.relay}: {send.result}; in flight, sent in the background"))
+                                 f"{send.relay}: {send.result}; in flight, sent in the background", got=(send.result,)))
         if flying:
-            total = self.ordinal[id(flying[-1])]
+            total = flying[-1].n
             out.append(Planned(S.WaitCalls(label, count=total, timeout_s=1.0 if total > 1 else 5.0),
                                f"{lines(flying)}: the call reached the account system"))
             self.held[label] = self.held.get(label, 0) + len(flying)
@@ -233,16 +245,16 @@ class _Night:
             out.append(Planned(S.Start(slot), f"{where}: relay {slot} started again on the same ledger"))
             self.running.add(slot)
         if op.event == "batch":
-            out.append(_batch(op, self.caused.get(id(op), []), self.labels, self.timeout_ms))
+            out.append(_batch(op, op.calls or [], self.night, self.timeout_ms))
 
 
-def _batch(op: OpLine, calls: list[AccountLine], labels: dict, timeout_ms: int) -> Planned:
+def _batch(op: OpLine, calls: list[AccountLine], night: dict, timeout_ms: int) -> Planned:
     arg, where = op.argument, op.where
     if op.command == "reprocess":
-        sent = f"; {lines(calls)}: {', '.join(labels[c.guid] for c in calls)} sent by this run" if calls else \
-            "; it sent nothing"
+        sent = f"; {lines(calls)}: {', '.join(night[c.guid].label for c in calls[:20])} sent by this run" if calls \
+            else "; it sent nothing"
         return Planned(S.Reprocess(max_attempts=max(1, int(arg))), f"{where}: reprocess --max-attempts {arg:g}{sent}",
-                       tuple(labels[c.guid] for c in calls))
+                       tuple(night[c.guid].label for c in calls))
     if op.command == "resolve":
         safe = round(timeout_ms / 1000 + TOLERANCES.min_age_margin_s, 3)
         age = min(max(arg, safe), LIMIT_S)
@@ -251,17 +263,6 @@ def _batch(op: OpLine, calls: list[AccountLine], labels: dict, timeout_ms: int) 
     keep = min(arg, LIMIT_S)
     return Planned(S.Purge(retention_s=keep), f"{where}: purge --retention {arg:g}"
                                               f"{'' if keep == arg else f' (here {keep:g}, the scenario limit)'}")
-
-
-def _rules(bundle, labels: dict[str, str]) -> tuple[list[str], dict[str, list[str]]]:
-    """The rules the account log shows broken, and by which GUIDs: called twice, debited twice."""
-    calls = Counter(c.guid for c in bundle.account)
-    applied = Counter(c.guid for c in bundle.account if c.code == "0000")
-    broke = {"one-account-call": [labels[g] for g, n in calls.items() if n > 1],
-             "one-debit": [labels[g] for g, n in applied.items() if n > 1]}
-    broke = {rule: sorted(found, key=lambda x: int(x[1:])) for rule, found in broke.items() if found}
-    rules = list(broke) + (["balances"] if "one-debit" in broke else [])
-    return rules, broke
 
 
 def _initial_relays(bundle) -> tuple[str, ...]:
@@ -273,6 +274,7 @@ def _initial_relays(bundle) -> tuple[str, ...]:
             first_start.setdefault(o.relay, o.at)
     first_use: dict[str, float] = {}
     for s in bundle.channel:
-        first_use.setdefault(s.relay, s.at)
+        if s.relay not in first_use:
+            first_use[s.relay] = s.at
     used = sorted(set(first_use) | {"a"})
     return tuple(r for r in used if r not in first_start or first_use.get(r, first_start[r]) < first_start[r])

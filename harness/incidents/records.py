@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relaychaos.incidents.mapping import BundleError, Source
-from relaychaos.incidents.readers import Row
 from relaychaos.incidents.times import TimeReader
 
 RESULTS = re.compile(r"0000|B2\d\d|E500|E90[1-4]|E400|timeout")
@@ -39,6 +38,7 @@ class ChannelLine:
     amount: int
     result: str
     relay: str
+    calls: list | None = None  # the account calls this send caused (reconstruct.attribute)
 
     @property
     def where(self) -> str:
@@ -58,6 +58,7 @@ class AccountLine:
     amount: int
     code: str
     answered_at: float | None
+    n: int = 1  # its number among its GUID's calls (reconstruct.attribute)
 
     @property
     def where(self) -> str:
@@ -75,6 +76,7 @@ class OpLine:
     relay: str
     command: str | None = None
     argument: float | None = None
+    calls: list | None = None  # for a reprocess run: the account calls it sent
 
     @property
     def where(self) -> str:
@@ -86,28 +88,36 @@ def _fail(where: str, what: str, fix: str) -> BundleError:
 
 
 class Converter:
-    """Turns one source's rows into its records (see the module doc)."""
+    """Turns one source's rows into its records (see the module doc); `strings` interns GUIDs and parties
+    across the logs, so a GUID read from both logs is one string in memory."""
 
-    def __init__(self, source: Source, pods: dict[str, str], folder: Path):
-        self.source, self.pods, self.folder = source, pods, folder
+    def __init__(self, source: Source, pods: dict[str, str], folder: Path, strings: dict[str, str]):
+        self.source, self.pods, self.folder, self.strings = source, pods, folder, strings
         self.times = TimeReader(source)
-        self.names: dict[Path, str] = {}
+        self.names: dict[str, str] = {}
         self.convert = {"channel": self._channel, "account": self._account, "operations": self._operation}[source.name]
         self._slots: dict[str, str] = {}
+        self.case = {"lower": str.lower, "upper": str.upper}.get(source.guid_case)
 
-    def __call__(self, row: Row):
-        name = self.names.get(row.file)
+    def __call__(self, file: str, line: int, fields: dict):
+        name = self.names.get(file)
         if name is None:
-            name = self.names[row.file] = str(row.file.relative_to(self.folder)) if row.file.is_relative_to(
-                self.folder) else str(row.file)
-        where = f"{row.file}, line {row.line}"
-        return self.convert(name, row, where, self.times.read(row.fields["at"], where))
+            p = Path(file)
+            name = self.names[file] = str(p.relative_to(self.folder)) if p.is_relative_to(self.folder) else file
+        return self.convert(name, file, line, fields)
+
+    def time(self, value, file: str, line: int, name: str = "at") -> float:
+        try:
+            return self.times.read(value, "", name)
+        except BundleError as e:
+            raise BundleError(e.what, where=f"{file}, line {line}", fix=e.fix) from None
 
     def slot(self, value, where: str) -> str:
         """The relay slot of an instance name: a letter as it is, else the [pods] entry matching it."""
         text = str(value).strip()
-        if text in self._slots:
-            return self._slots[text]
+        found = self._slots.get(text)
+        if found is not None:
+            return found
         if SLOT.fullmatch(text):
             found = text
         else:
@@ -119,53 +129,61 @@ class Converter:
         self._slots[text] = found
         return found
 
-    def _transfer(self, row: Row, where: str) -> tuple[str, str, str, int]:
-        f = row.fields
+    def _transfer(self, f: dict, file: str, line: int) -> tuple[str, str, str, int]:
+        strings = self.strings
+        try:
+            guid, src, dst = str(f["guid"]).strip(), str(f["from"]).strip(), str(f["to"]).strip()
+            if not (guid and src and dst):
+                raise KeyError
+            amount = int(f["amount"]) if type(f["amount"]) is int else int(str(f["amount"]).strip())
+        except (KeyError, ValueError):
+            self._bad_transfer(f, file, line)
+        if self.case is not None:
+            guid = self.case(guid)
+        return (strings.setdefault(guid, guid), strings.setdefault(src, src), strings.setdefault(dst, dst), amount)
+
+    def _bad_transfer(self, f: dict, file: str, line: int):
+        where = f"{file}, line {line}"
         for key in ("guid", "from", "to"):
             if not str(f.get(key) or "").strip():
                 raise _fail(where, f"{self.source.fields[key].name} is empty", f"give the transfer's {key}")
-        try:
-            amount = int(str(f["amount"]).strip())
-        except ValueError:
-            raise _fail(where, f"amount = {f['amount']!r} is not a whole number",
-                        "write the amount in minor units, e.g. 120 for 1.20") from None
-        guid = str(f["guid"]).strip()
-        guid = guid.lower() if self.source.guid_case == "lower" else guid.upper() if \
-            self.source.guid_case == "upper" else guid
-        return guid, str(f["from"]).strip(), str(f["to"]).strip(), amount
+        raise _fail(where, f"amount = {f['amount']!r} is not a whole number",
+                    "write the amount in minor units, e.g. 120 for 1.20")
 
-    def _channel(self, name: str, row: Row, where: str, at: float) -> ChannelLine:
-        guid, src, dst, amount = self._transfer(row, where)
-        result = str(row.fields["result"]).strip()
+    def _channel(self, name: str, file: str, line: int, f: dict) -> ChannelLine:
+        guid, src, dst, amount = self._transfer(f, file, line)
+        result = self.strings.setdefault(f["result"], f["result"])
         if not RESULTS.fullmatch(result):
-            raise _fail(where, f"result = {result!r} is not a relay answer code",
+            raise _fail(f"{file}, line {line}", f"result = {result!r} is not a relay answer code",
                         "write the code the relay answered (0000, B2xx, E500, E901-E904, E400) or `timeout` when the "
                         f"channel got no answer, or translate your words in {self.source.table} codes")
-        return ChannelLine(name, row.line, at, guid, src, dst, amount, result,
-                           self.slot(row.fields.get("relay") or "a", where))
+        return ChannelLine(name, line, self.time(f["at"], file, line), guid, src, dst, amount, result,
+                           self.slot(f.get("relay") or "a", f"{file}, line {line}"))
 
-    def _account(self, name: str, row: Row, where: str, at: float) -> AccountLine:
-        guid, src, dst, amount = self._transfer(row, where)
-        code = str(row.fields["code"]).strip()
+    def _account(self, name: str, file: str, line: int, f: dict) -> AccountLine:
+        guid, src, dst, amount = self._transfer(f, file, line)
+        code = self.strings.setdefault(f["code"], f["code"])
         if not CODES.fullmatch(code):
-            raise _fail(where, f"code = {code!r} is not an account-system answer",
+            raise _fail(f"{file}, line {line}", f"code = {code!r} is not an account-system answer",
                         f"write 0000, B2xx or E500 (contract section 2), or translate in {self.source.table} codes")
-        answered = row.fields.get("answered_at")
-        answered_at = self.times.read(answered, where, "answered_at") if answered not in (None, "") else None
+        at = self.time(f["at"], file, line)
+        answered = f.get("answered_at")
+        answered_at = self.time(answered, file, line, "answered_at") if answered not in (None, "") else None
         if answered_at is not None and answered_at < at:
-            raise _fail(where, f"answered_at is {at - answered_at:.3f} s before at: the call was answered before "
-                        "it was received", "check the two columns (swapped? different clocks or units?)")
-        return AccountLine(name, row.line, at, guid, src, dst, amount, code, answered_at)
+            raise _fail(f"{file}, line {line}", f"answered_at is {at - answered_at:.3f} s before at: the call was "
+                        "answered before it was received", "check the two columns (swapped? different clocks or "
+                        "units?)")
+        return AccountLine(name, line, at, guid, src, dst, amount, code, answered_at)
 
-    def _operation(self, name: str, row: Row, where: str, at: float) -> OpLine:
-        f = row.fields
+    def _operation(self, name: str, file: str, line: int, f: dict) -> OpLine:
+        where = f"{file}, line {line}"
         event = str(f["event"]).strip()
         if event not in EVENTS:
             raise _fail(where, f"event = {event!r} is not known", f"use one of {', '.join(EVENTS)}, or translate "
                         f"your words in {self.source.table} codes (OOMKilling = \"kill\", \"-\" to skip)")
-        relay = self.slot(f.get("relay") or "a", where)
+        relay, at = self.slot(f.get("relay") or "a", where), self.time(f["at"], file, line)
         if event != "batch":
-            return OpLine(name, row.line, at, event, relay)
+            return OpLine(name, line, at, event, relay)
         command = str(f.get("command") or "").strip()
         if command not in BATCH_COMMANDS:
             raise _fail(where, f"a batch event needs command = {' | '.join(BATCH_COMMANDS)}, got {f.get('command')!r}",
@@ -177,4 +195,4 @@ class Converter:
             raise _fail(where, f"argument = {f.get('argument')!r} is not a number",
                         "give the command's one argument (--min-age S, --max-attempts N, --retention S) as a "
                         f"number, or a default for it in {self.source.table} defaults") from None
-        return OpLine(name, row.line, at, event, relay, command, argument)
+        return OpLine(name, line, at, event, relay, command, argument)

@@ -8,7 +8,7 @@ valid scenario (a toxic removed that was never added, a send to a relay that is 
 not run and counts as not reproducing. ddmin (Zeller and Hildebrandt) removes chunks of
 the list, halving the chunk size when no chunk can go, until no single step can be removed
 or the budget of runs or seconds is spent (the smallest reproducing candidate found so far
-is kept). Each candidate is tried once here; the import replays the result again (three
+is kept). A background send and the wait_calls after it are removed together (units). Each candidate is tried once here; the import replays the result again (three
 times on the relay, once on each relay it must hold on) before it keeps it.
 """
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from relaychaos.engine import scenario_file
+from relaychaos.engine import steps as S
 from relaychaos.errors import HarnessError
 from relaychaos.incidents.faults import Planned
 
@@ -51,11 +52,12 @@ def ddmin(steps: list[Planned], reproduces: Callable[[list[Planned]], bool], rel
     """The smallest reproducing list of steps found (see the module doc), and what it took."""
     budget, tried, started = budget or Budget(), Tried(), time.monotonic()
     cache: dict[tuple[int, ...], bool] = {}
+    units = _units(steps)
 
     def test(kept: list[int]) -> bool:
         key = tuple(kept)
         if key not in cache:
-            candidate = [steps[i] for i in kept]
+            candidate = [steps[i] for u in kept for i in units[u]]
             if not _valid(candidate, relays):
                 tried.invalid += 1
                 cache[key] = False
@@ -67,7 +69,7 @@ def ddmin(steps: list[Planned], reproduces: Callable[[list[Planned]], bool], rel
                 cache[key] = reproduces(candidate)
         return cache[key]
 
-    current, n = list(range(len(steps))), 2
+    current, n = list(range(len(units))), 2
     while len(current) >= 2 and not tried.out_of_budget:
         size = -(-len(current) // n)
         chunks = [current[i:i + size] for i in range(0, len(current), size)]
@@ -81,4 +83,17 @@ def ddmin(steps: list[Planned], reproduces: Callable[[list[Planned]], bool], rel
                 break
             n = min(2 * n, len(current))
     tried.seconds = time.monotonic() - started
-    return [steps[i] for i in current], tried
+    return [steps[i] for u in current for i in units[u]], tried
+
+
+def _units(steps: list[Planned]) -> list[list[int]]:
+    """Step indices in the units ddmin removes whole: a background send with the wait_calls that follows it
+    (the wait is what makes the next step find the call at the account system, on every run)."""
+    units: list[list[int]] = []
+    for i, p in enumerate(steps):
+        prev = steps[units[-1][-1]].step if units else None
+        if isinstance(p.step, S.WaitCalls) and isinstance(prev, S.Send) and prev.background and prev.guid == p.step.guid:
+            units[-1].append(i)
+        else:
+            units.append([i])
+    return units

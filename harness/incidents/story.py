@@ -17,6 +17,16 @@ from relaychaos.incidents.faults import Planned
 
 OPERATIONS = (S.Kill, S.Start, S.Resolve, S.Reprocess, S.Purge)
 OPENS = {S.AddToxic: S.RemoveToxic, S.DisableProxy: S.EnableProxy}
+WINDOWS = (S.AddToxic, S.RemoveToxic, S.DisableProxy, S.EnableProxy)
+
+
+def keeper(involved: set[str]):
+    """Which of the night's steps a story of the involved labels may need (the writer keeps them as it goes)."""
+    def keep(p: Planned) -> bool:
+        step = p.step
+        return isinstance(step, OPERATIONS + WINDOWS) or (isinstance(step, S.ServerFault) and not step.hold_guids) \
+            or bool(set(S.guids_of(step)) & involved)
+    return keep
 
 
 def _narrowed(p: Planned, involved: set[str]) -> Planned | None:
@@ -54,8 +64,8 @@ def _windows(steps: list[Planned]) -> list[tuple[int, int]]:
     return out + [(j, len(steps)) for j in open_]
 
 
-def around(steps: list[Planned], involved: set[str]) -> list[Planned]:
-    """The story of the involved labels (see the module doc)."""
+def around(steps: list[Planned], involved: set[str], relays: tuple[str, ...] = ("a",)) -> list[Planned]:
+    """The story of the involved labels (see the module doc); `relays`: the slots running from the start."""
     keep: dict[int, Planned] = {}
     for i, p in enumerate(steps):
         narrowed = _narrowed(p, involved)
@@ -73,12 +83,12 @@ def around(steps: list[Planned], involved: set[str]) -> list[Planned]:
             keep[j] = steps[j]
             if k < len(steps):
                 keep[k] = steps[k]
-    return _whole([keep[i] for i in sorted(keep)], steps, sorted(keep))
+    return _whole([keep[i] for i in sorted(keep)], steps, sorted(keep), relays)
 
 
-def _whole(kept: list[Planned], steps: list[Planned], at: list[int]) -> list[Planned]:
-    """Starts only where the slot is down; after a kept kill, its slot's next start from the night."""
-    out, down = [], set()
+def _whole(kept: list[Planned], steps: list[Planned], at: list[int], relays: tuple[str, ...]) -> list[Planned]:
+    """Starts only where the slot is down; a slot down at a kept send is started (its last start before it)."""
+    out, down = [], {p.step.slot for p in steps if isinstance(p.step, S.Start)} - set(relays)
     for n, p in enumerate(kept):
         step = p.step
         if isinstance(step, S.Start):

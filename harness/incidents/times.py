@@ -19,6 +19,7 @@ from relaychaos.incidents.mapping import BundleError, Source
 
 PLAUSIBLE = (1e8, 1e10)  # unix seconds from 1973 to 2286
 UNITS = {"epoch_s": 1.0, "epoch_ms": 1e3, "epoch_us": 1e6}
+WORDS = {"epoch_s": "unix seconds", "epoch_ms": "unix milliseconds", "epoch_us": "unix microseconds"}
 
 
 class TimeReader:
@@ -57,11 +58,10 @@ class TimeReader:
         if PLAUSIBLE[0] <= seconds < PLAUSIBLE[1]:
             return seconds
         guess = next((u for u, scale in UNITS.items() if PLAUSIBLE[0] <= number / scale < PLAUSIBLE[1]), None)
-        meant = f"looks like {guess.replace('_', ' ').replace('epoch ', 'unix ')}" if guess else \
-            "is not a plausible unix time in any unit"
+        meant = f"looks like {WORDS[guess]}" if guess else "is not a plausible unix time in any unit"
         fix = f"declare the unit: time = \"{guess}\" in {self.source.table}" if guess else \
             "write ISO 8601 with a zone or unix seconds"
-        raise BundleError(f"{name} = {value!r} read as {unit.replace('epoch_', 'unix ')} is "
+        raise BundleError(f"{name} = {value!r} read as {WORDS[unit]} is "
                           f"{_date(seconds)}: it {meant}", where=where, fix=fix)
 
     def _bad(self, value, where: str, name: str, what: str) -> BundleError:

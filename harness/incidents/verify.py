@@ -72,19 +72,22 @@ def _compare(out: Reproduction, result: ChaosResult, production: dict, label_of:
         if label is not None:
             replay.setdefault(label, []).append(call.code if call.code else "timeout")
     for label, answers in production.items():
+        answers = [answers] if isinstance(answers, str) else list(answers)
         got = replay.get(label, [])
         out.compared += 1
         if Counter(answers) != Counter(got):
-            out.differ.append((label, list(answers), got))
+            out.differ.append((label, answers, got))
 
 
 def describe(found: Reproduction, production: dict[str, str], relay: str) -> list[str]:
     """What a person reads: reproduced or not (which rule and GUID is missing), and the answers compared."""
     def who(label):
         return f"{production.get(label, '?')} ({label})" if label else "(no GUID)"
-    lines = [f"reproduced on {relay}: " + ", ".join(f"{rule} by {who(label)}" for rule, label in found.expected)
-             if found.ok else f"NOT reproduced on {relay}: missing " + ", ".join(
-                 (f"{rule} by {who(label)}" if label else rule) for rule, label in found.missing)]
+
+    def pairs(found_pairs):
+        return ", ".join(f"{rule} by {who(label)}" if label else rule for rule, label in found_pairs)
+    lines = [f"reproduced on {relay}: {pairs(found.expected)}" if found.ok else
+             f"NOT reproduced on {relay}: missing {pairs(found.missing)}"]
     if found.differ:
         lines.append(f"answers: {len(found.differ)} of {found.compared} GUIDs got other answers than in production, "
                      "e.g. " + "; ".join(f"{who(label)}: production {', '.join(p) or 'nothing'}, replay "
@@ -92,6 +95,15 @@ def describe(found: Reproduction, production: dict[str, str], relay: str) -> lis
     elif found.compared:
         lines.append(f"answers: all {found.compared} GUIDs got the answers they got in production")
     return lines
+
+
+def replay_notes(result: ChaosResult, scenario: S.Scenario) -> list[str]:
+    """What `relaychaos replay` adds for an imported incident: the answers compared, and where reproduction is judged."""
+    found = reproduced(result, scenario)
+    lines = describe(found, scenario.incident.get("guids", {}), "this relay")[1:]
+    return lines + [f"this is an imported incident (production broke {', '.join(scenario.incident.get('rules', []))}): "
+                    "replay judges the rules (exit 0: every rule held); `relaychaos incident verify` judges whether "
+                    "a relay reproduces the incident"]
 
 
 class Replayer:

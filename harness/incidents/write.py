@@ -1,25 +1,25 @@
 """A reconstruction written as a scenario file (relaychaos.engine.scenario_file), a comment on every step.
 
-    lines = render(plan, bundle, head=Head(name=..., ...))        # the file's lines, made as they are written
-    write(lines, Path("night.yaml"), plan.steps, plan.relays)
+    written = write(out, head_lines(plan, bundle, head), plan.walk(), plan, bundle, keep=...)
 
 The file starts with what was imported and what was inferred (the notes: clock offset,
-opening balances, skipped lines), then the scenario's keys, an `expect` block naming the
-rules the incident broke, an `incident` block (the labels' production GUIDs, which labels
-broke which rule, what the channel got for each label in production), and the steps, each
-preceded by the log lines it came from. Steps are written as YAML flow mappings by a
-formatter of their plain values (no YAML library per step: linear in the night's length).
-`write` keeps the file only once its steps pass the scenario file's checks, replacing the
-file whole.
+opening balances, skipped lines), then the scenario's keys and an `expect` block naming the
+rules the incident broke; then the steps, each preceded by the log lines it came from; and
+last the `incident` block: the rules production broke and by which labels, the labels'
+production GUIDs, what the channel got for each label in production, and the ledger's last
+word on each (written last because the answers are gathered while the steps are). Steps
+are formatted from their plain values (no YAML library per step) and checked as they are
+written, by the scenario file's own checks: linear in the night's length, and the night's
+steps are never all in memory. The file replaces an earlier one whole, once it is complete.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import yaml
 
@@ -28,7 +28,7 @@ from relaychaos.engine import steps as S
 
 PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n"}
-LOADED_BELOW = 5000  # a file with fewer steps is also loaded back as a check; a longer one's steps are checked
+LOADED_BELOW = 5000  # a file with fewer steps is also loaded back whole, as a check of its YAML
 
 
 @dataclass(frozen=True)
@@ -43,10 +43,22 @@ class Head:
     source: str  # what the file was made from, for its first line
 
 
+@dataclass
+class Written:
+    """A written scenario file: its path, how many steps, and the steps kept for a story."""
+
+    path: Path
+    steps: int = 0
+    kept: list = field(default_factory=list)
+
+
 def scalar(value) -> str:
     """One plain value as YAML: a bare word where YAML reads it back as the same string, else JSON."""
-    if isinstance(value, str):
-        return value if PLAIN.fullmatch(value) and value.lower() not in YAML_WORDS else json.dumps(value)
+    if type(value) is str:
+        return value if PLAIN.fullmatch(value) and (len(value) > 5 or value.lower() not in YAML_WORDS) else \
+            json.dumps(value)
+    if type(value) is int:
+        return repr(value)
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
     if isinstance(value, (int, float)):
@@ -60,69 +72,94 @@ def scalar(value) -> str:
 
 def step_line(step) -> str:
     args = S.changed_fields(step)
-    return f"  - {S.kind(step)}: {scalar(args)}" if args else f"  - {S.kind(step)}"
+    if not args:
+        return f"  - {S.kind(step)}"
+    return f"  - {S.kind(step)}: {{{', '.join(f'{scalar(k)}: {scalar(v)}' for k, v in args.items())}}}"
 
 
-def _block(key: str, value) -> list[str]:
-    return [f"{key}:"] + [f"  {scalar(str(k))}: {scalar(v)}" for k, v in value.items()] if value else []
-
-
-def render(plan, bundle, head: Head, steps=None, labels=None, extra: Iterable[str] = ()) -> Iterator[str]:
-    """The file's lines (see the module doc); `steps` and `labels` narrow it to a story of the night."""
-    labels = set(plan.labels.values()) if labels is None else set(labels)
-    steps = plan.steps if steps is None else steps
-    yield f"# Incident imported by `relaychaos incident import {head.source}`."
-    yield (f"# {len(bundle.channel)} channel records, {len(bundle.account)} account records, "
-           f"{len(bundle.operations)} operations records{', the ledger ' + bundle.ledger_file if bundle.ledger_file else ''}.")
-    for line in extra:
-        yield f"# {line}"
-    yield "# GUIDs are labels here (the harness makes them unique per run); the incident block names production's."
-    for note in plan.notes:
-        yield f"# Note: {note}"
+def head_lines(plan, bundle, head: Head, extra: Iterable[str] = ()) -> list[str]:
+    """The file's comments and keys, up to `steps:`."""
+    out = [f"# Incident imported by `relaychaos incident import {head.source}`.",
+           f"# {bundle.counts['channel']} channel records, {bundle.counts['account']} account records, "
+           f"{bundle.counts['operations']} operations records"
+           f"{', the ledger ' + bundle.ledger_file if bundle.ledger_file else ''}."]
+    out += [f"# {line}" for line in extra]
+    out.append("# GUIDs are labels here (the harness makes them unique per run); the incident block at the end names "
+               "production's.")
+    out += [f"# Note: {note}" for note in bundle.notes + plan.notes]
     if plan.rules:
-        yield f"# The logs show the incident broke: {', '.join(plan.rules)}."
+        out.append(f"# The logs show the incident broke: {', '.join(plan.rules)}.")
     if not head.relay:
-        yield "# The relay that ran is not named (incident.toml `relay`, or --relay): expect lists only holds_on."
+        out.append("# The relay that ran is not named (incident.toml `relay`, or --relay): expect lists only holds_on.")
     data = {"name": head.name, "description": head.description, "account_timeout_ms": head.account_timeout_ms,
             "accounts": plan.accounts, "relays": list(plan.relays)}
     expect: dict = {"holds_on": head.holds_on}
     if head.relay and plan.rules:
         expect["breaks"] = {head.relay: plan.rules}
     data["expect"] = expect
-    yield yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100).rstrip()
+    out.append(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100).rstrip())
+    return out
+
+
+def incident_lines(plan, bundle, answers: dict[str, str | list[str]], labels: set[str] | None) -> Iterator[str]:
+    """The incident block; `labels` narrows it to a story's GUIDs."""
+    def shown(label):
+        return labels is None or label in labels
     yield "incident:"
     yield f"  rules: {scalar(plan.rules)}"
-    broke = {rule: [x for x in found if x in labels] for rule, found in plan.broke.items()}
-    yield from (f"  {line}" for line in _block("broke", broke))
-    guids = {label: guid for guid, label in plan.labels.items() if label in labels}
-    yield from (f"  {line}" for line in _block("guids", guids))
-    yield from (f"  {line}" for line in _block("answers", {k: v for k, v in plan.answers.items() if k in labels}))
-    ledger = {label: _ledger_word(bundle.ledger.get(guid)) for guid, label in plan.labels.items()
-              if label in labels and guid in bundle.ledger}
-    yield from (f"  {line}" for line in _block("ledger", ledger))
-    yield "steps:"
-    for planned in steps:
-        yield f"  # {planned.comment}"
-        yield step_line(planned.step)
+    yield "  broke:"
+    for rule, found in plan.broke.items():
+        yield f"    {rule}: {scalar([x for x in found if shown(x)])}"
+    yield "  guids:"
+    yield from (f"    {st.label}: {scalar(guid)}" for guid, st in plan.night.items() if shown(st.label))
+    if answers:
+        yield "  answers:"
+        yield from (f"    {label}: {scalar(got)}" for label, got in answers.items())
+    words = [(st.label, bundle.ledger[guid]) for guid, st in plan.night.items() if guid in bundle.ledger and
+             shown(st.label)]
+    if words:
+        yield "  ledger:"
+        yield from (f"    {label}: {scalar(word)}" for label, word in words)
 
 
-def _ledger_word(row: dict | None) -> str:
-    """The ledger's last word on a GUID: `DONE 0000 after 2 attempt(s)`."""
-    return " ".join(str(x) for x in (row.get("status"), row.get("resp_code") or "", "after", row.get("attempts"),
-                                       "attempt(s)") if x != "")
+def _answered(answers: dict, label: str, got: tuple[str, ...]) -> None:
+    """What the channel got for a label, gathered: one answer as a string (most labels), several as a list."""
+    before = answers.get(label)
+    if before is None:
+        answers[label] = got[0] if len(got) == 1 else list(got)
+    else:
+        answers[label] = (before if isinstance(before, list) else [before]) + list(got)
 
 
-def write(lines: Iterable[str], out: Path, steps: list, relays: tuple[str, ...]) -> Path:
-    """Check the steps (ScenarioFileError naming the problem), write the file whole, and load it back when short."""
+def write(out: Path, head: list[str], planned: Iterable, plan, bundle, labels: set[str] | None = None,
+          keep: Callable | None = None) -> Written:
+    """Write the scenario file (see the module doc): ScenarioFileError (and no file) if its steps do not check."""
     out = Path(out)
-    scenario_file.check([p.step for p in steps], relays, out)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
-    with open(partial, "w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(line)
-            f.write("\n")
-    os.replace(partial, out)
-    if len(steps) < LOADED_BELOW:
+    written, answers = Written(out), {}
+    try:
+        with open(partial, "w", encoding="utf-8") as f:
+            f.write("\n".join(head) + "\nsteps:\n")
+
+            def steps():
+                for p in planned:
+                    f.write(f"  # {p.comment}\n")
+                    if p.step is None:
+                        continue
+                    f.write(step_line(p.step) + "\n")
+                    written.steps += 1
+                    if p.got:
+                        _answered(answers, p.step.guid, p.got)
+                    if keep is not None and keep(p):
+                        written.kept.append(p)
+                    yield p.step
+            scenario_file.check(steps(), plan.relays, out)
+            for line in incident_lines(plan, bundle, answers, labels):
+                f.write(line + "\n")
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
+    if written.steps < LOADED_BELOW:
         scenario_file.load(out)
-    return out
+    return written
