@@ -8,7 +8,8 @@ valid scenario (a toxic removed that was never added, a send to a relay that is 
 not run and counts as not reproducing. ddmin (Zeller and Hildebrandt) removes chunks of
 the list, halving the chunk size when no chunk can go, until no single step can be removed
 or the budget of runs or seconds is spent (the smallest reproducing candidate found so far
-is kept). A background send and the wait_calls after it are removed together (units). Each candidate is tried once here; the import replays the result again (three
+is kept). A background send and the wait_calls after it, and a pace with its races, are removed together
+(units). Each candidate is tried once here; the import replays the result again (three
 times on the relay, once on each relay it must hold on) before it keeps it.
 """
 from __future__ import annotations
@@ -88,12 +89,18 @@ def ddmin(steps: list[Planned], reproduces: Callable[[list[Planned]], bool], rel
 
 def _units(steps: list[Planned]) -> list[list[int]]:
     """Step indices in the units ddmin removes whole: a background send with the wait_calls that follows it
-    (the wait is what makes the next step find the call at the account system, on every run)."""
+    (the wait is what makes the next step find the call at the account system, on every run), and the account
+    system's pace with the races inside it (the pace keeps every copy in flight together, so a race breaks the
+    same rules on every run)."""
     units: list[list[int]] = []
+    paced = False
     for i, p in enumerate(steps):
-        prev = steps[units[-1][-1]].step if units else None
-        if isinstance(p.step, S.WaitCalls) and isinstance(prev, S.Send) and prev.background and prev.guid == p.step.guid:
+        step, prev = p.step, steps[units[-1][-1]].step if units else None
+        if paced or (isinstance(step, S.WaitCalls) and isinstance(prev, S.Send) and prev.background
+                     and prev.guid == step.guid):
             units[-1].append(i)
         else:
             units.append([i])
+        if isinstance(step, S.ServerFault) and step.delay_ms is not None and not step.hold_guids:
+            paced = bool(step.delay_ms)
     return units
