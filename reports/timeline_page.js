@@ -37,11 +37,11 @@
     if (state.guid !== null) {
       const ev = new Set(), calls = new Set();
       D.boxes.filter(b => b.guid === state.guid).forEach(b => { b.events.forEach(i => ev.add(i)); if (b.call !== null) calls.add(b.call); });
-      return { ev, calls };
+      return { ev, calls, guid: state.guid };
     }
     if (state.verdict < 0) return null;
     const v = D.verdicts[state.verdict];
-    return { ev: new Set(v.events), calls: new Set(v.calls) };
+    return { ev: new Set(v.events), calls: new Set(v.calls), guid: v.guid };
   }
   function folded() {  // the fault windows that do not touch the GUID in focus: folded unless asked for
     const g = state.guid !== null ? state.guid : (state.verdict >= 0 ? D.verdicts[state.verdict].guid : null);
@@ -52,7 +52,8 @@
     D.windows.forEach((w, i) => { if (w.guids.length ? !w.guids.includes(g) : (w.t1 < t0 || w.t0 > t1)) out.add(i); });
     return { g, out };
   }
-  const isHit = (f, item) => f && item.outcome !== "up" && (item.events.some(i => f.ev.has(i)) || (item.call != null && f.calls.has(item.call)));
+  const isHit = (f, item) => f && item.outcome !== "up" && (item.events.some(i => f.ev.has(i)) ||
+    (item.call != null && f.calls.has(item.call)) || (item.lane === "ledger" && f.guid !== null && item.guid === f.guid));
 
   function layout() {
     let y = AXIS;

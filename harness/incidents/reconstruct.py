@@ -88,11 +88,19 @@ def attribute(bundle, night: dict, account_timeout_ms: int) -> None:
                               "rest", where=f"{bundle.folder / r.file}, line {r.line}", fix="correct this line's time (a wrong date, zone or unit?); if "
                               "a batch run sent it, add that run to the operations log")
         if cause.calls is None:
-            cause.calls = [r]
-        else:
+            cause.calls = r  # most sends cause one call: no list for it
+        elif type(cause.calls) is list:
             cause.calls.append(r)
+        else:
+            cause.calls = [cause.calls, r]
     for st in night.values():
         st.first = st.last = None  # the walk needs neither: the records go once it has passed them
+
+
+def calls_of(cause) -> list[AccountLine]:
+    """The account calls a send or a reprocess run caused (attribute)."""
+    calls = cause.calls
+    return [] if calls is None else calls if type(calls) is list else [calls]
 
 
 def _bursts(sends: list[ChannelLine]) -> Iterator[list[ChannelLine]]:
@@ -203,7 +211,7 @@ class _Night:
                                                  f"{first.relay} while it was down ({first.result}): nothing received "
                                                  "it, not replayed"))
             return []
-        calls = [c for s in group for c in (s.calls or ())]
+        calls = [c for s in group for c in calls_of(s)]
         if len(group) > 1:
             self.faults.close()
             self.faults.pace(self.faults.slow_ms(calls), calls)
@@ -245,7 +253,7 @@ class _Night:
             out.append(Planned(S.Start(slot), f"{where}: relay {slot} started again on the same ledger"))
             self.running.add(slot)
         if op.event == "batch":
-            out.append(_batch(op, op.calls or [], self.night, self.timeout_ms))
+            out.append(_batch(op, calls_of(op), self.night, self.timeout_ms))
 
 
 def _batch(op: OpLine, calls: list[AccountLine], night: dict, timeout_ms: int) -> Planned:

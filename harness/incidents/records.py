@@ -38,7 +38,7 @@ class ChannelLine:
     amount: int
     result: str
     relay: str
-    calls: list | None = None  # the account calls this send caused (reconstruct.attribute)
+    calls: object = None  # the account call this send caused, or a list of them (reconstruct.calls_of)
 
     @property
     def where(self) -> str:
@@ -76,7 +76,7 @@ class OpLine:
     relay: str
     command: str | None = None
     argument: float | None = None
-    calls: list | None = None  # for a reprocess run: the account calls it sent
+    calls: object = None  # for a reprocess run: the account call it sent, or a list (reconstruct.calls_of)
 
     @property
     def where(self) -> str:
@@ -98,6 +98,7 @@ class Converter:
         self.convert = {"channel": self._channel, "account": self._account, "operations": self._operation}[source.name]
         self._slots: dict[str, str] = {}
         self.case = {"lower": str.lower, "upper": str.upper}.get(source.guid_case)
+        self.amounts: dict[int, int] = {}
 
     def __call__(self, file: str, line: int, fields: dict):
         name = self.names.get(file)
@@ -135,9 +136,10 @@ class Converter:
             guid, src, dst = str(f["guid"]).strip(), str(f["from"]).strip(), str(f["to"]).strip()
             if not (guid and src and dst):
                 raise KeyError
-            amount = int(f["amount"]) if type(f["amount"]) is int else int(str(f["amount"]).strip())
+            amount = f["amount"] if type(f["amount"]) is int else int(str(f["amount"]).strip())
         except (KeyError, ValueError):
             self._bad_transfer(f, file, line)
+        amount = self.amounts.setdefault(amount, amount)  # amounts repeat: one int for each
         if self.case is not None:
             guid = self.case(guid)
         return (strings.setdefault(guid, guid), strings.setdefault(src, src), strings.setdefault(dst, dst), amount)

@@ -71,10 +71,18 @@ def scalar(value) -> str:
 
 
 def step_line(step) -> str:
+    """`  - send: {guid: g1, amount: 75}`: the step's kind and the fields that differ from their defaults (field
+    names are plain words; a bare value is written as it is)."""
     args = S.changed_fields(step)
     if not args:
         return f"  - {S.kind(step)}"
-    return f"  - {S.kind(step)}: {{{', '.join(f'{scalar(k)}: {scalar(v)}' for k, v in args.items())}}}"
+    parts = []
+    for k, v in args.items():
+        if type(v) is str and len(v) > 5 and PLAIN.fullmatch(v) or type(v) is int:
+            parts.append(f"{k if k != 'n' else scalar(k)}: {v}")
+        else:
+            parts.append(f"{scalar(k)}: {scalar(v)}")
+    return f"  - {S.kind(step)}: {{{', '.join(parts)}}}"
 
 
 def head_lines(plan, bundle, head: Head, extra: Iterable[str] = ()) -> list[str]:
