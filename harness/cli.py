@@ -3,7 +3,8 @@
     relaychaos run [--relay relay.toml] [--out DIR] [-n N] [--sandbox auto|strict|off] [-- extra pytest args]
     relaychaos replay incident.yaml [--relay relay.toml] [--sandbox auto|strict|off]
     relaychaos recheck RUN_DIR|HISTORY
-    relaychaos incident import BUNDLE --out scenario.yaml
+    relaychaos incident import BUNDLE --out FOLDER        (night.yaml and its shrunk story.yaml)
+    relaychaos incident verify SCENARIO [--relay relay.toml]
 
 Runs the chaos suite (scenarios/) against a relay (the bundled reference by
 default) and writes results.json, junit.xml and report.html into a fresh run folder.

@@ -316,3 +316,14 @@ def test_a_json_record_with_a_guid_but_without_another_field_is_named_by_its_lin
     code, _, err, _ = run_import(bundle, tmp_path, capsys)
     assert code == 2
     assert f"{bundle}/account.jsonl, line 3: the record lacks code" in err and "fix: give every record" in err
+
+
+def test_take_compares_values_as_json_writes_them_numbers_and_booleans_too(tmp_path, capsys):
+    bundle = small_bundle(tmp_path / "b")
+    spoil(bundle, "incident.toml", 'take = {event = "transfer.done"}', 'take = {"resp.final" = true, "req.v" = 2}')
+    for f in bundle.glob("gateway-*.log"):
+        f.write_text(f.read_text().replace('"resp": {"code"', '"req2": 0, "resp": {"final": true, "code"')
+                     .replace('"minor":', '"v": 2, "minor":'))
+    code, out, err, folder = run_import(bundle, tmp_path, capsys)
+    assert code == 0, err
+    assert scenario_file.load(folder / "night.yaml").scenario.incident["guids"] == {"g1": "p1", "g2": "p2", "g3": "p3"}

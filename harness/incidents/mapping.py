@@ -14,6 +14,7 @@ docs/incident-bundle.md: `NAME.jsonl` or `NAME.csv`, the bundle's own field name
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,7 +152,8 @@ def source(folder: Path, name: str, table: dict | None) -> Source | None:
     if time == "local" and not table.get("zone"):
         raise _fail(where, "time = \"local\" needs the zone the times were written in",
                     "add zone = \"Europe/Berlin\" (an IANA zone name, or \"UTC\")")
-    take = {tuple(str(k).split(".")): tuple(str(x) for x in (v if isinstance(v, list) else [v]))
+    take = {tuple(str(k).split(".")): tuple(x if isinstance(x, str) else json.dumps(x) for x in  # as JSON writes it
+                                            (v if isinstance(v, list) else [v]))
             for k, v in (table.get("take") or {}).items()}
     case = table.get("guid_case", "as-is")
     if case not in ("as-is", "lower", "upper"):

@@ -24,7 +24,8 @@ from typing import Callable, Iterator
 from relaychaos.incidents.mapping import CODED, DOC, BundleError, FieldSpec, Source
 
 KEYED = ("guid", "at")  # a line without these is noise, not a record
-WORD = re.compile(r"[A-Za-z0-9 ._:/-]+")  # a take value that JSON writes as it is, and no glob
+WORD = re.compile(r"[A-Za-z0-9 ._:-]*[A-Za-z][A-Za-z0-9 ._:-]*")  # a take value JSON writes as it is, as a string
+JSON_WORDS = ("true", "false", "null")  # ... unless it is one of these, which JSON writes bare
 
 
 @dataclass
@@ -119,7 +120,7 @@ def _words(source: Source) -> list[str]:
         return []
     out = []
     for values in source.take.values():
-        if len(values) == 1 and WORD.fullmatch(values[0]):
+        if len(values) == 1 and WORD.fullmatch(values[0]) and values[0] not in JSON_WORDS:
             out.append(json.dumps(values[0]) if source.format == "jsonl" else values[0])
     return out
 
@@ -181,7 +182,8 @@ def _fields(source: Source, path: str, n: int, data, getters, take, skipped: Ski
         skipped.add(path, n, "not a record")
         return None
     for get, pattern in take:
-        if not pattern.fullmatch(str(get(data))):
+        value = get(data)
+        if not pattern.fullmatch(value if type(value) is str else json.dumps(value)):
             skipped.add(path, n, "not taken (take)")
             return None
     fields = {}
