@@ -74,6 +74,12 @@ class Source:
     def required(self) -> tuple[str, ...]:
         return REQUIRED[self.name]
 
+    def __post_init__(self) -> None:
+        # what every line is checked for, as sets (readers.py, per line): keyed fields, all required, coded
+        object.__setattr__(self, "needed", frozenset(REQUIRED[self.name]))
+        object.__setattr__(self, "keyed", frozenset(k for k in ("guid", "at") if k in REQUIRED[self.name]))
+        object.__setattr__(self, "coded", tuple(k for k in CODED if k in self.fields))
+
     @property
     def table(self) -> str:
         return f"[logs.{self.name}] in incident.toml"
