@@ -24,7 +24,8 @@ def report(history: History, verdicts: list[Verdict], limit: int = 5) -> str:
             f"of {len({v.rule for v in verdicts})} rule(s)"]
     if facts.scenario.get("description"):
         head.append(f"  scenario: {facts.scenario['description']}")
-    shown = [render(v, history, facts.account_calls, facts.start, facts.labels) for v in verdicts[:limit]]
+    production = (facts.scenario.get("incident") or {}).get("guids")
+    shown = [render(v, history, facts.account_calls, facts.start, facts.labels, production) for v in verdicts[:limit]]
     more = [f"... and {len(verdicts) - limit} more"] if len(verdicts) > limit else []
     return "\n\n".join(["\n".join(head)] + shown + more)
 
@@ -112,12 +113,11 @@ def timeline(verdict: Verdict, history: History, account_calls: list[dict], star
 
 
 def render(verdict: Verdict, history: History, account_calls: list[dict], start: float,
-           labels: dict[str, str] | None = None) -> str:
+           labels: dict[str, str] | None = None, production: dict[str, str] | None = None) -> str:
     """An incident report: rule, GUID, what went wrong, and the timeline."""
     who = "the run" if verdict.guid is None else f"GUID {verdict.guid}"
     label = (labels or {}).get(verdict.guid or "")
-    header = history.where(f="scenario")
-    production = ((header[0].value.get("incident") or {}).get("guids") or {}).get(label or "") if header else None
+    production = (production or {}).get(label or "")  # an imported incident's: label -> production GUID
     head = f"[{verdict.rule}] {who}" + (f" (scenario label {label}{f', production GUID {production}' if production else ''})"
                                         if label else "")
     rule = RULES.get(verdict.rule)

@@ -1,12 +1,13 @@
-"""The records of a bundle's logs, as the reconstruction reads them: one dataclass per log, built from a Row.
+"""The records of a bundle's logs, as the reconstruction reads them: one slotted dataclass per log.
 
-    convert = Converter(source, slots, bundle_folder)
-    record = convert(row)            # ChannelLine | AccountLine | OpLine; BundleError naming the line
+    convert = Converter(source, pods, bundle_folder, strings)
+    record = convert(file, line, fields)     # ChannelLine | AccountLine | OpLine; BundleError naming the line
 
 Each record keeps its file (as named from the bundle folder) and line, its time in unix
 seconds, and its fields checked: an amount in whole minor units, non-empty parties, a code
 the contract knows, a relay slot (one letter, or a pod mapped by [pods]), an `answered_at`
-not before `at`, a batch command with its numeric argument.
+not before `at`, a batch command with its numeric argument. GUIDs, parties and codes are
+interned across the logs and amounts shared, so a night of millions of lines fits in memory.
 """
 from __future__ import annotations
 
