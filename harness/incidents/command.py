@@ -111,7 +111,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         plan = reconstruct(b, timeout_ms, args.account_clock_offset)
         relay = relay_ref(args.relay, Path.cwd()) if args.relay else relay_ref(meta.get("relay"), b.folder)
         head = Head(args.name or meta.get("name") or re.sub(r"[^A-Za-z0-9_-]", "-", b.folder.resolve().name),
-                    " ".join(str(meta.get("description", f"imported from {b.folder}")).split()), timeout_ms, relay,
+                    " ".join(str(meta.get("description", f"imported from {b.folder}")).split()),
+                    plan.account_timeout_ms, relay,
                     [relay_ref(h, b.folder) for h in meta.get("holds_on", [REFERENCE])], str(args.bundle))
         night = write(out / "night.yaml", head_lines(plan, b, head), plan.walk(), plan, b,
                       keep=story.keeper(involved(plan)) if plan.rules else None)

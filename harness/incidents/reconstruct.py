@@ -11,7 +11,9 @@ latest cause (its GUID's latest send, or a reprocess run) in one pass. Rules:
     at the account system (`server_fault: hold_guids`) from its send, sent in the
     background, waited for (`wait_calls`), and released where the account log answered it:
     a kill lands where the logs put it relative to calls in flight, and a batch run that
-    ran early finds the call still being processed;
+    ran early finds the call still being processed; the replay's ACCOUNT_TIMEOUT_MS is then
+    at least HELD_TIMEOUT_MS, so the relay that sent a held call is still waiting for it
+    when the batch runs, as in production, on every replay, however loaded the machine;
   - batch commands run at their logged moments with their logged arguments (a --min-age
     or --retention over the scenario limit of 60 s is capped, and a --min-age is never
     below the safe one of contract section 6); nothing waits in front of them;
@@ -41,6 +43,7 @@ from relaychaos.tolerances import CURRENT as TOLERANCES
 BURST_S = 0.05  # resends of one GUID closer than this went out together
 LATE_S = 60.0  # a call this long after its send, with no batch run in between, was not sent by it
 KILLS = ("kill", "restart", "deploy")
+HELD_TIMEOUT_MS = 3000  # the replay's ACCOUNT_TIMEOUT_MS at least, when calls are held across kills and batch runs
 
 
 @dataclass
@@ -51,6 +54,7 @@ class Plan:
     relays: tuple[str, ...]
     accounts: dict[str, int]
     walk: Callable[[], Iterator[Planned]]  # the steps, in order (call once)
+    account_timeout_ms: int = 300  # the replay's ACCOUNT_TIMEOUT_MS
     clock_offset_s: float = 0.0
     notes: list[str] = field(default_factory=list)  # said at the top of the scenario file
     unreached: list = field(default_factory=list)  # sends to a relay that was down, filled in by the walk
@@ -143,18 +147,29 @@ def _rules(night: dict) -> tuple[list[str], dict[str, list[str]]]:
     return list(broke) + (["balances"] if "one-debit" in broke else []), broke
 
 
+def _held_timeout(bundle, account_timeout_ms: int) -> tuple[int, str | None]:
+    """ACCOUNT_TIMEOUT_MS for the replay: at least HELD_TIMEOUT_MS when calls are held (see the module doc)."""
+    moments = sorted(o.at for o in bundle.operations if o.event in KILLS or o.event == "batch")
+    if account_timeout_ms >= HELD_TIMEOUT_MS or not _in_flight(bundle.account, moments):
+        return account_timeout_ms, None
+    return HELD_TIMEOUT_MS, (f"ACCOUNT_TIMEOUT_MS is {HELD_TIMEOUT_MS} here, not {account_timeout_ms}: calls are held "
+                             "across kills and batch runs, and the relay that sent one must still be waiting for it "
+                             "when the batch runs, as it was in production (not racing its own time-out)")
+
+
 def reconstruct(bundle, account_timeout_ms: int, offset_s: float | None = None) -> Plan:
     """The plan that replays the bundle's night (see the module doc)."""
     night, gaps = guids.index(bundle)
     offset, clock_note = clocks.clock_offset(bundle, gaps, offset_s)
     clocks.shift(bundle, offset)
     attribute(bundle, night, account_timeout_ms)
+    account_timeout_ms, timeout_note = _held_timeout(bundle, account_timeout_ms)
     accounts, balance_notes = balances.opening(bundle)
     bundle.account = []  # each call is kept by its cause from now on, until the walk has passed it
     rules, broke = _rules(night)
     walker = _Night(bundle, night, account_timeout_ms)
-    plan = Plan(night, rules, broke, walker.initial, accounts, walker.walk, offset,
-                [n for n in [clock_note] if n] + balance_notes)
+    plan = Plan(night, rules, broke, walker.initial, accounts, walker.walk, account_timeout_ms, offset,
+                [n for n in [clock_note, timeout_note] if n] + balance_notes)
     walker.unreached = plan.unreached
     return plan
 
