@@ -25,7 +25,8 @@ def report(history: History, verdicts: list[Verdict], limit: int = 5) -> str:
     if facts.scenario.get("description"):
         head.append(f"  scenario: {facts.scenario['description']}")
     production = (facts.scenario.get("incident") or {}).get("guids")
-    shown = [render(v, history, facts.account_calls, facts.start, facts.labels, production) for v in verdicts[:limit]]
+    shown = [render(v, history, facts.account_calls, facts.start, facts.labels, production)
+             for v in verdicts[:limit]]
     more = [f"... and {len(verdicts) - limit} more"] if len(verdicts) > limit else []
     return "\n\n".join(["\n".join(head)] + shown + more)
 
@@ -117,9 +118,9 @@ def render(verdict: Verdict, history: History, account_calls: list[dict], start:
     """An incident report: rule, GUID, what went wrong, and the timeline."""
     who = "the run" if verdict.guid is None else f"GUID {verdict.guid}"
     label = (labels or {}).get(verdict.guid or "")
-    production = (production or {}).get(label or "")  # an imported incident's: label -> production GUID
-    head = f"[{verdict.rule}] {who}" + (f" (scenario label {label}{f', production GUID {production}' if production else ''})"
-                                        if label else "")
+    in_production = (production or {}).get(label or "")  # an imported incident's GUID behind the label
+    named = f"scenario label {label}" + (f", production GUID {in_production}" if in_production else "")
+    head = f"[{verdict.rule}] {who}" + (f" ({named})" if label else "")
     rule = RULES.get(verdict.rule)
     cited = CLAUSES.get(verdict.clause or (rule.contract[0] if rule else ""))
     lines = [head, f"  rule: {rule.text if rule else ''}"]
