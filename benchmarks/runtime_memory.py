@@ -71,7 +71,7 @@ def smallest_data_limit(relay: Path) -> int:
         box = Sandbox.create("auto", Limits(data_mib=mib))
         work = Path(tempfile.mkdtemp(prefix="bench-mem-min-"))
         sup = Supervisor(manifest.load(relay), workdir=work, account_url="http://127.0.0.1:9", account_timeout_ms=300,
-                         ledger_path=box.ledger_dir("min", work) / "ledger.sqlite", sandbox=box)
+                         ledger_path=box.ledger_dir(work) / "ledger.sqlite", sandbox=box)
         sup._diagnose = lambda argv, port: None  # only whether it starts
         try:
             sup.start("a")

@@ -35,7 +35,7 @@ def start_times(relay: Path, starts: int) -> dict[str, list[float]]:
     try:
         for i in range(starts):
             for mode, box in boxes.items():
-                ledger = box.ledger_dir(f"bench-{i}", work / f"{mode}-{i}") / "ledger.sqlite"
+                ledger = box.ledger_dir(work / f"{mode}-{i}") / "ledger.sqlite"
                 sup = Supervisor(m, workdir=work / f"{mode}-{i}", account_url=f"http://{box.account_host}:9",
                                  account_timeout_ms=300, ledger_path=ledger, sandbox=box)
                 t0 = time.perf_counter()

@@ -1,13 +1,16 @@
 """`relaychaos`: the command line. `relaychaos run` is the main job.
 
-    relaychaos run [--relay relay.toml] [--out DIR] [-n N] [--sandbox auto|strict|off] [-- extra pytest args]
+    relaychaos run [--relay relay.toml] [--out DIR] [-n N] [--sandbox auto|strict|off] [--hunt] [--shrink-s S]
+                   [-- extra pytest args]
     relaychaos replay incident.yaml [--relay relay.toml] [--sandbox auto|strict|off]
     relaychaos recheck RUN_DIR|HISTORY
     relaychaos incident import BUNDLE --out FOLDER        (night.yaml and its shrunk story.yaml)
     relaychaos incident verify SCENARIO [--relay relay.toml]
 
 Runs the chaos suite (scenarios/) against a relay (the bundled reference by
-default) and writes results.json, junit.xml and report.html into a fresh run folder.
+default) and writes results.json, junit.xml and report.html into a fresh run folder. When a
+named scenario fails, the state machine's random stories do not run (the report says so);
+--hunt runs them anyway, and --shrink-s bounds the shrinking of what they find.
 Exit status: 0 every check held, 1 a check failed, 2 the harness could not run, 130 after
 Ctrl-C (the scenarios that finished are written, marked partial, with their report).
 """
@@ -20,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from relaychaos import paths
+from relaychaos import machine_options, paths
 from relaychaos.errors import HarnessError
 
 # The suite's pytest configuration, written into each run folder: the run needs no checkout.
@@ -61,6 +64,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "--relay", str(relay), "--junitxml", str(out / "junit.xml"),
             "--relaychaos-results", str(out / "results.json"), "-q", "--sandbox", args.sandbox]
     argv += ["--sandbox-limit", args.sandbox_limit] if args.sandbox_limit else []
+    argv += machine_options.pytest_args(vars(args))
     if args.workers != "0":
         argv += ["-n", args.workers]
     argv += args.pytest_args
@@ -69,6 +73,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from relaychaos.suite_process import run_suite
 
     rc, interrupted, mid_line = run_suite(argv, out)
+    from relaychaos.sandbox.policy import clear_abandoned
+
+    clear_abandoned()  # the sandbox slots of workers killed before they could close them
     results = out / "results.json"
     if interrupted:
         print(end="\n" if mid_line else "")  # pytest's progress dots end without a newline
@@ -77,7 +84,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         from relaychaos.reports.html import write as write_html
 
         write_html(results)
-        summary = json.loads(results.read_text())["summary"]
+        data = json.loads(results.read_text())
+        summary, machine = data["summary"], data.get("random_stories") or {}
+        if machine.get("why_not"):
+            print(f"relaychaos: random stories not run: {machine['why_not']}")
         print(f"relaychaos: {summary['passed']} passed, {summary['failed']} failed, {summary['error']} errors; "
               f"report in {out}")
         return 0 if rc == 0 else 1
@@ -155,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--relay", help="the relay.toml to test (default: the bundled reference relay)")
     run.add_argument("--out", help="the run folder (default: runs/YYYYmmdd-HHMMSS)")
     run.add_argument("-n", "--workers", default="2", help="pytest-xdist workers; 0 runs in one process")
+    machine_options.add_to_argparse(run)  # --hunt, --shrink-s
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments, after --")
     for p in (run, replay := sub.add_parser("replay", help="run one scenario file and print the verdict with its "
                                                            "timeline")):

@@ -6,8 +6,10 @@ Fixtures: `relay_manifest` (the relay under test), `toxiproxy` and
 `account_system` (one per xdist worker), `stack` (one per test: its own
 proxies, ledger and fixture state), `make_stack` (for another relay),
 `run_chaos` (run and check a scenario) and `relaychaos_budget` (the state
-machine's settings). The plugin only adds: no Hypothesis profile is loaded, so a
-project's own tests keep their settings.
+machine's settings); relaychaos.machine_gate adds `relaychaos_gate` (the machine
+does not hunt what a named scenario has shown) and `relaychaos_shrink_s`. The
+plugin only adds: no Hypothesis profile is loaded, so a project's own tests keep
+their settings.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["relaychaos.machine_gate"]
 _STACKS = pytest.StashKey[list]()
 BUDGETS = ("quick", "nightly", "ci", "grade")  # relaychaos.engine.budget.BUDGETS, named here so options load nothing
 SANDBOX_MODES = ("auto", "strict", "off")  # relaychaos.sandbox.policy.MODES
@@ -29,11 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write the run's results JSON (outcome and verdicts per scenario) to PATH")
     group.addoption("--relaychaos-budget", dest="relaychaos_budget", default=None, choices=BUDGETS,
                     help="how hard the stateful machine searches: quick (8 examples), nightly (300), ci (12, "
-                         "derandomized), grade (12, from --relaychaos-seed, shrunk for 10 s at most); default: "
-                         "ci when CI is set, else quick")
-    group.addoption("--relaychaos-shrink-s", dest="relaychaos_shrink_s", default=None, type=float, metavar="S",
-                    help="stop shrinking a stateful failure after S seconds and report it as it stands "
-                         "(default: 10 in the grade budget, else Hypothesis's 300)")
+                         "derandomized), grade (12, from --relaychaos-seed); each shrinks a failure for a time "
+                         "budget (--relaychaos-shrink-s); default: ci when CI is set, else quick")
     group.addoption("--relaychaos-seed", dest="relaychaos_seed", default=None, type=int, metavar="N",
                     help="draw the stateful machine's stories from seed N (the same stories on every run)")
     group.addoption("--relaychaos-scenarios", dest="relaychaos_scenarios", action="append", default=[],
@@ -49,6 +49,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("relaychaos_relay", "the relay.toml of the relay under test", default=None)
     parser.addini("relaychaos_sandbox", "the sandbox mode: auto, strict or off", default=None)
     parser.addini("relaychaos_budget", "the stateful machine's budget: quick, nightly or ci", default=None)
+    from relaychaos import machine_options
+
+    machine_options.add_to_pytest(group, parser)  # --hunt, --relaychaos-shrink-s
 
 
 def relay_path(config: pytest.Config) -> Path:
@@ -146,8 +149,9 @@ class _ResultsRecorder:
         notes = [n for k, value in props if k == "relaychaos_notes" for n in value]
         kept = {"histories": [v for k, v in props if k == "relaychaos_history"],
                 "logs": next((v for k, v in props if k == "relaychaos_logs"), None)}
+        skipped = report.longrepr[2] if report.skipped and isinstance(report.longrepr, tuple) else None
         self.results.add(report.nodeid, report.when, report.outcome, report.duration,
-                         report.longreprtext if report.failed else None, verdicts, notes,
+                         report.longreprtext if report.failed else skipped, verdicts, notes,
                          next((value for k, value in props if k == "relaychaos_stateful"), None), kept)
         if report.when not in ("setup", "call"):  # written as each finishes: a run cut short leaves its results
             self.results.write(self.out)
@@ -356,15 +360,6 @@ def relaychaos_budget(pytestconfig: pytest.Config):
     from relaychaos.engine.budget import budget_settings
 
     return budget_settings(budget_name(pytestconfig))
-
-
-@pytest.fixture
-def relaychaos_shrink_s(pytestconfig: pytest.Config) -> float | None:
-    """Seconds of shrinking per stateful failure: --relaychaos-shrink-s, else the budget's (None: Hypothesis's)."""
-    from relaychaos.engine.budget import SHRINK_S
-
-    chosen = pytestconfig.getoption("relaychaos_shrink_s", None)
-    return chosen if chosen is not None else SHRINK_S.get(budget_name(pytestconfig))
 
 
 @pytest.fixture

@@ -173,7 +173,8 @@ def render(results: dict, run_dir: Path | None = None, problems: list[str] | Non
            f"<span class={'held' if results['ok'] else 'broken'}>{verdict}</span></h1>",
            f"<p class=lede>Manifest <code>{_e(results['relay'])}</code>; run started {when}{took}. Scenarios: "
            f"{s['passed']} passed, {s['failed']} failed, {s['error']} could not run, {s['skipped']} skipped.</p>",
-           f"<div class=tiles>{tiles}</div>", sandbox_line(results.get("sandbox")), partial_line(results)]
+           f"<div class=tiles>{tiles}</div>", sandbox_line(results.get("sandbox")), partial_line(results),
+           random_stories_line(results.get("random_stories"))]
     out += [f"<p class=broken>{_e(p)}</p>" for p in problems or []]
     out += ["<h2>Rules</h2>", plots.score_sheet_svg(results),
             "<details><summary>the rules in words: what each must hold, the contract sections</summary>",
@@ -219,6 +220,17 @@ def partial_line(results: dict) -> str:
     total = f" of {results['expected']}" if results.get("expected") else ""
     return (f"<p class=broken>Partial: the run was interrupted after {len(results['scenarios'])}{total} scenarios; "
             "only those are judged here.</p>")
+
+
+def random_stories_line(machine: dict | None) -> str:
+    """Whether the state machine's random stories ran; when they did not, why (a named scenario had shown a bug)."""
+    if not machine:
+        return ""
+    if not machine.get("ran", True):
+        return f"<p class=stories><b>Random stories (the state machine):</b> {_e(machine.get('why_not'))}.</p>"
+    shrunk = "" if machine.get("shrunk") is not False or machine.get("shrink_s") is None else \
+        f"; its failing story was not fully shrunk (shrinking stopped at its budget after {machine['shrink_s']:g} s)"
+    return f"<p class=stories><b>Random stories (the state machine):</b> {machine.get('examples')} examples run{shrunk}.</p>"
 
 
 def sandbox_line(level: dict | None) -> str:

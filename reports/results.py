@@ -4,7 +4,9 @@ Written by the pytest plugin as the session goes (`--relaychaos-results PATH`), 
 scenario finishes, on the xdist controller only, from the reports every worker sent back.
 Each entry names its kept history and relay logs (`history`, `logs`: paths relative to the
 run folder, relaychaos.run_folder); `partial` is true when the run was cut short, and then
-`unfinished` names the scenarios that had started but not finished. `relaychaos recheck`
+`unfinished` names the scenarios that had started but not finished. `random_stories` says whether
+the state machine ran and, when it did not, why (a named scenario had already shown a bug,
+relaychaos.machine_gate). `relaychaos recheck`
 loads a file with `RunResults.load` and writes it again with new verdicts.
 """
 from __future__ import annotations
@@ -57,7 +59,7 @@ class RunResults:
             entry.outcome = "failed" if when == "call" else "error"
             entry.message = message
         elif outcome == "skipped" and entry.outcome == "passed":
-            entry.outcome = "skipped"
+            entry.outcome, entry.message = "skipped", message
         entry.verdicts += [v for v in verdicts or [] if v not in entry.verdicts]
         entry.notes += [n for n in notes or [] if n not in entry.notes]
         entry.stateful = stateful or entry.stateful
@@ -91,6 +93,17 @@ class RunResults:
         return [f"{s.nodeid.split('::')[-1]}: {n}" for s in sorted(self.scenarios.values(), key=lambda s: s.nodeid)
                 for n in s.notes]
 
+    def random_stories(self) -> dict | None:
+        """{ran, why_not, examples, shrunk} of the state machine, or None when the run had none."""
+        entry = next((s for s in self.scenarios.values() if s.stateful is not None), None)
+        if entry is None:
+            return None
+        info = entry.stateful
+        if info.get("why_not"):
+            return {"ran": False, "why_not": info["why_not"], "examples_stopped": info.get("examples")}
+        return {"ran": True, "why_not": None, "examples": info.get("examples"), "shrunk": info.get("shrunk"),
+                "shrink_s": info.get("shrink_s")}
+
     def done(self) -> list[ScenarioResult]:
         """The scenarios that finished (their teardown reported), by node id: what results.json lists."""
         return [s for s in sorted(self.scenarios.values(), key=lambda s: s.nodeid) if s.nodeid in self.finished]
@@ -102,7 +115,7 @@ class RunResults:
                 "started_at": self.started_at, "finished_at": self.finished_at or time.time(),
                 "expected": self.expected, "partial": self.partial, "summary": done.summary(),
                 "ok": done.summary()["failed"] == 0 and done.summary()["error"] == 0,
-                "rules": done.by_rule(), "notes": done.notes(),
+                "rules": done.by_rule(), "notes": done.notes(), "random_stories": done.random_stories(),
                 "scenarios": [asdict(s) for s in done.scenarios.values()]}
         unfinished = sorted(set(self.scenarios) - self.finished)
         if unfinished:
@@ -116,7 +129,7 @@ class RunResults:
         known = {f.name for f in dataclasses.fields(ScenarioResult)}
         scenarios = {s["nodeid"]: ScenarioResult(**{k: v for k, v in s.items() if k in known})
                      for s in data.get("scenarios", [])}
-        derived = {"summary", "ok", "rules", "notes", "scenarios"}  # made again; "unfinished" is kept as it was
+        derived = {"summary", "ok", "rules", "notes", "scenarios", "random_stories"}  # made again; "unfinished" is kept as it was
         own = {"relay", "relay_name", "sandbox", "started_at", "finished_at", "expected", "partial"}
         return cls(data["relay"], data.get("relay_name", ""), data.get("sandbox") or {},
                    data.get("started_at", time.time()), scenarios, data.get("expected"), bool(data.get("partial")),

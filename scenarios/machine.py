@@ -10,14 +10,22 @@ Examples share the relay processes and the ledger file (restarting them for
 each example would cost more than the example), and are isolated by their
 GUIDs (each run has its own tag) and by a fresh account-system state.
 The harness draws every random choice; every toxic has toxicity 1.0.
+
+Shrinking has a time budget (Context.budget, relaychaos.engine.shrink_budget): every rule
+records itself in the example's trace, and past the budget an example is "dry": it runs
+nothing, and at its end fails from the record or is rejected. Context.stop, called as each example
+starts, may end the whole run (a named scenario has already shown a bug).
 """
 from __future__ import annotations
 
 import collections
+import functools
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from hypothesis import event
 from hypothesis import strategies as st
@@ -29,6 +37,7 @@ from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
 from relaychaos.engine.final_phase import safe_min_age_s
 from relaychaos.engine.runner import Runner
+from relaychaos.engine.shrink_budget import ShrinkBudget
 from relaychaos.history import History
 from relaychaos.recorder import Recorder
 from relaychaos.reports.incident import report
@@ -71,30 +80,49 @@ class Context:
     started: float = field(default_factory=time.monotonic)
     last_file: Path | None = None
     counts: collections.Counter = field(default_factory=collections.Counter)  # steps and faults run
+    budget: ShrinkBudget = field(default_factory=lambda: ShrinkBudget(None))  # shrinking's time budget
+    stop: Callable[[], None] | None = None  # called as each example starts; raises to end the run
 
     def note(self, what: str) -> None:
         """Count a step or fault (for the statistics), and tell Hypothesis too."""
         self.counts[what] += 1
         event(what)
 
-    def shrinking(self, settings, limit_s: float | None) -> dict:
-        """{shrunk, shrink_s}: whether the first failure was shrunk to the end, and for how long it was shrunk.
+    def shrinking(self, settings) -> dict:
+        """{shrunk, shrink_s, ...}: whether the first failure was shrunk to the end, and for how long.
 
         Called once the test is over. `shrink_s` is None when nothing was shrunk (no failure, or no
-        shrink phase); `shrunk` is False then, or when shrinking ran into `limit_s` (the story
+        shrink phase); `shrunk` is False then, or when the budget cut the shrinking short (the story
         reported is then the shortest found by that time).
         """
         if self.first_failure_at is None or "shrink" not in {p.name for p in settings.phases}:
             return {"shrunk": False, "shrink_s": None}
         spent = time.monotonic() - self.started - self.first_failure_at[1]
-        return {"shrunk": limit_s is None or spent < limit_s, "shrink_s": round(spent, 2),
-                "slowest_example_s": round(self.slowest_example_s, 2)}
+        return {"shrunk": not self.budget.cut, "shrink_s": round(spent, 2), "shrink_budget_s": self.budget.limit_s,
+                "slowest_example_s": round(self.slowest_example_s, 2), "cut_candidates": self.budget.rejected}
 
     def statistics(self) -> str:
         """How often each step and fault ran, over every example so far."""
         lines = [f"relaychaos state machine: {self.examples} examples in {time.monotonic() - self.started:.1f} s"]
         lines += [f"  {n:6d}  {what}" for what, n in self.counts.most_common()]
         return "\n".join(lines)
+
+
+def traced(rule_function):
+    """A rule that records itself (its name and arguments) in the example's trace, and whose error is
+    remembered as the failure of the story so far."""
+    @functools.wraps(rule_function)
+    def run(self, **arguments):
+        self.trace.append((rule_function.__name__, tuple(sorted(arguments.items()))))
+        self._check_record()
+        try:
+            return rule_function(self, **arguments)
+        except Exception as e:
+            if not self.dry and not self.failed:
+                self.failed = True
+                self.context.budget.remember(self.trace, e, at_end=False)
+            raise
+    return run
 
 
 class ChaosMachine(RuleBasedStateMachine):
@@ -107,22 +135,35 @@ class ChaosMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         ctx = self.context
-        ctx.examples += 1
-        self.began = time.monotonic()
-        stack = ctx.stack
-        stack.account.reset(ledger_path=stack.ledger_path, accounts=ACCOUNTS)
-        self.runner = Runner(stack, PLAN, Recorder())  # a fresh recorder: each example has its own history
-        ctx.last_history = self.runner.history
+        if ctx.stop is not None:
+            ctx.stop()
+        self.trace: list = []  # (rule, arguments) as Hypothesis drew them
+        self.dry = ctx.budget.spent()  # past the shrinking budget: decided from the record, nothing runs
         self.steps: list = []
         self.active: set[str] = set()
         self.retired: set[str] = set()
         self.labels = 0
         self.second = False
         self.failed = False
-        self.runner.begin()
+        if self.dry:
+            return
+        ctx.examples += 1
+        self.began = time.monotonic()
+        stack = ctx.stack
+        try:
+            stack.account.reset(ledger_path=stack.ledger_path, accounts=ACCOUNTS)
+            self.runner = Runner(stack, PLAN, Recorder())  # a fresh recorder: each example has its own history
+            ctx.last_history = self.runner.history
+            self.runner.begin()
+        except Exception as e:
+            ctx.budget.remember((), e, at_end=False)
+            raise
 
     # -- helpers -----------------------------------------------------------------------
     def _do(self, *steps) -> None:
+        if self.dry:
+            self.steps += steps
+            return
         for step in steps:
             self.context.note(f"step: {S.kind(step)}")
             self.steps.append(step)
@@ -140,12 +181,14 @@ class ChaosMachine(RuleBasedStateMachine):
 
     # -- rules -------------------------------------------------------------------------
     @rule(target=transfers, amount=st.integers(1, 100))
+    @traced
     def new_transfer(self, amount):
         label = self._label()
         self._do(S.Send(label, amount=amount, timeout_s=self._timeout()))
         return (label, amount)
 
     @rule(t=transfers)
+    @traced
     def resend(self, t):
         if t[0] not in self.retired:
             self._do(S.Send(t[0], amount=t[1], timeout_s=self._timeout()))
@@ -153,22 +196,26 @@ class ChaosMachine(RuleBasedStateMachine):
     # Races are always 32 wide: a narrower race that shrinking would prefer lets a real bug slip by
     # on the replay, and a flaky replay is a wrong verdict.
     @rule(target=transfers, amount=st.integers(1, 100))
+    @traced
     def race_new(self, amount):
         label = self._label()
         self._do(S.Race(label, n=32, amount=amount, slots=self._slots()))
         return (label, amount)
 
     @rule(t=transfers)
+    @traced
     def race_resend(self, t):
         if t[0] not in self.retired:
             self._do(S.Race(t[0], n=32, amount=t[1], slots=self._slots()))
 
     @rule(target=transfers, name=st.sampled_from(sorted(FAULTS) + ["kill-relay", "kill-mid-transfer"]),
           amount=st.integers(1, 100))
+    @traced
     def fault(self, name, amount):
         """A network or server fault (healed by heal), or SIGKILL of relay a and a restart on the same
         ledger, optionally while a new transfer is held at the account system."""
-        self.context.note(f"fault: {name}")
+        if not self.dry:
+            self.context.note(f"fault: {name}")
         if name == "kill-relay":
             self._do(S.Kill("a"), S.Start("a"))
         elif name == "kill-mid-transfer" and not self.active & {"account-down", "drop-request"}:
@@ -183,6 +230,7 @@ class ChaosMachine(RuleBasedStateMachine):
         return multiple()
 
     @rule()
+    @traced
     def second_relay(self):
         """A second relay on the same ledger; races are split over both from then on.
 
@@ -192,18 +240,22 @@ class ChaosMachine(RuleBasedStateMachine):
         if self.second:
             return
         self.second = True
-        if "b" in self.runner.stack.supervisor.relays:
+        if self.dry:
+            self.steps.append(S.Start("b"))
+        elif "b" in self.runner.stack.supervisor.relays:
             self.context.note("step: start")
             self.steps.append(S.Start("b"))
         else:
             self._do(S.Start("b"))
 
     @rule()
+    @traced
     def heal(self):
         self.active.clear()
         self._do(S.Heal())
 
     @rule(command=st.sampled_from(["resolve", "reprocess", "purge"]))
+    @traced
     def batch(self, command):
         """One batch run, with the arguments a careful operator uses."""
         if command == "resolve":
@@ -215,36 +267,77 @@ class ChaosMachine(RuleBasedStateMachine):
             self._do(S.Reprocess(max_attempts=3))
         else:
             self._do(S.Purge(retention_s=0))
+            if self.dry:
+                return
             rows = self.runner.rows()
             # A purged GUID is forgotten by design: the channel must not resend it (its retention is over).
             self.retired |= {label for label, guid in self.runner.guids.items() if guid not in rows}
 
     @rule(seconds=st.sampled_from([0.01, 0.05]))
+    @traced
     def wait(self, seconds):
         self._do(S.Wait(seconds))
 
     # -- checks ------------------------------------------------------------------------
+    def _check_record(self) -> None:
+        """A story that reaches a remembered failure fails here as it did (dry or not)."""
+        known = self.context.budget.failing_here(self.trace)
+        if known is not None:
+            self._recall(known)
+
     @invariant()
     def one_call_one_debit_money_conserved(self):
+        if not self.trace:  # after the start (a failure there is remembered at ()); later, each rule checks
+            self._check_record()
+        if self.dry:
+            return
         stats = self.runner.stack.account.stats()
         bad = [g for g, s in stats["guids"].items() if s["calls"] > 1 or s["debits"] > 1]
-        if bad or sum(stats["balances"].values()) != sum(ACCOUNTS.values()):
+        if not bad and sum(stats["balances"].values()) == sum(ACCOUNTS.values()):
+            self.context.budget.note_passed(self.trace)
+        elif not self.context.budget.seen_passing(self.trace):  # else the check at the story's end judges it
             self.runner.observer.account_stats()  # record the observation, then explain it
-            self._fail(checkers.check(self.runner.history), "invariant after the last step")
+            self._fail(checkers.check(self.runner.history), "invariant after the last step", at_end=False)
 
     def teardown(self):
+        budget = self.context.budget
+        if self.dry:
+            if self.failed or sys.exc_info()[0] is not None:  # it ended already (a recall, a reject, an overrun)
+                return
+            known = budget.failing_at_end(self.trace)
+            if known is None:
+                budget.reject_unless_remembered(self.trace)
+            self._recall(known)
+            return
         self.context.slowest_example_s = max(self.context.slowest_example_s, time.monotonic() - self.began)
         try:
             self.runner.finish()
-        except Exception:
+        except Exception as e:
             if not self.failed:
+                self.failed = True
+                budget.remember(self.trace, e, at_end=True)
                 raise
+        if not self.failed and (known := budget.failing_at_end(self.trace)) is not None:
+            self._recall(known)  # this whole story failed before: it fails as it did
         if not self.failed:
             verdicts = checkers.check(self.runner.history)
             if verdicts:
-                self._fail(verdicts, "full check after the final heal and convergence")
+                self._fail(verdicts, "full check after the final heal and convergence", at_end=True)
 
-    def _fail(self, verdicts, where: str) -> None:
+    def _recall(self, known) -> None:
+        """Fail as a remembered story failed (this example's trace is that story's): its report is the last."""
+        self.failed = True
+        if known.story is not None:
+            self.context.last_report, steps, rules = known.story
+            self.steps = list(steps)
+            self._write(rules)
+        self._raise(self.context.budget.again(known.error))
+
+    @staticmethod
+    def _raise(error: BaseException) -> None:
+        raise error  # one place: a failure and its recall share Hypothesis's idea of where it came from
+
+    def _fail(self, verdicts, where: str, at_end: bool) -> None:
         self.failed = True
         ctx = self.context
         text = report(self.runner.history, verdicts, limit=2)
@@ -258,7 +351,9 @@ class ChaosMachine(RuleBasedStateMachine):
         story = scenario_file.dump(self._scenario(rules))
         ctx.last_report = f"{where}: {', '.join(rules)}, in a story of {len(self.steps)} steps\n\n{story}\n{text}"
         path = self._write(rules)
-        raise AssertionError(f"{where}: {', '.join(rules)}\n{text}" + (f"\n\nwritten to {path}" if path else ""))
+        error = AssertionError(f"{where}: {', '.join(rules)}\n{text}" + (f"\n\nwritten to {path}" if path else ""))
+        ctx.budget.remember(self.trace, error, at_end, story=(ctx.last_report, tuple(self.steps), rules))
+        self._raise(error)
 
     def _scenario(self, rules) -> S.Scenario:
         """This example's steps as a scenario, to replay (and to read)."""
@@ -274,8 +369,10 @@ class ChaosMachine(RuleBasedStateMachine):
         sc = self._scenario(rules)
         ctx.found_dir.mkdir(parents=True, exist_ok=True)
         path = ctx.found_dir / f"{sc.name}.yaml"
-        text = scenario_file.dump(sc, comment=f"Found by relaychaos' stateful machine; {len(self.steps)} steps "
-                                              "after shrinking (the last failing example Hypothesis ran).")
+        how = (f"not fully shrunk: shrinking stopped at its budget of {ctx.budget.limit_s:g} s, so the story may be "
+               "longer than it needs to be" if ctx.budget.cut else "after shrinking")
+        text = scenario_file.dump(sc, comment=f"Found by relaychaos' stateful machine; {len(self.steps)} steps, "
+                                              f"{how} (the last failing example Hypothesis ran).")
         path.write_text(text)
         ctx.last_file = path
         return path

@@ -1,9 +1,12 @@
 """Every named scenario and regression file, run against the relay under test; a broken rule fails
-with its incident report."""
+with its incident report. Each is a `named` scenario: when one fails, the state machine does not
+hunt the relay (relaychaos.machine_gate)."""
 import pytest
 
 from relaychaos.engine import scenario_file
 from relaychaos.scenarios import ALL, REGRESSION_FILES
+
+pytestmark = pytest.mark.named
 
 
 @pytest.mark.parametrize("scenario", [pytest.param(s, marks=getattr(pytest.mark, s.family), id=s.name)

@@ -4,7 +4,6 @@ A score is a pure function of a submission's scenario outcomes and the rubric, s
 these pin it down on literal outcomes: what full marks, partial credit, a relay
 that never starts, a cut run and a hidden set each give.
 """
-from pathlib import Path
 
 import pytest
 

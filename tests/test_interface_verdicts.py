@@ -3,7 +3,6 @@ import dataclasses
 import json
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
 

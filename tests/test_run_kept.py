@@ -44,7 +44,7 @@ def test_two_scenarios_of_one_name_get_two_names(tmp_path):
 @pytest.mark.stack
 def test_a_run_keeps_every_history_and_log_and_recheck_reproduces_its_verdicts(tmp_path):
     run = tmp_path / "run"
-    proc = cli("run", "--relay", MUTANT, "--out", run, "--", "-k",
+    proc = cli("run", "--relay", MUTANT, "--out", run, "--hunt", "--", "-k",  # --hunt: the machine runs too
                "happy-path or dropped-response-downstream or stateful", "--relaychaos-budget", "grade",
                "--relaychaos-seed", "0")
     assert proc.returncode == 1, proc.stdout + proc.stderr

@@ -50,6 +50,9 @@ raw("userns", libc.unshare(0x10000000))
 raw("io_uring", libc.syscall(425, 8, ctypes.create_string_buffer(120)))
 raw("ptrace", libc.syscall(101, 0x4206, os.getppid(), 0, 0))
 raw("bpf", libc.syscall(321, 0, 0, 0))
+attempt("fast_open", lambda: socket.socket().sendto(b"x", 0x20000000, ("127.0.0.1", 9)))
+import fcntl, tempfile
+attempt("lease", lambda: fcntl.fcntl(tempfile.TemporaryFile(), 1024, fcntl.F_WRLCK))
 print(json.dumps(out))
 '''
 
@@ -115,6 +118,8 @@ CALLS = [(41, (2, 1, 0)), (41, (10, 1 | 0x80000, 6)), (41, (1, 1, 0)), (41, (1, 
          (41, (2, 3, 1)), (41, (2, 1, 262)), (41, (2, 1, 132)), (41, (16, 3, 0)), (41, (17, 3, 0)),
          (53, (1, 1, 0)), (53, (2, 1, 0)), (56, (0x11,)), (56, (0x10000000 | 0x11,)), (272, (0x400,)),
          (272, (0x40000000,)), (101, ()), (425, ()), (321, ()), (0, ()), (59, ()), (435, ()),
+         (44, (3, 0, 1, 0x20000000)), (44, (3, 0, 1, 0x40)), (46, (3, 0, 0x20000000)), (307, (3, 0, 1, 0x20000000)),
+         (72, (3, 1024, 1)), (72, (3, 4, 0x800)),
          (0x40000000 | 41, (2, 1, 0))]
 
 
@@ -140,7 +145,7 @@ def test_in_a_real_process_only_tcp_and_unix_sockets_open_and_no_namespace_can_b
     assert json.loads(done.stdout) == {
         "tcp": "ok", "tcp6": "ok", "unix": "ok", "udp": "EACCES", "mptcp": "EPROTONOSUPPORT",
         "sctp": "EPROTONOSUPPORT", "netlink": "EAFNOSUPPORT", "packet": "EAFNOSUPPORT", "userns": "EPERM",
-        "io_uring": "ENOSYS", "ptrace": "EPERM", "bpf": "EPERM"}, done.stderr
+        "io_uring": "ENOSYS", "ptrace": "EPERM", "bpf": "EPERM", "fast_open": "EACCES", "lease": "EPERM"}, done.stderr
 
 
 # -- the plan and the level -------------------------------------------------------------------------
@@ -194,15 +199,14 @@ def slot(tmp_path):
     from relaychaos.stack.manifest import load
 
     copy = sandbox.working_copy(load(REFERENCE))
-    ledger, tmp = sandbox.ledger_dir("t", tmp_path), sandbox.tmp_dir("t")
+    ledger, tmp = sandbox.ledger_dir(tmp_path), sandbox.tmp_dir()
     yield sandbox, copy, ledger, tmp
     sandbox.close()
 
 
 def isolated(slot, code: str, port: int = 29999) -> subprocess.CompletedProcess:
     sandbox, copy, ledger, tmp = slot
-    plan = sandbox.plan("serve", copy=copy, ledger_dir=ledger, tmp_dir=tmp, argv0=sys.executable,
-                        connect=(29998,), bind=(port,))
+    plan = sandbox.plan("serve", copy=copy, ledger_dir=ledger, tmp_dir=tmp, connect=(29998,), bind=(port,))
     env = sandbox.env({"LEDGER_PATH": str(ledger / "ledger.sqlite")}, copy, tmp)
     return subprocess.run(plan.wrap([sys.executable, "-c", code]), capture_output=True, text=True, timeout=60,
                           env=env, cwd=copy.cwd)
@@ -216,7 +220,7 @@ def test_a_relay_sees_its_own_root_processes_host_name_and_environment(slot):
     root, pids, host, env, uid = json.loads(done.stdout.splitlines()[-1])
     assert set(root) <= {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "opt", "dev", "proc",
                          "sys", "tmp", "run", "root", "work", "home"}, root
-    assert pids == ["1", "2"] and host == "relay" and uid == slot[0].slot.uid
+    assert pids == ["2"] and host == "relay"  # its init (PID 1) is root's: hidden and uid == slot[0].slot.uid
     assert set(env) <= {"PATH", "HOME", "LANG", "LEDGER_PATH", "LC_CTYPE"}, env
 
 
@@ -265,8 +269,7 @@ def test_a_command_s_processes_all_die_with_it_and_its_ipc_with_them(slot):
     code = ("import os, subprocess, sys, time; subprocess.Popen(['sleep', '300'], start_new_session=True); "
             "print('up and', 'running', flush=True); time.sleep(300)")
     sandbox, copy, ledger, tmp = slot
-    plan = sandbox.plan("serve", copy=copy, ledger_dir=ledger, tmp_dir=tmp, argv0=sys.executable, connect=(),
-                        bind=())
+    plan = sandbox.plan("serve", copy=copy, ledger_dir=ledger, tmp_dir=tmp, connect=(), bind=())
     from relaychaos.stack.processes import spawn
 
     child = spawn("t", [sys.executable, "-c", code], log_path=tmp.parent / "t.log", cwd=copy.cwd,
@@ -312,6 +315,46 @@ def test_a_relay_that_binds_another_port_is_told_what_it_may_listen_on(make_stac
     with pytest.raises(RelayError) as e:
         stack.start_relay()
     assert "serve may listen only on RELAY_PORT" in str(e.value), str(e.value)
+
+
+@ROOT_ONLY
+def test_a_relay_that_listens_without_binding_is_refused_the_ephemeral_port(make_stack, write_manifest):
+    unbound = [sys.executable, "-c", "import socket; socket.socket().listen()"]
+    stack = make_stack(write_manifest(serve=unbound, ready_timeout_s=5))
+    with pytest.raises(RelayError) as e:
+        stack.start_relay()
+    assert "seccomp refused listen on 0.0.0.0:0 (an unbound socket" in str(e.value), str(e.value)
+
+
+def test_a_ledger_that_is_a_view_or_a_slow_query_is_unreadable_at_once(tmp_path):
+    import sqlite3
+    import time
+
+    from relaychaos.stack import ledger_file
+
+    path = tmp_path / "ledger.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE VIEW ledger AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
+                     "SELECT i AS guid FROM r")
+    with pytest.raises(ledger_file.LedgerFileError, match="is a view, not a table"):
+        ledger_file.rows(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP VIEW ledger")
+        conn.execute("CREATE TABLE ledger (guid TEXT PRIMARY KEY)")
+    started = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="interrupted"):
+        ledger_file.connect(path).execute("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
+                                          "SELECT count(*) FROM r").fetchone()
+    assert time.monotonic() - started < ledger_file.QUERY_S + 1
+
+
+def test_a_ledger_file_that_is_a_fifo_is_never_opened(tmp_path):
+    from relaychaos.stack import ledger_file
+
+    os.mkfifo(tmp_path / "ledger.sqlite-journal")
+    (tmp_path / "ledger.sqlite").touch()
+    with pytest.raises(ledger_file.LedgerFileError, match="ledger.sqlite-journal is not a regular file"):
+        ledger_file.rows(tmp_path / "ledger.sqlite")
 
 
 # -- tamper evidence -----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import time
+import hashlib
 import uuid
 from typing import Callable
 
@@ -77,12 +78,15 @@ class Runner:
         return self.recorder.history
 
     def guid(self, label: str) -> str:
-        """The run's GUID for a scenario label (labels are made unique per run by the run's tag)."""
+        """The run's GUID for a scenario label: opaque (a digest of the label and the run's tag), so that nothing a
+        relay receives names the scenario, and ending in the tag, so that runs sharing a ledger tell their rows
+        apart. The history records which label each GUID stands for; reports show both."""
         if not LABEL.fullmatch(label):
             raise HarnessError(f"GUID label {label!r} in scenario '{self.scenario.name}' is not 1-40 characters "
                                "of A-Z a-z 0-9 - _", fix="rename it")
         if label not in self.guids:
-            self.guids[label] = f"{label}-{self.tag}"
+            digest = hashlib.sha256(f"{label}/{self.tag}".encode()).hexdigest()[:12]
+            self.guids[label] = f"{digest}-{self.tag}"
             self.recorder.guid(label, self.guids[label])
         return self.guids[label]
 

@@ -32,8 +32,9 @@ def add_parsers(sub) -> None:
     g.add_argument("--budget-s", type=float, default=120.0, help="wall seconds per submission (default 120)")
     g.add_argument("--workers", type=int, default=3, help="pytest-xdist workers for the named scenarios (default 3: "
                                                           "they mostly wait on timers, 3 beat 2 on two cores)")
-    g.add_argument("--shrink-s", type=float, default=10.0, help="seconds to shrink the state machine's failure "
-                                                               "before reporting it as it stands (default 10)")
+    from relaychaos import machine_options
+
+    machine_options.add_to_argparse(g)  # --hunt (the machine counts even when a named scenario failed), --shrink-s
     g.add_argument("--scenarios", help="only these scenarios (comma-separated names; `stateful` is the machine)")
     g.add_argument("--sandbox", choices=("auto", "strict", "off"), default="auto")
     g.add_argument("--sandbox-limit", default=None, help="change sandbox limits, e.g. memory_mib=2048 (see "
@@ -52,14 +53,20 @@ def add_parsers(sub) -> None:
 
 
 def _options(args: argparse.Namespace):
+    from relaychaos import machine_options
     from relaychaos.grading import rubric
     from relaychaos.grading.run_one import Options
     from relaychaos.sandbox.levels import probe
 
     probe(args.sandbox, args.sandbox_limit)  # strict refused here, before anything starts
     only = tuple(s.strip() for s in args.scenarios.split(",")) if args.scenarios else ()
+    try:
+        shrink_s = machine_options.resolve(machine_options.SHRINK_S, args.shrink_s)
+        hunt = bool(machine_options.resolve(machine_options.HUNT, args.hunt, default=False))
+    except ValueError as e:
+        raise HarnessError(str(e)) from None
     return Options(rubric.load(args.rubric), args.seed, args.budget_s, args.workers, args.sandbox, args.sandbox_limit,
-                   only, args.shrink_s)
+                   only, shrink_s, hunt)
 
 
 def cmd_grade(args: argparse.Namespace) -> int:

@@ -1,10 +1,11 @@
 """Grading one submission: the suite run against it, within a wall budget, and its graded record.
 
 Two pytest runs go at once, each in a process group of its own: the named scenarios and
-scenario files (on `workers` xdist workers), and the stateful machine (seeded; a failure shrunk for
-at most 10 s, its first failing example counted).
-When a named scenario fails, the machine is stopped and not counted: a bug the suite has
-already shown need not be hunted again. When the wall budget runs out, both are killed
+scenario files (on `workers` xdist workers), and the stateful machine (seeded; a failure shrunk
+within the shrinking budget, relaychaos.engine.shrink_budget, its first failing example counted).
+When a named scenario fails, the machine is stopped and not counted, as in `relaychaos run`
+(relaychaos.machine_gate: a bug the suite has already shown is not hunted again); with `hunt`
+it runs to its end and counts. When the wall budget runs out, both are killed
 and whatever had not finished counts against every rule (`not-run`). Both write their
 results as they go (relaychaos.reports.results), so a cut run still leaves them. The
 record (relaychaos.reports.grade_record) is the one source of every output.
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from relaychaos import paths
+from relaychaos import machine_options, paths
 from relaychaos.grading.rubric import Rubric
 from relaychaos.grading.score import Outcome, score
 from relaychaos.grading.submissions import Submission
@@ -42,7 +43,9 @@ class Options:
     sandbox: str = "auto"
     sandbox_limit: str | None = None
     only: tuple[str, ...] = ()  # scenario names to run (all when empty)
-    shrink_s: float = 10.0  # the machine's failure is shrunk this long at most (its grade does not depend on it)
+    shrink_s: float | None = None  # the machine's failure is shrunk this long at most (None: the grade budget's 10 s);
+    # its grade does not depend on it
+    hunt: bool = False  # the machine runs and counts even when a named scenario has failed
 
 
 def expected(opts: Options) -> list[tuple[str, str]]:
@@ -62,8 +65,8 @@ def _pytest(manifest: Path, out: Path, results: Path, opts: Options, machine: bo
             "--sandbox", opts.sandbox, "-p", "no:cacheprovider", "-m", "stateful" if machine else "not stateful"]
     argv += ["--sandbox-limit", opts.sandbox_limit] if opts.sandbox_limit else []
     if machine:
-        argv += ["--relaychaos-budget", "grade", "--relaychaos-seed", str(opts.seed),
-                 "--relaychaos-shrink-s", f"{opts.shrink_s:g}"]
+        argv += ["--relaychaos-budget", "grade", "--relaychaos-seed", str(opts.seed)]
+        argv += machine_options.pytest_args({"shrink_s": opts.shrink_s})
     else:
         argv += ["-n", str(opts.workers)] if opts.workers > 1 else []
         argv += [a for s, f in sorted(opts.rubric.folders.items()) for a in ("--relaychaos-scenarios", f"{s}={f}")]
@@ -94,6 +97,9 @@ def _stop(proc: subprocess.Popen | None) -> None:
     except ProcessLookupError:
         pass
     proc.wait()
+    from relaychaos.sandbox.policy import clear_abandoned
+
+    clear_abandoned()  # the sandbox slots of workers killed before they could close them
 
 
 def read_results(path: Path) -> list[dict]:
@@ -129,7 +135,7 @@ def run_suite(sub: Submission, out: Path, opts: Options, progress: Callable[[dic
         while named.poll() is None or (machine is not None and machine.poll() is None):
             done = read_results(named_json)
             progress({"done": done, "machine": machine is not None and machine.poll() is None})
-            if any(s["outcome"] == "failed" for s in done) and machine is not None and machine.poll() is None:
+            if _failed(done) and not opts.hunt and machine is not None and machine.poll() is None:
                 _stop(machine)  # its result would not count (below): no need to wait for it
             if time.monotonic() > deadline:
                 timed_out = True
@@ -142,11 +148,18 @@ def run_suite(sub: Submission, out: Path, opts: Options, progress: Callable[[dic
         _stop(named)
         _stop(machine)
     scenarios = read_results(named_json)
-    if any(s["outcome"] == "failed" for s in scenarios):  # whatever the timing: the same grade on every regrade
-        machine_why = "not run: a named scenario had already shown a bug"
+    if _failed(scenarios) and not opts.hunt:  # whatever the timing: the same grade on every regrade
+        from relaychaos.machine_gate import why_not
+
+        machine_why = why_not(_failed(scenarios))
     elif want_machine:
         scenarios += read_results(machine_json)
     return {"scenarios": scenarios, "timed_out": timed_out, "machine_why": machine_why, "never_started": never_started}
+
+
+def _failed(results: list[dict]) -> list[str]:
+    """The names of the named scenarios that failed."""
+    return [name_of(s["nodeid"])[0] for s in results if s["outcome"] == "failed"]
 
 
 def _never_started(result: dict) -> bool:

@@ -74,15 +74,23 @@ class SlotCgroups:
     options: tuple[str, ...]  # the hierarchies' mount options, for the relay's own /sys/fs/cgroup
 
     @classmethod
+    def named(cls, name: str) -> "SlotCgroups":
+        """The groups of that name under the harness's own cgroups, whether they exist or not."""
+        found = hierarchies()
+        return cls(name, {c: h.mount / h.own.lstrip("/") / name for c, h in found.items()},
+                   tuple(sorted({h.options for h in found.values()})))
+
+    def exist(self) -> bool:
+        return any(path.is_dir() for path in self.groups.values())
+
+    @classmethod
     def create(cls, name: str, *, memory_mib: int, tasks: int, cpu_shares: int) -> "SlotCgroups":
         """Make the slot's groups afresh under the harness's own (a killed run's are emptied and removed)."""
-        found = hierarchies()
-        groups = {c: h.mount / h.own.lstrip("/") / name for c, h in found.items()}
-        made = cls(name, groups, tuple(sorted({h.options for h in found.values()})))
+        made = cls.named(name)
         made.kill()
         made.remove()
         try:
-            for path in groups.values():
+            for path in made.groups.values():
                 path.mkdir()
             made.set(memory_mib=memory_mib, tasks=tasks, cpu_shares=cpu_shares)
         except OSError as e:

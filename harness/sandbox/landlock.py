@@ -26,7 +26,9 @@ REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 _FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16) - 1}
 FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the only rights a file (not folder) takes
 READ_ONLY = EXECUTE | READ_FILE | READ_DIR
-READ_WRITE = (1 << 16) - 1 & ~(MAKE_CHAR | MAKE_BLOCK)  # all but device nodes
+# All but device nodes and Unix sockets bound to a path: a relay's commands share its folder and /tmp, and a
+# socket there would let one command pass another an open file, a killed serve's listener included.
+READ_WRITE = (1 << 16) - 1 & ~(MAKE_CHAR | MAKE_BLOCK | MAKE_SOCK)
 # The ledger's folder: regular files and folders only. No FIFO, socket or symbolic link can be made
 # there, nor a file moved or linked in from elsewhere (REFER): whoever opens the ledger by its path
 # (the harness, the account system) finds a regular file or nothing.

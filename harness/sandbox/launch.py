@@ -26,14 +26,15 @@ def start(sandbox: Sandbox, manifest: Manifest, command: str, *, copy: WorkingCo
     """Start `command` of the relay with `args` appended, in its sandbox (see the module doc)."""
     argv = [*manifest.commands[command], *args]
     env = sandbox.env(contract, copy, tmp_dir)
-    plan = sandbox.plan(command, copy=copy, ledger_dir=ledger_dir, tmp_dir=tmp_dir,
-                        argv0=executable(manifest, command, copy, env["PATH"]), connect=connect,
+    executable(manifest, command, copy, env["PATH"])  # a missing program is said before anything starts
+    plan = sandbox.plan(command, copy=copy, ledger_dir=ledger_dir, tmp_dir=tmp_dir, connect=connect,
                         bind=(port,) if port else (), relaxed=relaxed)
     return spawn(f"{manifest.name}:{command}", argv, log_path=log_path, cwd=copy.cwd, env=env, plan=plan)
 
 
 def executable(manifest: Manifest, command: str, copy: WorkingCopy, path: str) -> str:
-    """The command's argv[0] as found (relative to its folder, or on `path`); RelayError naming the manifest."""
+    """The command's argv[0] as found (relative to its folder, or on `path`); RelayError naming the manifest.
+    What it finds is only looked at: the plan never depends on it (a relay can change its folder at will)."""
     argv0 = manifest.commands[command][0]
     if "/" in argv0:
         found = str(copy.cwd / argv0) if os.access(copy.cwd / argv0, os.X_OK) else None

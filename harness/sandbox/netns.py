@@ -11,9 +11,10 @@ runs end to end: a reset, a time-out or a refused connection means what it means
   sends what reaches 10.213.N.2 on a port of the harness's range to 127.0.0.1 (route_localnet),
   and its input filter drops every other packet from outside.
 - It can open connections only to the harness's end, and there (the machine's own filter on
-  `rcN-h`) only to a port of the harness's range: the slot's account proxy listens on
-  10.213.N.1, nothing else of the harness does (Toxiproxy's API, the account system and every
-  other proxy listen on 127.0.0.1). Landlock then narrows it to the account proxy's port.
+  `rcN-h`) only to the ports of the slot's account proxies (`allow`, `forbid`: the stack says
+  which, as it makes and removes them), MAX_CONNECTIONS at a time. Nothing else of the harness
+  listens on 10.213.N.1 (Toxiproxy's API, the account system and every other proxy listen on
+  127.0.0.1). Landlock then narrows it to the one account proxy of the command's stack.
 - No IPv6 on either end (its link-local addresses would reach the machine's wildcard listeners).
 These addresses never leave the machine: they exist only on this pair.
 
@@ -33,6 +34,7 @@ from relaychaos.sandbox import kernel
 
 NETNS_DIR = "/run/netns"
 PREFIX = "10.213"
+MAX_CONNECTIONS = 1024  # open connections from a slot's relays to the harness's end, at most
 
 
 @dataclass(frozen=True)
@@ -101,15 +103,17 @@ class SlotNetwork:
              stdin=self._relay_rules())
 
     def _host_rules(self) -> str:
-        low, high = self.ports
         h = self.host_link
         return f"""table inet {self.name}
 delete table inet {self.name}
 table inet {self.name} {{
+  set proxies {{ type inet_service; }}
   chain input {{
     type filter hook input priority filter; policy accept;
     iifname "{h}" ct state established,related accept
-    iifname "{h}" ip daddr {self.host_address} tcp dport {low}-{high} accept
+    iifname "{h}" ct state new ip daddr {self.host_address} tcp dport @proxies ct count over {MAX_CONNECTIONS} \
+      reject with tcp reset
+    iifname "{h}" ip daddr {self.host_address} tcp dport @proxies accept
     iifname "{h}" meta l4proto tcp reject with tcp reset
     iifname "{h}" drop
   }}
@@ -120,6 +124,14 @@ table inet {self.name} {{
   }}
 }}
 """
+
+    def allow(self, port: int) -> None:
+        """Let the relay reach the harness's end on `port` (an account proxy of the slot's, while it exists)."""
+        _run(["nft", "add", "element", "inet", self.name, "proxies", f"{{ {port} }}"])
+
+    def forbid(self, port: int) -> None:
+        subprocess.run(["nft", "delete", "element", "inet", self.name, "proxies", f"{{ {port} }}"],
+                       capture_output=True)
 
     def _relay_rules(self) -> str:
         low, high = self.ports

@@ -13,8 +13,8 @@ itself: rlimits, Landlock, seccomp, the log budget. `level()` says which (levels
 from __future__ import annotations
 
 import functools
-import itertools
 import os
+import secrets
 import shutil
 import site
 import sys
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relaychaos import paths
-from relaychaos.sandbox import levels, slots
+from relaychaos.sandbox import kernel, levels, slots
 from relaychaos.sandbox.cgroups import SlotCgroups
 from relaychaos.sandbox.levels import Limits
 from relaychaos.sandbox.netns import SlotNetwork
@@ -33,7 +33,6 @@ SYSTEM = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 COPY_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".venv", "node_modules/.cache")
-_copies = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -55,6 +54,7 @@ class Sandbox:
         self.cgroups: SlotCgroups | None = None
         self.log_budget = log_budget
         self._users = 0  # supervisors running relays in this sandbox now
+        self._pristines: dict[Path, Path] = {}  # a relay's folder -> its copy in the slot, under the overlays
 
     @classmethod
     def create(cls, mode: str = "auto", limits: Limits = Limits(), log_budget: Path | None = None) -> "Sandbox":
@@ -81,10 +81,14 @@ class Sandbox:
         if "cgroups" not in self.lacks:
             self.cgroups = SlotCgroups.create(f"relaychaos-s{self.slot.number}", memory_mib=self.limits.memory_mib,
                                               tasks=self.limits.tasks, cpu_shares=self.limits.cpu_shares)
-        if self.log_budget is None:
-            self.log_budget = slots.base_dir() / f"slot-{self.slot.number}.logs"
-            self.log_budget.unlink(missing_ok=True)
-        (slots.base_dir() / f"slot-{self.slot.number}.root").mkdir(mode=0o755, exist_ok=True)
+        if self.log_budget is None:  # the slot's own count, gone with its home
+            self.log_budget = self.slot.home / ".logs"
+        self._view_root.mkdir(mode=0o755, exist_ok=True)
+
+    @property
+    def _view_root(self) -> Path:
+        """The empty folder each isolated command builds its root on (in its own mount namespace)."""
+        return self.slot.home / ".root"
 
     # -- what it is ----------------------------------------------------------------------
     @property
@@ -124,33 +128,63 @@ class Sandbox:
     # -- the relay's folders ----------------------------------------------------------------
     def working_copy(self, manifest) -> WorkingCopy:
         """A fresh copy of the relay's folder (Manifest.code), owned by the slot's uid; the folder itself when
-        the sandbox is off."""
+        the sandbox is off. Isolated, the folder is copied once per sandbox (its pristine copy, which no relay
+        can reach) and each working copy is an overlay on it: what a relay writes lands in a layer of its own,
+        gone with it, and a stack starts in about a millisecond whatever the folder's size."""
         if not self.on:
             return WorkingCopy(manifest.code, manifest.folder)
-        home = self.slot.folder("relays", str(next(_copies)))
-        root = home / manifest.code.name
-        shutil.copytree(manifest.code, root, symlinks=True, ignore=COPY_IGNORE)
-        for dirpath, dirnames, filenames in os.walk(home):
-            for name in [dirpath] + [os.path.join(dirpath, n) for n in dirnames + filenames]:
-                os.chown(name, self.slot.uid, self.slot.gid, follow_symlinks=False)
+        home = self._fresh("relays")
+        if self.isolated:
+            root = self._overlay(self._pristine(manifest.code), home, manifest.code.name)
+        else:
+            root = self._copy(manifest.code, home / manifest.code.name)
         return WorkingCopy(root, root / manifest.folder.relative_to(manifest.code))
 
-    def ledger_dir(self, name: str, default: Path) -> Path:
-        """A fresh folder for one stack's ledger, owned by the slot's uid (`default` when the sandbox is off)."""
-        return self.slot.folder("ledgers", name) if self.on else default
+    def _copy(self, source: Path, target: Path) -> Path:
+        shutil.copytree(source, target, symlinks=True, ignore=COPY_IGNORE)
+        for dirpath, dirnames, filenames in os.walk(target):
+            for name in [dirpath] + [os.path.join(dirpath, n) for n in dirnames + filenames]:
+                os.chown(name, self.slot.uid, self.slot.gid, follow_symlinks=False)
+        return target
 
-    def tmp_dir(self, name: str) -> Path | None:
+    def _pristine(self, code: Path) -> Path:
+        if code not in self._pristines:
+            self._pristines[code] = self._copy(code, self._fresh("pristine") / code.name)
+        return self._pristines[code]
+
+    def _overlay(self, lower: Path, home: Path, name: str) -> Path:
+        upper, work, merged = home / "upper", home / "work", home / name
+        for folder in (upper, work, merged):
+            folder.mkdir(mode=0o700)
+            os.chown(folder, self.slot.uid, self.slot.gid)
+        kernel.mount("overlay", str(merged), "overlay", kernel.MS_NOSUID | kernel.MS_NODEV,
+                     f"lowerdir={lower},upperdir={upper},workdir={work}", layer="mount")
+        return merged
+
+    def ledger_dir(self, default: Path) -> Path:
+        """A fresh folder for one stack's ledger, owned by the slot's uid (`default` when the sandbox is off)."""
+        return self._fresh("ledgers") if self.on else default
+
+    def tmp_dir(self) -> Path | None:
         """A fresh folder for one stack's temporary files: its /tmp, or its TMPDIR without isolation."""
-        return self.slot.folder("tmp", name) if self.on else None
+        return self._fresh("tmp") if self.on else None
+
+    def _fresh(self, kind: str) -> Path:
+        """A new folder of the slot's home, named at random: a path a relay sees (LEDGER_PATH, its mounts) says
+        nothing of the scenario, the test or how many came before."""
+        return self.slot.folder(kind, secrets.token_hex(8))
 
     def discard(self, *folders: Path | None) -> None:
-        """Remove what a relay wrote in its folders (the sandbox's own only; never a folder of the user's)."""
+        """Remove what a relay wrote in its folders (the sandbox's own only; never a folder of the user's), the
+        overlays mounted there first."""
         for folder in folders:
             if self.on and folder is not None and self.slot.home in folder.parents:
+                for mounted in mounts_below(folder):
+                    kernel.umount(str(mounted), kernel.MNT_DETACH, layer="mount")
                 shutil.rmtree(folder, ignore_errors=True)
 
     # -- plans ---------------------------------------------------------------------------
-    def plan(self, command: str, *, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path | None, argv0: str,
+    def plan(self, command: str, *, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path | None,
              connect: tuple[int, ...], bind: tuple[int, ...], relaxed: bool = False) -> Plan:
         """The plan of one command; `relaxed` (a diagnosis) drops the rlimits and nothing else."""
         if not self.on:
@@ -159,28 +193,28 @@ class Sandbox:
         log = LogBudget(str(self.log_budget), self.limits.log_mib << 20)
         writable = (str(copy.root), str(tmp_dir) if tmp_dir else None)
         if not self.isolated:
-            rules = Rules(self.abi, read_only=system_tree()[1] + ("/proc", "/sys") + runtime_paths(argv0) + DEVICES,
+            rules = Rules(self.abi, read_only=system_tree()[1] + ("/proc", "/sys") + runtime_paths() + DEVICES,
                           read_write=tuple(p for p in writable if p) + DEVICES, ledger=(str(ledger_dir),),
                           connect=connect, bind=bind)
             return Plan(rlimits=rlimits, cwd=str(copy.cwd), umask=0o077, landlock=rules if self.abi else None,
                         seccomp="seccomp" not in self.lacks, log=log)
         rules = Rules(self.abi, read_only=("/",), read_write=(str(copy.root), "/tmp", "/dev/shm") + DEVICES,
                       ledger=(str(ledger_dir),), connect=connect, bind=bind)
-        isolation = Isolation(view=self._view(copy, ledger_dir, tmp_dir, argv0), netns=self.network and self.network.path,
+        isolation = Isolation(view=self._view(copy, ledger_dir, tmp_dir), netns=self.network and self.network.path,
                               cgroup_procs=self.cgroups.procs() if self.cgroups else ())
         return Plan(uid=self.slot.uid, gid=self.slot.gid, rlimits=rlimits, cwd=str(copy.cwd), umask=0o077,
                     landlock=rules if self.abi else None, seccomp="seccomp" not in self.lacks, isolation=isolation,
                     log=log)
 
-    def _view(self, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path, argv0: str) -> View:
+    def _view(self, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path) -> View:
         links, system = system_tree()
-        runtime = [p for p in runtime_paths(argv0) if not any(p == s or p.startswith(s + "/") for s in system)]
+        runtime = [p for p in runtime_paths() if not any(Path(s) == Path(p) or Path(s) in Path(p).parents
+                                                          for s in system)]
         binds = [(p, p, False) for p in system + tuple(runtime)]
         binds += [(str(copy.root), str(copy.root), True), (str(ledger_dir), str(ledger_dir), True),
                   (str(tmp_dir), "/tmp", True)]
-        package = str(paths.PACKAGE)
-        masks = tuple(package for _, target, _ in binds if package.startswith(target + "/"))
-        return View(root=str(slots.base_dir() / f"slot-{self.slot.number}.root"), binds=tuple(binds),
+        masks = tuple(str(paths.PACKAGE) for _, target, _ in binds if Path(target) in paths.PACKAGE.parents)
+        return View(root=str(self._view_root), binds=tuple(binds),
                     links=links, masks=masks, cgroups=self.cgroups.options if self.cgroups else ())
 
     def env(self, contract: dict[str, str], copy: WorkingCopy, tmp_dir: Path | None) -> dict[str, str]:
@@ -207,8 +241,11 @@ class Sandbox:
         return self.sweep() if self._users == 0 else 0
 
     def sweep(self) -> int:
-        """Kill every process left in the slot: its cgroups, then its uid (nothing without a slot of its own)."""
-        return (self.cgroups.kill() if self.cgroups else 0) + (self.slot.sweep() if self.slot else 0)
+        """Kill every process left in the slot: those in its cgroups (no relay can leave them), or without cgroups
+        those of its uid (nothing without a slot of its own)."""
+        if self.cgroups is not None:
+            return self.cgroups.kill()
+        return self.slot.sweep() if self.slot else 0
 
     def close(self) -> None:
         self.sweep()
@@ -223,6 +260,30 @@ class Sandbox:
             self.slot = None
 
 
+def clear_abandoned() -> list[int]:
+    """Remove what harness processes killed before they could close left of their slots: for each slot no process
+    holds (a slot's lock lives as long as its process), its processes, cgroups, network and home. The slots
+    cleared. Called by whoever stops harness processes the hard way (a grade past its budget, a Ctrl-C'd run);
+    without root there is nothing of the kind to clear."""
+    if os.geteuid() != 0:
+        return []
+    return [n for n in slots.free(slots.base_dir()) if clear_slot(n)]
+
+
+def clear_slot(n: int) -> bool:
+    """Remove whatever of slot n is on the machine (the caller holds its lock); whether there was anything."""
+    network, groups = SlotNetwork(n, port_range()), SlotCgroups.named(f"relaychaos-s{n}")
+    home = slots.base_dir() / f"slot-{n}"
+    if not (os.path.exists(network.path) or os.path.exists(f"/sys/class/net/{network.host_link}") or groups.exist()
+            or home.exists()):
+        return False
+    groups.kill()
+    groups.remove()
+    network.destroy()
+    slots.clear_home(home)
+    return True
+
+
 @functools.lru_cache(maxsize=1)
 def system_tree() -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
     """(symbolic links, folders) among the system's top folders, as this machine has them (/bin -> usr/bin)."""
@@ -231,14 +292,11 @@ def system_tree() -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
     return links, folders
 
 
-def runtime_paths(argv0: str | None) -> tuple[str, ...]:
-    """Folders a relay may read beyond the system's: this Python (so that `python` in a manifest works) and the
-    prefix of the command's own executable when it lies elsewhere."""
-    found = list(_harness_runtime())
-    if argv0 and os.path.isabs(argv0):
-        folder = Path(os.path.realpath(argv0)).parent
-        found.append(str(folder.parent if folder.name == "bin" else folder))
-    return outermost(found)
+def runtime_paths() -> tuple[str, ...]:
+    """Folders a relay may read beyond the system's: this Python's prefixes and site folders, so that `python` in
+    a manifest is the harness's own (contract section 1). Nothing a relay names: its commands are found on its
+    own PATH (this Python's folder, then the system's), all within what is bound already."""
+    return outermost(list(_harness_runtime()))
 
 
 @functools.lru_cache(maxsize=1)
@@ -246,6 +304,14 @@ def _harness_runtime() -> tuple[str, ...]:
     found = [sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(os.path.realpath(sys.executable)).parents[1])]
     found += site.getsitepackages()
     return tuple(os.path.realpath(p) for p in found if os.path.exists(p))
+
+
+def mounts_below(folder: Path) -> list[Path]:
+    """The mount points at or below `folder`, deepest first (from /proc/self/mountinfo)."""
+    prefix = str(folder).rstrip("/") + "/"
+    points = [Path(line.split()[4].replace("\\040", " ")) for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    return sorted({p for p in points if str(p) == str(folder) or str(p).startswith(prefix)},
+                  key=lambda p: -len(p.parts))
 
 
 def outermost(found: list[str]) -> tuple[str, ...]:

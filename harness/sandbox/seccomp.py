@@ -11,15 +11,19 @@ the level says so):
 - the kernel's administrative and introspection calls: ptrace and process_vm_*, bpf,
   perf_event_open, userfaultfd, keyrings, mounts, modules, kexec, reboot, swap, clocks, handles;
 - io_uring (it can open sockets beyond this filter's sight): ENOSYS, as on a kernel without it;
-  clone3 (its flags are out of a filter's reach): ENOSYS, so libc falls back to clone.
+  clone3 (its flags are out of a filter's reach): ENOSYS, so libc falls back to clone;
+- TCP Fast Open (sendto, sendmsg or sendmmsg with MSG_FASTOPEN: a connect Landlock does not
+  see): EACCES; a lease on a file (fcntl F_SETLEASE: another process's open() of it would wait
+  for the lease to break, the harness's own reading the ledger included): EPERM.
 
 `program(notify)` assembles the classic BPF. With notify, each refusal goes to the command's
 init process (SECCOMP_RET_USER_NOTIF), which answers with the errno of `refusal()` and writes
 one line naming the call and its arguments into the relay's log (`Listener`); without, the
-filter answers the errno itself. With notify, init also looks at every TCP bind and connect
-(an IPv4 or IPv6 address): one to a port the plan does not allow is refused with EACCES and
-said in the log with its address; the others go on, and Landlock, which a relay cannot race,
-decides them. Stdlib only (the exec wrapper imports it by path).
+filter answers the errno itself. With notify, init also looks at every bind and connect with an
+address of an IP socket's size, and every listen: one on a port the plan does not allow (a
+listen on an unbound socket, which would take an ephemeral port, included) is refused with
+EACCES and said in the log with its address; the others go on, and Landlock, which a relay
+cannot race, decides a bind or connect. Stdlib only (the exec wrapper imports it by path).
 """
 from __future__ import annotations
 
@@ -43,8 +47,11 @@ FLAG_CONTINUE = 1
 AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
 SOCK_STREAM, SOCK_TYPE_MASK, IPPROTO_TCP, IPPROTO_MPTCP = 1, 0xF, 6, 262
 NAMESPACE_FLAGS = 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00020000 | 0x80
-SOCKET, SOCKETPAIR, CLONE, UNSHARE, CLONE3, CONNECT, BIND = 41, 53, 56, 272, 435, 42, 49
-INET_ADDRLEN = (16, 28)  # sizeof(struct sockaddr_in), sizeof(struct sockaddr_in6)
+SOCKET, SOCKETPAIR, CLONE, UNSHARE, CLONE3, CONNECT, BIND, LISTEN = 41, 53, 56, 272, 435, 42, 49, 50
+SENDTO, SENDMSG, SENDMMSG, FCNTL = 44, 46, 307, 72
+MSG_FASTOPEN, F_SETLEASE = 0x20000000, 1024
+SEND_FLAGS = {SENDTO: 3, SENDMSG: 2, SENDMMSG: 3}  # which argument holds the flags
+MIN_INET_ADDRLEN = 16  # sizeof(struct sockaddr_in); sockaddr_in6 is 28
 # Refused outright: number -> (name, errno).
 REFUSED = {
     101: ("ptrace", errno.EPERM), 310: ("process_vm_readv", errno.EPERM), 311: ("process_vm_writev", errno.EPERM),
@@ -93,6 +100,10 @@ def refusal(nr: int, args: tuple[int, ...]) -> tuple[str, int] | None:
         return f"socketpair({FAMILIES.get(low[0], low[0])}, ...)", errno.EAFNOSUPPORT
     if nr in (CLONE, UNSHARE) and low[0] & NAMESPACE_FLAGS:
         return f"{'clone' if nr == CLONE else 'unshare'}(flags {low[0]:#x}: a new namespace)", errno.EPERM
+    if nr in SEND_FLAGS and low[SEND_FLAGS[nr]] & MSG_FASTOPEN:  # a connect Landlock does not see
+        return f"{('sendto', 'sendmsg')[nr != SENDTO] if nr != SENDMMSG else 'sendmmsg'}(MSG_FASTOPEN)", errno.EACCES
+    if nr == FCNTL and low[1] == F_SETLEASE:  # a lease makes another's open() of the file wait
+        return "fcntl(F_SETLEASE)", errno.EPERM
     return None
 
 
@@ -139,12 +150,23 @@ def program(notify: bool) -> bytes:
     a.op(_JEQ, SOCKETPAIR, "socketpair")
     a.op(_JEQ, CLONE, "ns_flags")
     a.op(_JEQ, UNSHARE, "ns_flags")
+    for nr, arg in sorted(SEND_FLAGS.items()):
+        a.op(_JEQ, nr, f"flags{arg}")
+    a.op(_JEQ, FCNTL, "fcntl")
     if notify:
         a.op(_JEQ, BIND, "inet_address")
         a.op(_JEQ, CONNECT, "inet_address")
+        a.op(_JEQ, LISTEN, "look")
     for nr, (_, err) in sorted(REFUSED.items()):
         a.op(_JEQ, nr, f"deny{err}")
     a.op(_RET, RET_ALLOW)
+    _argument_checks(a, notify)
+    _returns(a, notify)
+    return a.assemble()
+
+
+def _argument_checks(a: _Asm, notify: bool) -> None:
+    """The calls refused for their arguments: sockets, namespaces, fast open, leases, and (notify) addresses."""
     a.at("socket")
     a.op(_LD_ABS, _arg(0))
     a.op(_JEQ, AF_UNIX, "allow")
@@ -164,13 +186,23 @@ def program(notify: bool) -> bytes:
     a.at("ns_flags")
     a.op(_LD_ABS, _arg(0))
     a.op(_JSET, NAMESPACE_FLAGS, f"deny{errno.EPERM}", "allow")
+    for arg in sorted(set(SEND_FLAGS.values())):
+        a.at(f"flags{arg}")
+        a.op(_LD_ABS, _arg(arg))
+        a.op(_JSET, MSG_FASTOPEN, f"deny{errno.EACCES}", "allow")
+    a.at("fcntl")
+    a.op(_LD_ABS, _arg(1))
+    a.op(_JEQ, F_SETLEASE, f"deny{errno.EPERM}", "allow")
     if notify:
         a.at("inet_address")
         a.op(_LD_ABS, _arg(2))
-        a.op(_JEQ, INET_ADDRLEN[0], "look")
-        a.op(_JEQ, INET_ADDRLEN[1], "look", "allow")
+        a.op(_JGE, MIN_INET_ADDRLEN, "look", "allow")
         a.at("look")
         a.op(_RET, RET_USER_NOTIF)
+
+
+def _returns(a: _Asm, notify: bool) -> None:
+    """Where every jump lands: allow, kill, quietly absent, or refused (by errno, or through the listener)."""
     a.at("allow")
     a.op(_RET, RET_ALLOW)
     a.at("kill")
@@ -182,7 +214,6 @@ def program(notify: bool) -> bytes:
     for err in sorted({e for _, e in REFUSED.values()} | {errno.EAFNOSUPPORT, errno.EACCES, errno.EPROTONOSUPPORT}):
         a.at(f"deny{err}")
         a.op(_RET, RET_USER_NOTIF if notify else RET_ERRNO | err)
-    return a.assemble()
 
 
 class _Fprog(ctypes.Structure):
@@ -211,7 +242,7 @@ class Listener:
     def __init__(self, fd: int, write, bind: tuple[int, ...] | None = None, connect: tuple[int, ...] = ()) -> None:
         """`bind` None: the plan has no port rules (no Landlock network rules), so nothing is looked at."""
         self.fd, self.write, self.said = fd, write, set()
-        self.allowed = {BIND: set(bind), CONNECT: set(connect)} if bind is not None else {}
+        self.allowed = {BIND: set(bind), LISTEN: set(bind), CONNECT: set(connect)} if bind is not None else {}
 
     def answer(self) -> None:
         """Take one notification (the fd is readable) and answer it."""
@@ -237,24 +268,52 @@ class Listener:
             pass  # the caller is gone or was interrupted: the kernel restarts or drops the call
 
     def _address(self, ident: int, pid: int, nr: int, args: list[int]) -> tuple[str, int] | None:
-        """A bind or connect to a port the plan does not allow, as (the call, EACCES); None to let it go on."""
+        """A bind, connect or listen on a port the plan does not allow, as (the call, EACCES); None to let it go."""
         try:
-            with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
-                mem.seek(args[1])
-                raw = mem.read(args[2])
+            family, host, port = _listening(pid, args[0]) if nr == LISTEN else _sockaddr(pid, args[1], args[2])
             fcntl.ioctl(self.fd, NOTIF_ID_VALID, struct.pack("=Q", ident))  # still the same caller
-        except (OSError, ValueError, OverflowError):
+        except (OSError, ValueError, OverflowError, struct.error):
             return None
-        family, port = struct.unpack_from("=H", raw)[0], struct.unpack_from("!H", raw, 2)[0]
         if family not in (AF_INET, AF_INET6) or port in self.allowed[nr]:
             return None
-        host = (socket.inet_ntop(socket.AF_INET, raw[4:8]) if family == AF_INET
-                else f"[{socket.inet_ntop(socket.AF_INET6, raw[8:24])}]")
-        return f"{'bind' if nr == BIND else 'connect'} to {host}:{port}", errno.EACCES
+        name = {BIND: "bind to", CONNECT: "connect to", LISTEN: "listen on"}[nr]
+        return f"{name} {host}:{port}" + (" (an unbound socket: an ephemeral port)" if nr == LISTEN and host in
+                                          ("0.0.0.0", "[::]") else ""), errno.EACCES
+
+
+def _sockaddr(pid: int, address: int, length: int) -> tuple[int, str, int]:
+    """(family, host, port) of the struct sockaddr at `address` in process pid's memory."""
+    with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+        mem.seek(address)
+        raw = mem.read(min(length, 128))
+    family, port = struct.unpack_from("=H", raw)[0], struct.unpack_from("!H", raw, 2)[0]
+    if family == AF_INET:
+        return family, socket.inet_ntop(socket.AF_INET, raw[4:8]), port
+    if family == AF_INET6:
+        return family, f"[{socket.inet_ntop(socket.AF_INET6, raw[8:24])}]", port
+    return family, "", port
+
+
+def _listening(pid: int, fd: int) -> tuple[int, str, int]:
+    """(family, host, port) a socket of process pid is bound to (an unbound one: port 0), through a copy of it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    pidfd = os.pidfd_open(pid)
+    try:
+        copy = libc.syscall(ctypes.c_long(438), ctypes.c_int(pidfd), ctypes.c_int(fd), ctypes.c_uint(0))  # pidfd_getfd
+        if copy < 0:
+            raise OSError(ctypes.get_errno(), "pidfd_getfd")
+    finally:
+        os.close(pidfd)
+    with socket.socket(fileno=copy) as sock:
+        if sock.family not in (socket.AF_INET, socket.AF_INET6):
+            return int(sock.family), "", 0
+        host, port = sock.getsockname()[:2]
+        return int(sock.family), host if sock.family == socket.AF_INET else f"[{host}]", port
 
 
 def _why(nr: int, call: str, allowed: dict[int, set[int]]) -> str:
-    if nr == BIND:
+    if nr in (BIND, LISTEN):
         return f"serve may listen only on RELAY_PORT ({', '.join(map(str, sorted(allowed[BIND]))) or 'none here'})"
     if nr == CONNECT:
         return (f"a relay may connect only to ACCOUNT_URL (port "

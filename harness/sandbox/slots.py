@@ -21,7 +21,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from relaychaos.errors import HarnessError
 from relaychaos.sandbox import kernel
@@ -79,7 +79,7 @@ class Slot:
 
     def release(self) -> None:
         self.sweep()
-        _clear_home(self.home)
+        clear_home(self.home)
         os.close(self._lock_fd)
 
 
@@ -99,7 +99,7 @@ def claim(separate: bool, quota_mib: int = 0) -> Slot:
         home = base / f"slot-{n}"
         slot = Slot(n, uid, gid, user, home, separate, quota_mib if separate else 0, fd)
         slot.sweep()
-        _clear_home(home)
+        clear_home(home)
         home.mkdir(mode=0o700)
         if slot.quota_mib:
             kernel.mount("tmpfs", str(home), "tmpfs", kernel.MS_NOSUID | kernel.MS_NODEV,
@@ -110,7 +110,22 @@ def claim(separate: bool, quota_mib: int = 0) -> Slot:
                        fix="wait for some to finish, or run fewer in parallel")
 
 
-def _clear_home(home: Path) -> None:
+def free(base: Path) -> Iterator[int]:
+    """The numbers of the slots no process holds, each locked while the caller looks at it."""
+    for lock in sorted(base.glob("slot-*.lock")):
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            yield int(lock.stem.split("-")[1])
+        finally:
+            os.close(fd)
+
+
+def clear_home(home: Path) -> None:
     """Unmount the home's tmpfs (if any) and remove the folder."""
     if os.path.ismount(home):
         try:

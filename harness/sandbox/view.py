@@ -8,7 +8,7 @@ pivot_root; the machine's own root is gone from that namespace. What is there:
 - read-write binds of the relay's working copy, its ledger folder and its /tmp (all on the
   slot's size-limited tmpfs: the disk quota); a bind is (source, where it appears, writable);
 - a /dev of null, zero, full, random, urandom and a private /dev/shm; a /proc of the command's
-  own PID namespace; a /sys of its network namespace, with its own cgroups under /sys/fs/cgroup;
+  own PID namespace, showing only the relay's own processes (not its root-owned init); a /sys of its network namespace, with its own cgroups under /sys/fs/cgroup;
 - the symbolic links of a merged /usr (/bin -> usr/bin, ...), as the machine has them.
 Every folder on the way to a bind is a root-owned 0755 folder of the new root, so a path under
 /root (such as a pyenv Python) is reachable and nothing else of /root is there.
@@ -74,7 +74,7 @@ def _bind_device(dev: str, name: str) -> None:
 def _kernel_filesystems(root: str, cgroups: list[str]) -> None:
     proc = _inside(root, "/proc")
     os.makedirs(proc, 0o555, exist_ok=True)
-    mount("proc", proc, "proc", SAFE | MS_NOEXEC)
+    mount("proc", proc, "proc", SAFE | MS_NOEXEC, "hidepid=invisible")  # not even its init: its argv is the harness's
     sys_dir = _inside(root, "/sys")
     os.makedirs(sys_dir, 0o555, exist_ok=True)
     mount("sysfs", sys_dir, "sysfs", SAFE | MS_NOEXEC | MS_RDONLY)

@@ -4,12 +4,16 @@
     columns(path)              the ledger table's columns
     keep(path, folder, cap)    a copy of the ledger's files, for the run's record
 
-The ledger is the relay's file, and a relay may be hostile: its path, or the -wal and -shm
-files SQLite opens beside it, could be a FIFO (whose open() waits for a writer for ever), a
-symbolic link to a file of the harness's, or a device. Before SQLite opens anything, each
-of the three is opened with O_NOFOLLOW | O_NONBLOCK and fstat'ed: a regular file or nothing,
-else LedgerFileError (an sqlite3.DatabaseError, so that it reads as any unreadable ledger:
-the relay's fault, judged from the history). SQLite then waits at most BUSY_S for a lock.
+The ledger is the relay's file, and a relay may be hostile: its path, or the -wal, -shm and
+-journal files SQLite opens beside it, could be a FIFO (whose open() waits for a writer for
+ever), a symbolic link to a file of the harness's, a device, or a file under a lease (whose
+open() waits for the lease to break). Before SQLite opens anything, each is opened with
+O_NOFOLLOW | O_NONBLOCK and fstat'ed: a regular file, free, or nothing, else LedgerFileError
+(an sqlite3.DatabaseError, so that it reads as any unreadable ledger: the relay's fault,
+judged from the history). `ledger` must be a table (contract section 4), not a view whose
+query the relay wrote; SQLite waits at most BUSY_S for a lock, and a statement that runs
+longer than QUERY_S is interrupted. (In the sandbox a relay can make none of these: its
+ledger folder takes regular files only, and seccomp refuses leases.)
 """
 from __future__ import annotations
 
@@ -17,10 +21,12 @@ import os
 import shutil
 import sqlite3
 import stat
+import time
 from pathlib import Path
 
 BUSY_S = 2.0
-SUFFIXES = ("", "-wal", "-shm")
+QUERY_S = 2.0
+SUFFIXES = ("", "-wal", "-shm", "-journal")
 
 
 class LedgerFileError(sqlite3.DatabaseError):
@@ -36,8 +42,8 @@ def check(path: Path) -> bool:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
         except FileNotFoundError:
             continue
-        except OSError as e:  # ELOOP: a symbolic link; ENXIO: a socket; ...
-            raise LedgerFileError(f"the ledger file {name} cannot be opened as a regular file: {e.strerror}") \
+        except OSError as e:  # ELOOP: a symbolic link; ENXIO: a socket; EWOULDBLOCK: a lease; ...
+            raise LedgerFileError(f"the ledger file {name} cannot be opened as a free regular file: {e.strerror}") \
                 from None
         try:
             mode = os.fstat(fd).st_mode
@@ -49,11 +55,30 @@ def check(path: Path) -> bool:
     return exists
 
 
+class _Bounded(sqlite3.Connection):
+    """A connection whose every statement is interrupted once it has run QUERY_S."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._deadline = 0.0
+        self.set_progress_handler(lambda: time.monotonic() > self._deadline, 10_000)
+
+    def execute(self, sql: str, parameters=(), /) -> sqlite3.Cursor:
+        self._deadline = time.monotonic() + QUERY_S
+        return super().execute(sql, parameters)
+
+
 def connect(path: Path) -> sqlite3.Connection:
-    """A read-only connection to the ledger, after check(); sqlite3 errors (and LedgerFileError) propagate."""
+    """A read-only connection to the ledger, after check(), whose statements are interrupted after QUERY_S and
+    whose `ledger` is a table; sqlite3 errors (and LedgerFileError) propagate."""
     if not check(path):
         raise sqlite3.OperationalError(f"the ledger {path} does not exist")
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_S)
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_S, factory=_Bounded)
+    kind = conn.execute("SELECT type FROM sqlite_master WHERE name = 'ledger'").fetchone()
+    if kind is not None and kind[0] != "table":
+        conn.close()
+        raise LedgerFileError(f"`ledger` in {path} is a {kind[0]}, not a table (contract section 4)")
+    return conn
 
 
 def rows(path: Path, suffix: str | None = None) -> dict[str, dict]:

@@ -16,25 +16,22 @@ from pathlib import Path
 from relaychaos.stack.accept_queue import listeners
 
 
-def stranger_on(port: int, pid: int) -> str | None:
-    """A description of a process that listens on `port` and is neither `pid`, in its process group, nor
-    its descendant; None when the listener is pid's (or where the kernel or /proc cannot tell)."""
-    inodes = _listener_inodes(port)
+def stranger_on(port: int, pid: int, netns: str | None = None) -> str | None:
+    """A description of the processes that hold the socket listening on `port` (in this network namespace, or
+    the one at `netns`) and are neither `pid`, in its process group, nor its descendants; None when every holder
+    is pid's (or where the kernel or /proc cannot tell)."""
+    inodes = _listener_inodes(port, netns)
     if not inodes:
         return None
-    holders = _holders(inodes)
-    if not holders:
-        return None  # another user's processes cannot be read: nothing to go on
-    if any(_belongs(holder, pid) for holder in holders):
-        return None
-    return ", ".join(f"pid {h} ({_comm(h)})" for h in sorted(holders)[:3])
+    strangers = [h for h in sorted(_holders(inodes)) if not _belongs(h, pid)]
+    return ", ".join(f"pid {h} ({_comm(h)})" for h in strangers[:3]) or None
 
 
-def _listener_inodes(port: int) -> set[int]:
+def _listener_inodes(port: int, netns: str | None) -> set[int]:
     found: set[int] = set()
     for family in (socket.AF_INET, socket.AF_INET6):
         try:
-            found.update(inode for sport, _, _, inode in listeners(family) if sport == port and inode)
+            found.update(inode for sport, _, _, inode in listeners(family, netns) if sport == port and inode)
         except OSError:
             return set()
     return found

@@ -17,7 +17,6 @@ address (Sandbox.relay_host): the supervisor reaches RELAY_PORT there.
 """
 from __future__ import annotations
 
-import itertools
 import subprocess
 import time
 from dataclasses import dataclass
@@ -35,7 +34,6 @@ from relaychaos.stack.processes import Child, log_tail, port_in_use, wait_http_o
 
 BATCH_TIMEOUT_S = 30.0
 BATCH_FLAGS = {"resolve": "--min-age", "reprocess": "--max-attempts", "purge": "--retention"}  # contract §1
-_names = itertools.count()
 
 
 @dataclass
@@ -98,7 +96,7 @@ class Supervisor:
         self.manifest, self.workdir = manifest, workdir
         self.sandbox = sandbox or Sandbox.create("off")
         self.copy = self.sandbox.working_copy(manifest)
-        self.tmp_dir = self.sandbox.tmp_dir(f"{workdir.name}-{next(_names)}")
+        self.tmp_dir = self.sandbox.tmp_dir()
         self.sandbox.enter()
         self._closed = False
         self.account_url, self.account_timeout_ms = account_url, account_timeout_ms
@@ -157,8 +155,8 @@ class Supervisor:
         why = wait_http_ok(health, timeout_s=self.manifest.ready_timeout_s, child=child)
         if why is None and not child.alive():
             why = f"exited with status {child.popen.returncode}, yet something else answers on port {port}"
-        if why is None and self.sandbox.network is None:  # in a network of its own, nobody else can listen
-            stranger = stranger_on(port, child.pid)
+        if why is None:
+            stranger = stranger_on(port, child.pid, self.sandbox.network.path if self.sandbox.network else None)
             if stranger:
                 why = (f"did not take port {port}: {stranger} listens there and answered /health "
                        f"(serve is pid {child.pid})")

@@ -50,9 +50,11 @@ class Stack:
         self.expected: dict[str, dict] = {}  # each proxy as the harness set it: enabled, upstream, toxics
         self._closed = False
         workdir.mkdir(parents=True, exist_ok=True)
-        self.ledger_path = self.sandbox.ledger_dir(self.prefix, workdir) / "ledger.sqlite"
+        self.ledger_path = self.sandbox.ledger_dir(workdir) / "ledger.sqlite"
         account.reset(ledger_path=self.ledger_path, accounts=accounts)
         self._new_proxy("account", f"127.0.0.1:{account.port}", listen_host=self.sandbox.account_host)
+        if self.sandbox.network is not None:  # the relay's network lets it reach this proxy, and no other port
+            self.sandbox.network.allow(self.proxies["account"].listen_port)
         self.supervisor = Supervisor(manifest, workdir=workdir, account_url=self.proxies["account"].url,
                                      account_timeout_ms=account_timeout_ms, ledger_path=self.ledger_path,
                                      sandbox=self.sandbox)
@@ -72,6 +74,8 @@ class Stack:
         try:
             self.supervisor.close()
         finally:
+            if self.sandbox.network is not None and "account" in self.proxies:
+                self.sandbox.network.forbid(self.proxies["account"].listen_port)
             for proxy in self.proxies.values():
                 try:
                     self.toxiproxy.destroy(proxy)
