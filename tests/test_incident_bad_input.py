@@ -201,9 +201,16 @@ def result_unknown(b):
     return "gateway-0.log, line 3", "result = 'GATEWAY_TIMEOUT' is not a relay answer code", "translate your words"
 
 
+def relay_not_there(b):
+    spoil(b, "incident.toml", 'relay = "relay_under_test/mutants/reprocess_unknown/relay.toml"',
+          'relay = "relays/ours/relay.toml"')
+    return "incident.toml: relay", "the relay 'relays/ours/relay.toml' is not there", \
+        "give a path from the bundle's folder or the project"
+
+
 BAD = [ms_as_seconds, ms_in_auto, no_zone, call_far_before, call_far_after, answered_before, ok_without_call,
        amount_differs, payee_differs, header_only_account, empty_channel, ledger_not_read, case_only, pod_not_mapped,
-       unknown_mapping_key, result_unknown]
+       unknown_mapping_key, result_unknown, relay_not_there]
 
 
 @pytest.mark.parametrize("bad", BAD, ids=[f.__name__ for f in BAD])
@@ -215,6 +222,15 @@ def test_a_bundle_that_cannot_be_right_gets_one_message_naming_the_file_the_line
     assert err.startswith(f"relaychaos: {bundle}") and where in err.splitlines()[0], err
     assert what in err and "fix:" in err and fix in err, err
     assert "Traceback" not in err and not (out / "night.yaml").exists()
+
+
+def test_a_relay_named_from_the_project_is_found_from_any_working_folder(tmp_path, capsys, monkeypatch):
+    bundle = small_bundle(tmp_path / "b")
+    monkeypatch.chdir(tmp_path)
+    code, _, err, out = run_import(bundle, tmp_path, capsys)
+    assert code == 0, err
+    loaded = scenario_file.load(out / "night.yaml")
+    assert list(loaded.breaks) == ["relay_under_test/mutants/reprocess_unknown/relay.toml"]
 
 
 def test_lines_out_of_order_are_sorted_and_said_and_give_the_same_scenario(tmp_path, capsys):

@@ -59,17 +59,20 @@ def add_parsers(sub) -> None:
     v.set_defaults(func=cmd_verify)
 
 
-def relay_ref(relay: str | None, base: Path) -> str | None:
-    """A relay as the expect block names it: relative to the project when it is there (as scenario files
-    name the bundled relays), else absolute; a path found neither from `base` nor the project stays as given."""
+def relay_ref(relay: str | None, base: Path, named_in: str = "--relay") -> str | None:
+    """A relay as the expect block names it: found from `base` (the bundle's folder, or the working folder for
+    --relay), the project, or the working folder; written relative to the project when it is there (as scenario
+    files name the bundled relays), else absolute. HarnessError when it is in none of them."""
     from relaychaos import paths
 
     if not relay:
         return None
-    found = next((p.resolve() for p in (base / relay, Path(relay)) if p.exists()), None)
-    if found is None:
-        return relay
     root = paths.bundled_relays().parent
+    found = next((p.resolve() for p in (base / relay, root / relay, Path(relay)) if p.exists()), None)
+    if found is None:
+        raise HarnessError(f"the relay {relay!r} is not there: looked in {base.resolve()}, {root} and the working "
+                           "folder", where=named_in, fix="give a path from the bundle's folder or the project "
+                           "(relay_under_test/mutants/NAME/relay.toml), or --relay")
     return str(found.relative_to(root)) if found.is_relative_to(root) else str(found)
 
 
@@ -107,13 +110,15 @@ def cmd_import(args: argparse.Namespace) -> int:
         _fresh(out)
         b = bundles.read(Path(args.bundle))
         meta = b.meta
+        relay = relay_ref(args.relay, Path.cwd()) if args.relay else relay_ref(meta.get("relay"), b.folder,
+                                                                                 f"{b.folder / 'incident.toml'}: relay")
         timeout_ms = int(meta.get("account_timeout_ms", 300))
         plan = reconstruct(b, timeout_ms, args.account_clock_offset)
-        relay = relay_ref(args.relay, Path.cwd()) if args.relay else relay_ref(meta.get("relay"), b.folder)
         head = Head(args.name or meta.get("name") or re.sub(r"[^A-Za-z0-9_-]", "-", b.folder.resolve().name),
                     " ".join(str(meta.get("description", f"imported from {b.folder}")).split()),
                     plan.account_timeout_ms, relay,
-                    [relay_ref(h, b.folder) for h in meta.get("holds_on", [REFERENCE])], str(args.bundle))
+                    [relay_ref(h, b.folder, f"{b.folder / 'incident.toml'}: holds_on")
+                     for h in meta.get("holds_on", [REFERENCE])], str(args.bundle))
         night = write(out / "night.yaml", head_lines(plan, b, head), plan.walk(), plan, b,
                       keep=story.keeper(involved(plan)) if plan.rules else None)
         print(f"relaychaos: wrote {night.path}: {night.steps} steps from {b.counts['channel']} channel, "
