@@ -2,8 +2,10 @@
 and each bad input gets one message (or a note in the scenario) naming the file, the line and what to do, never a
 silently different scenario."""
 import json
+import re
 import shutil
 import sqlite3
+import tomllib
 
 import pytest
 
@@ -123,8 +125,8 @@ def out_of_order(b):
     lines = (b / "ledger-journal.csv").read_text().splitlines()
     lines[1], lines[2] = lines[2], lines[1]
     (b / "ledger-journal.csv").write_text("\n".join(lines) + "\n")
-    return "ledger-journal.csv: not in time order (line 3 is 1.000 s earlier", "its lines were sorted by time", \
-        "correct them"
+    return "ledger-journal.csv: not in the order of at (line 3's is 1.000 s earlier", "its lines were sorted by at", \
+        "if each line was written at its at, the file's times are wrong: correct them"
 
 
 def call_far_before(b):
@@ -201,6 +203,11 @@ def result_unknown(b):
     return "gateway-0.log, line 3", "result = 'GATEWAY_TIMEOUT' is not a relay answer code", "translate your words"
 
 
+def inline_table_on_two_lines(b):
+    spoil(b, "incident.toml", 'to = "req.creditor", amount', 'to = "req.creditor",\n          amount')
+    return "incident.toml", "not valid TOML", "an inline table { ... } must end on the line it starts on"
+
+
 def relay_not_there(b):
     spoil(b, "incident.toml", 'relay = "relay_under_test/mutants/reprocess_unknown/relay.toml"',
           'relay = "relays/ours/relay.toml"')
@@ -210,7 +217,7 @@ def relay_not_there(b):
 
 BAD = [ms_as_seconds, ms_in_auto, no_zone, call_far_before, call_far_after, answered_before, ok_without_call,
        amount_differs, payee_differs, header_only_account, empty_channel, ledger_not_read, case_only, pod_not_mapped,
-       unknown_mapping_key, result_unknown, relay_not_there]
+       unknown_mapping_key, result_unknown, relay_not_there, inline_table_on_two_lines]
 
 
 @pytest.mark.parametrize("bad", BAD, ids=[f.__name__ for f in BAD])
@@ -222,6 +229,14 @@ def test_a_bundle_that_cannot_be_right_gets_one_message_naming_the_file_the_line
     assert err.startswith(f"relaychaos: {bundle}") and where in err.splitlines()[0], err
     assert what in err and "fix:" in err and fix in err, err
     assert "Traceback" not in err and not (out / "night.yaml").exists()
+
+
+def test_every_toml_example_of_the_bundle_docs_is_valid_toml():
+    doc = (ROOT / "docs" / "incident-bundle.md").read_text()
+    examples = re.findall(r"```toml\n(.*?)```", doc, re.S)
+    assert len(examples) >= 5
+    for example in examples:
+        tomllib.loads(example)
 
 
 def test_a_relay_named_from_the_project_is_found_from_any_working_folder(tmp_path, capsys, monkeypatch):
@@ -241,6 +256,20 @@ def test_lines_out_of_order_are_sorted_and_said_and_give_the_same_scenario(tmp_p
     assert code == 0, err
     assert where in out and what in out and fix in out
     assert scenario_file.load(folder / "night.yaml").scenario.steps == scenario_file.load(sorted_night).scenario.steps
+
+
+def test_an_account_log_in_the_order_calls_were_answered_is_sorted_by_at_without_blame(tmp_path, capsys):
+    bundle = small_bundle(tmp_path / "b")
+    spoil(bundle, "ledger-journal.csv", "p1,2026-11-23 10:06:40.020,2026-11-23 10:06:40.030",
+          "p1,2026-11-23 10:06:40.020,2026-11-23 10:06:41.900")
+    lines = (bundle / "ledger-journal.csv").read_text().splitlines()
+    lines[1], lines[2] = lines[2], lines[1]  # p2 (answered 10:06:41.030) is written before p1 (answered 10:06:41.900)
+    (bundle / "ledger-journal.csv").write_text("\n".join(lines) + "\n")
+    code, out, err, _ = run_import(bundle, tmp_path, capsys)
+    assert code == 0, err
+    assert "ledger-journal.csv: in the order the calls were answered (answered_at), not the order they were received " \
+           "(at: line 3's is 1.000 s earlier" in out and "its lines were sorted by at" in out
+    assert "correct them" not in out
 
 
 def test_guids_of_one_log_that_differ_only_in_case_are_two_guids_and_said(tmp_path, capsys):

@@ -13,6 +13,7 @@ file, the line and the fix (guids.py checks the logs against each other).
 """
 from __future__ import annotations
 
+import re
 import sys
 import time
 import tomllib
@@ -66,15 +67,32 @@ def _meta(folder: Path) -> dict:
     path = folder / "incident.toml"
     if not path.exists():
         return {}
+    text = path.read_text()
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise BundleError(f"not valid TOML: {e}", where=str(path), fix="fix the syntax") from None
+        raise BundleError(f"not valid TOML: {e}", where=str(path), fix=_toml_fix(text, str(e))) from None
+
+
+def _toml_fix(text: str, error: str) -> str:
+    """What to do about a TOML syntax error: an inline table left open at the end of a line is the usual one."""
+    at = re.search(r"at line (\d+)", error)
+    lines = text.splitlines()
+    n = int(at.group(1)) if at else 0
+    for line in lines[max(n - 2, 0):n]:
+        code = line.split("#", 1)[0]
+        if code.count("{") > code.count("}"):
+            return ("an inline table { ... } must end on the line it starts on (TOML 1.0): put it on one line, or "
+                    "write it as a table of its own, e.g. [logs.channel.fields] with one key a line "
+                    f"(see {DOC})")
+    return "fix the syntax"
 
 
 def _load(source: Source, convert: Converter, progress: Progress, notes: list[str]) -> tuple[list, int]:
     """The source's records in time order, and how many lines were read; notes on order, skips, empty files."""
     skipped, out, last, disorder, taken = Skipped(), [], {}, {}, {}
+    answered, by_answer = {}, {}  # an account log: the last answered_at per file, and whether the file follows it
+    follow_answers = source.name == "account" and "answered_at" in source.fields
     append, tick = out.append, progress.tick
     for file, line, fields in rows(source, skipped):
         record = convert(file, line, fields)
@@ -83,13 +101,23 @@ def _load(source: Source, convert: Converter, progress: Progress, notes: list[st
             last[file] = record.at
         elif file not in disorder:
             disorder[file] = (line, prev - record.at)
+        if follow_answers and record.answered_at is not None:
+            if record.answered_at < answered.get(file, record.answered_at):
+                by_answer[file] = False
+            answered[file] = record.answered_at
         taken[file] = taken.get(file, 0) + 1
         append(record)
         tick(file, line)
+    merged = " and merged with the other files" if len(source.files) > 1 else ""
     for path, (line, back) in disorder.items():
-        notes.append(f"{path}: not in time order (line {line} is {back:.3f} s earlier than a line above it): "
-                     f"its lines were sorted by time{' and merged with the other files' if len(source.files) > 1 else ''}"
-                     "; if the file is in the order things happened, its times are wrong: correct them")
+        if follow_answers and by_answer.get(path, True):
+            notes.append(f"{path}: in the order the calls were answered (answered_at), not the order they were "
+                         f"received (at: line {line}'s is {back:.3f} s earlier than a line above it's): its lines were "
+                         f"sorted by at{merged}")
+        else:
+            notes.append(f"{path}: not in the order of at (line {line}'s is {back:.3f} s earlier than a line above "
+                         f"it's): its lines were sorted by at{merged}. That is usual when a line is written as its "
+                         "request ends; if each line was written at its at, the file's times are wrong: correct them")
     notes += skipped.notes()
     empty = [str(p) for p in source.files if not taken.get(str(p))]
     if empty and source.name in ("channel", "account") and len(empty) == len(source.files):
