@@ -132,7 +132,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                   f"(first: {first.where}, relay {first.relay}): nothing received them, so they are not replayed")
         print(f"relaychaos: the logs show: {', '.join(plan.rules) or 'no GUID sent twice'}")
         if plan.rules:
-            story_path = tell(plan, b, head, out, args, night.kept, night.steps)
+            story_path = tell(plan, b, head, out, args, night)
             print(f"relaychaos: wrote {story_path}; check it with `relaychaos incident verify {story_path} --relay "
                   f"{relay or 'RELAY'}` (exit 0: reproduced) and `relaychaos replay {story_path}` (exit 0: the fix "
                   "holds)")

@@ -9,7 +9,11 @@ shrink replays tens of candidates) and gives each run a fresh stack in a folder 
 (out/run-1, out/run-2, ...: a reused folder never mixes two runs). The incident was
 reproduced when every rule expected broke for every production GUID the logs show breaking
 it (a rule without a GUID, such as balances, broke at all). The replay's answers are
-compared with production's per GUID (`answers`): what differs is counted and shown.
+compared with production's per GUID (`answers`), and so are the calls the account system
+received before the run's closing phase (`calls`; the closing phase's resolve and reprocess
+are the harness's, not production's): what differs is counted and shown. A reproduction is
+faithful when, besides, nothing differs: the story is production's, not another way to the
+same verdicts.
 """
 from __future__ import annotations
 
@@ -33,10 +37,17 @@ class Reproduction:
     missing: list[tuple[str, str | None]] = field(default_factory=list)
     differ: list[tuple[str, list[str], list[str]]] = field(default_factory=list)  # (label, production, replay)
     compared: int = 0
+    calls_differ: list[tuple[str, int, int]] = field(default_factory=list)  # (label, production, replay)
+    calls_compared: int = 0
 
     @property
     def ok(self) -> bool:
         return not self.missing
+
+    @property
+    def faithful(self) -> bool:
+        """Reproduced, with production's answers and account calls for every GUID compared."""
+        return self.ok and not self.differ and not self.calls_differ
 
 
 def expected(scenario: S.Scenario, rules: list[str] | None = None) -> list[tuple[str, str | None]]:
@@ -60,14 +71,17 @@ def reproduced(result: ChaosResult, scenario: S.Scenario, rules: list[str] | Non
     missing = [(rule, label) for rule, label in want
                if (label is None and rule not in rules_seen) or (label is not None and (rule, label) not in seen)]
     out = Reproduction(want, missing)
-    _compare(out, result, scenario.incident.get("answers", {}), label_of)
+    facts = Facts(result.history)
+    _compare(out, facts, scenario.incident.get("answers", {}), label_of)
+    closing = next((e.time for e in result.history.where(f="converge", type="invoke")), float("inf"))
+    _count_calls(out, facts, closing, scenario.incident.get("calls", {}), label_of)
     return out
 
 
-def _compare(out: Reproduction, result: ChaosResult, production: dict, label_of: dict) -> None:
+def _compare(out: Reproduction, facts: Facts, production: dict, label_of: dict) -> None:
     """Per label: what the channel got in the replay against what it got in production (as multisets)."""
     replay: dict[str, list[str]] = {}
-    for call in Facts(result.history).channel:
+    for call in facts.channel:
         label = label_of.get(call.guid)
         if label is not None:
             replay.setdefault(label, []).append(call.code if call.code else "timeout")
@@ -77,6 +91,19 @@ def _compare(out: Reproduction, result: ChaosResult, production: dict, label_of:
         out.compared += 1
         if Counter(answers) != Counter(got):
             out.differ.append((label, answers, got))
+
+
+def _count_calls(out: Reproduction, facts: Facts, closing: float, production: dict, label_of: dict) -> None:
+    """Per label: the account calls received before the closing phase began (at `closing`), against production's."""
+    replay: Counter = Counter()
+    for call in facts.account_calls:
+        label = label_of.get(call.get("guid"))
+        if label is not None and call.get("received_at", closing) < closing:
+            replay[label] += 1
+    for label, calls in production.items():
+        out.calls_compared += 1
+        if replay[label] != calls:
+            out.calls_differ.append((label, calls, replay[label]))
 
 
 def describe(found: Reproduction, production: dict[str, str], relay: str) -> list[str]:
@@ -94,6 +121,13 @@ def describe(found: Reproduction, production: dict[str, str], relay: str) -> lis
                                          f"{', '.join(r) or 'nothing'}" for label, p, r in found.differ[:EXAMPLES_SHOWN]))
     elif found.compared:
         lines.append(f"answers: all {found.compared} GUIDs got the answers they got in production")
+    if found.calls_differ:
+        lines.append(f"account calls: {len(found.calls_differ)} of {found.calls_compared} GUIDs were called another "
+                     "number of times than in production before the closing phase, e.g. " + "; ".join(
+                         f"{who(label)}: production {p}, replay {r}" for label, p, r in found.calls_differ[
+                             :EXAMPLES_SHOWN]))
+    elif found.calls_compared:
+        lines.append(f"account calls: all {found.calls_compared} GUIDs were called as often as in production")
     return lines
 
 

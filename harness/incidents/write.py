@@ -6,8 +6,9 @@ The file starts with what was imported and what was inferred (the notes: clock o
 opening balances, skipped lines), then the scenario's keys and an `expect` block naming the
 rules the incident broke; then the steps, each preceded by the log lines it came from; and
 last the `incident` block: the rules production broke and by which labels, the labels'
-production GUIDs, what the channel got for each label in production, and the ledger's last
-word on each (written last because the answers are gathered while the steps are). Steps
+production GUIDs, what the channel got for each label in production, how many calls the
+account system received for each, and the ledger's last word on each (written last because
+the answers are gathered while the steps are; a story gives the night's). Steps
 are formatted from their plain values (no YAML library per step) and checked as they are
 written, by the scenario file's own checks: linear in the night's length, and the night's
 steps are never all in memory. The file replaces an earlier one whole, once it is complete.
@@ -45,11 +46,13 @@ class Head:
 
 @dataclass
 class Written:
-    """A written scenario file: its path, how many steps, and the steps kept for a story."""
+    """A written scenario file: its path, how many steps, the steps kept for a story, and what the channel got
+    for each label in production (from the sends written)."""
 
     path: Path
     steps: int = 0
     kept: list = field(default_factory=list)
+    answers: dict = field(default_factory=dict)
 
 
 def scalar(value) -> str:
@@ -123,6 +126,8 @@ def incident_lines(plan, bundle, answers: dict[str, str | list[str]], labels: se
     if answers:
         yield "  answers:"
         yield from (f"    {label}: {scalar(got)}" for label, got in answers.items())
+    yield "  calls:"  # the account system's calls per label in production (its log's lines)
+    yield from (f"    {st.label}: {st.calls}" for st in plan.night.values() if shown(st.label))
     words = [(st.label, bundle.ledger[guid]) for guid, st in plan.night.items() if guid in bundle.ledger and
              shown(st.label)]
     if words:
@@ -140,12 +145,14 @@ def _answered(answers: dict, label: str, got: tuple[str, ...]) -> None:
 
 
 def write(out: Path, head: list[str], planned: Iterable, plan, bundle, labels: set[str] | None = None,
-          keep: Callable | None = None) -> Written:
-    """Write the scenario file (see the module doc): ScenarioFileError (and no file) if its steps do not check."""
+          keep: Callable | None = None, answers: dict | None = None) -> Written:
+    """Write the scenario file (see the module doc): ScenarioFileError (and no file) if its steps do not check.
+    `answers`: production's answers for the incident block (a story's, from its night) instead of those of the
+    sends written."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
-    written, answers = Written(out), {}
+    written = Written(out)
     try:
         with open(partial, "w", encoding="utf-8") as f:
             f.write("\n".join(head) + "\nsteps:\n")
@@ -158,12 +165,12 @@ def write(out: Path, head: list[str], planned: Iterable, plan, bundle, labels: s
                     f.write(step_line(p.step) + "\n")
                     written.steps += 1
                     if p.got:
-                        _answered(answers, p.step.guid, p.got)
+                        _answered(written.answers, p.step.guid, p.got)
                     if keep is not None and keep(p):
                         written.kept.append(p)
                     yield p.step
             scenario_file.check(steps(), plan.relays, out)
-            for line in incident_lines(plan, bundle, answers, labels):
+            for line in incident_lines(plan, bundle, written.answers if answers is None else answers, labels):
                 f.write(line + "\n")
         os.replace(partial, out)
     finally:
