@@ -50,6 +50,28 @@ def test_each_example_imports_into_a_night_and_a_story_that_expect_what_the_nigh
         assert steps and all(lines[i - 1].startswith("  # ") for i in steps), "every step says where it came from"
 
 
+STRANGERS = {  # bundle -> (the mutant its NOTES.md names, the production GUIDs NOTES.md says were debited twice)
+    "stranger-cbs-slowdown-e902-resend": ("timeout_as_failed", {"3f6c2a8e-91d4-4b7a-a0c3-5e21d9f4b812",
+                                                                "b71e0d45-2c9a-4f63-8e1d-0a94c7f35e26"}),
+    "stranger-k8s-deploy-write-after-call": ("write_after_call", {"PAY-20261129-8F3KQ2WD", "PAY-20261129-4N7ZT1XB"}),
+    "stranger-lb-blip-memory-ledger-restart": ("memory_ledger", {"5c0e9a47-3b1d-4f28-9a6e-d2f71c08b3e4",
+                                                                 "a8d3f1c2-6e47-4b90-8c15-7f2e09d4a6b1"}),
+}
+
+
+@pytest.mark.parametrize("name", STRANGERS)
+def test_a_strangers_bundle_imports_as_written_and_finds_the_double_debits_its_notes_name(tmp_path, name):
+    mutant, doubled = STRANGERS[name]
+    relay = ROOT / "relay_under_test" / "mutants" / mutant / "relay.toml"
+    night, text, story, _ = imported(EXAMPLES / name, tmp_path, "--relay", str(relay))
+    incident = night.scenario.incident
+    assert incident["rules"] == RULES
+    assert {incident["guids"][label] for label in incident["broke"]["one-debit"]} == doubled
+    assert set(story.scenario.incident["guids"].values()) == doubled
+    blamed = [line for line in text.splitlines() if line.startswith("# Note:") and "correct them" in line]
+    assert not [line for line in blamed if "/account" in line], "an account log in the order of answers is not blamed"
+
+
 def test_the_reprocess_night_drops_answers_refuses_one_and_puts_the_resends_down_to_the_batch_run(tmp_path):
     night, text, _, _ = imported(EXAMPLES / "reprocess-resent-timeouts", tmp_path)
     steps = night.scenario.steps
