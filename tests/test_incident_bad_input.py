@@ -282,6 +282,20 @@ def test_guids_of_one_log_that_differ_only_in_case_are_two_guids_and_said(tmp_pa
     assert 'guid_case = "lower"' in out
 
 
+def test_a_request_the_contract_calls_malformed_is_sent_as_its_body_as_production_sent_it(tmp_path, capsys):
+    bundle = small_bundle(tmp_path / "b")
+    with open(bundle / "gateway-1.log", "a") as f:
+        f.write(json.dumps({"event": "transfer.done", "t_us": 1795424803_000000, "upstream": "relay-6c9d-aa",
+                            "req": {"id": "p4", "debtor": "acme", "creditor": "zed", "minor": 0},
+                            "resp": {"code": "E400"}}) + "\n")
+    code, _, err, out = run_import(bundle, tmp_path, capsys)
+    assert code == 0, err
+    night = scenario_file.load(out / "night.yaml").scenario
+    [sent] = [s for s in night.steps if isinstance(s, S.Send) and s.guid == "g4"]
+    assert json.loads(sent.raw) == {"guid": S.GUID_PLACEHOLDER, "from": "acme", "to": "zed", "amount": 0}
+    assert night.incident["answers"]["g4"] == "E400"
+
+
 def test_noise_lines_without_a_guid_are_skipped_and_counted_not_fatal(tmp_path, capsys):
     bundle = small_bundle(tmp_path / "b")
     with open(bundle / "gateway-0.log", "a") as f:

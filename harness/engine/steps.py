@@ -14,6 +14,9 @@ from relaychaos.tolerances import DEFAULT_ACCOUNT_TIMEOUT_MS
 PROXIES_HELP = "'account' (relay → account system) or 'hub-a' / 'hub-b' (channel → relay slot)"
 
 
+GUID_PLACEHOLDER = "${guid}"  # in a Send's raw body: replaced by the run's GUID for the step's label
+
+
 @dataclass(frozen=True)
 class Send:
     """The channel sends one transfer (resending the same GUID up to `attempts` times)."""

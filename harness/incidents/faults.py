@@ -11,13 +11,17 @@
 | `timeout` for an applied call | the relay's answer dropped on its way to the channel (hub proxy) |
 | `timeout`, no call | the request never reached the relay (upstream toxic on the hub proxy) |
 | resends within 50 ms | a race of as many copies, paced at the account system's median time to answer |
-Consecutive sends explained by the same fault share one window.
+Consecutive sends explained by the same fault share one window. A request the contract calls
+malformed (an amount not above 0, a GUID not of its form) is sent as its body, verbatim
+(`raw`), as production's client sent it: the relay must answer it E400.
 """
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 
+from relaychaos.checkers.calls import classify_body
 from relaychaos.engine import steps as S
 
 SLOW_MS = 50  # an account system taking this long keeps the copies of a burst in flight together
@@ -131,9 +135,19 @@ class FaultPlanner:
                 self.out.append(Planned(fault[1], f"{WHY[fault[0].split('-hub-')[0]]} ({lines([send] + calls)})"))
                 self.window = (fault[0], fault[2])
         gave_up = send.result == "timeout"
-        step = S.Send(label, amount=send.amount, src=send.src, dst=send.dst, slot=send.relay,
-                      timeout_s=round(self.account_timeout_ms / 1000 + 0.2, 3) if gave_up else None)
+        step = send_step(label, send, timeout_s=round(self.account_timeout_ms / 1000 + 0.2, 3) if gave_up else None)
         seen = "; account system: " + ", ".join(f"{c.where} answered {c.code}" for c in calls[:4]) + \
             (f" (+{len(calls) - 4})" if len(calls) > 4 else "") if calls else "; the account system has no call for it"
         self.out.append(Planned(step, f"{send.where}: {send.guid} ({label}) {send.amount} {send.src}→{send.dst} on "
                                       f"relay {send.relay}: {send.result}{seen}", got=(send.result,)))
+
+
+def send_step(label: str, send, **options) -> S.Send:
+    """The channel's request as a send of `label`: by its fields, or, when the contract calls it malformed, by its
+    body as production sent it (the label's GUID in it unless the GUID itself is what is malformed)."""
+    body = {"guid": send.guid, "from": send.src, "to": send.dst, "amount": send.amount}
+    if classify_body(json.dumps(body))[0] is not None:
+        return S.Send(label, amount=send.amount, src=send.src, dst=send.dst, slot=send.relay, **options)
+    if classify_body(json.dumps({**body, "guid": label}))[0] is None:  # the amount or a party: the GUID is not
+        body["guid"] = S.GUID_PLACEHOLDER
+    return S.Send(label, slot=send.relay, raw=json.dumps(body), **options)

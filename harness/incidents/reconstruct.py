@@ -35,7 +35,7 @@ from typing import Callable, Iterator
 from relaychaos.engine import steps as S
 from relaychaos.engine.scenario_file import LIMIT_S
 from relaychaos.incidents import balances, clocks, guids
-from relaychaos.incidents.faults import FaultPlanner, Planned, lines, race
+from relaychaos.incidents.faults import FaultPlanner, Planned, lines, race, send_step
 from relaychaos.incidents.mapping import BundleError
 from relaychaos.incidents.records import AccountLine, ChannelLine, OpLine
 from relaychaos.tolerances import CURRENT as TOLERANCES
@@ -247,7 +247,7 @@ class _Night:
             out.append(Planned(S.ServerFault(hold_guids=(label,)),
                                f"{lines(flying)}: received, and answered only after a kill or batch run: the account "
                                f"system holds {label} until then"))
-        step = S.Send(label, amount=send.amount, src=send.src, dst=send.dst, slot=send.relay, background=True)
+        step = send_step(label, send, background=True)
         out.append(Planned(step, f"{send.where}: {send.guid} ({label}) {send.amount} {send.src}→{send.dst} on relay "
                                  f"{send.relay}: {send.result}; in flight, sent in the background", got=(send.result,)))
         if flying:
