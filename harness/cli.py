@@ -4,7 +4,8 @@
                    [-- extra pytest args]
     relaychaos replay incident.yaml [--relay relay.toml] [--sandbox auto|strict|off]
     relaychaos recheck RUN_DIR|HISTORY
-    relaychaos incident import BUNDLE --out scenario.yaml
+    relaychaos incident import BUNDLE --out FOLDER        (night.yaml and its shrunk story.yaml)
+    relaychaos incident verify SCENARIO [--relay relay.toml]
 
 Runs the chaos suite (scenarios/) against a relay (the bundled reference by
 default) and writes results.json, junit.xml and report.html into a fresh run folder. When a
@@ -149,6 +150,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 part.close()
     print(f"relaychaos: replayed {args.file} against relay '{m.name}' ({relay})")
     print(result.report(limit=args.limit))
+    if sc.incident:  # an imported incident: its answers against production's, and how to check reproduction
+        from relaychaos.incidents.verify import replay_notes
+
+        print("\n".join(f"relaychaos: {line}" for line in replay_notes(result, sc)))
     return 0 if result.ok else 1
 
 

@@ -24,7 +24,9 @@ def report(history: History, verdicts: list[Verdict], limit: int = 5) -> str:
             f"of {len({v.rule for v in verdicts})} rule(s)"]
     if facts.scenario.get("description"):
         head.append(f"  scenario: {facts.scenario['description']}")
-    shown = [render(v, history, facts.account_calls, facts.start, facts.labels) for v in verdicts[:limit]]
+    production = (facts.scenario.get("incident") or {}).get("guids")
+    shown = [render(v, history, facts.account_calls, facts.start, facts.labels, production)
+             for v in verdicts[:limit]]
     more = [f"... and {len(verdicts) - limit} more"] if len(verdicts) > limit else []
     return "\n\n".join(["\n".join(head)] + shown + more)
 
@@ -112,11 +114,13 @@ def timeline(verdict: Verdict, history: History, account_calls: list[dict], star
 
 
 def render(verdict: Verdict, history: History, account_calls: list[dict], start: float,
-           labels: dict[str, str] | None = None) -> str:
+           labels: dict[str, str] | None = None, production: dict[str, str] | None = None) -> str:
     """An incident report: rule, GUID, what went wrong, and the timeline."""
     who = "the run" if verdict.guid is None else f"GUID {verdict.guid}"
     label = (labels or {}).get(verdict.guid or "")
-    head = f"[{verdict.rule}] {who}" + (f" (scenario label {label})" if label else "")
+    in_production = (production or {}).get(label or "")  # an imported incident's GUID behind the label
+    named = f"scenario label {label}" + (f", production GUID {in_production}" if in_production else "")
+    head = f"[{verdict.rule}] {who}" + (f" ({named})" if label else "")
     rule = RULES.get(verdict.rule)
     cited = CLAUSES.get(verdict.clause or (rule.contract[0] if rule else ""))
     lines = [head, f"  rule: {rule.text if rule else ''}"]

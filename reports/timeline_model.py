@@ -21,6 +21,7 @@ from relaychaos.checkers.verdict import Verdict
 from relaychaos.contract import CLAUSES
 from relaychaos.history import Event, History
 from relaychaos.reports.incident import describe_event
+from relaychaos.reports.timeline_incident import annotate, ledger_boxes
 
 # How each completion reads: a relay's E901 says "outcome unknown", like an unanswered call.
 INDETERMINATE_CODES = {"E901"}
@@ -64,6 +65,7 @@ class Window:
     side: str
     events: list[int] = field(default_factory=list)
     row: int = 0
+    guids: list[str] = field(default_factory=list)  # the GUIDs the fault names (a hold); none: it touches all
 
 
 @dataclass
@@ -79,10 +81,12 @@ class Model:
     verdicts: list[dict]
     events: dict[int, dict]  # the events the boxes and marks name, for their details
     calls: dict[int, dict]  # account calls by seq
+    preselected: int = 0  # the verdict selected when the page opens (an incident's: the one production broke)
 
     def to_json(self) -> str:
         """The page's data, as JSON safe to put inside a <script> element."""
-        data = {k: getattr(self, k) for k in ("scenario", "end", "lanes", "verdicts", "events", "calls")}
+        data = {k: getattr(self, k) for k in ("scenario", "end", "lanes", "verdicts", "events", "calls",
+                                              "preselected")}
         data.update(boxes=[asdict(b) for b in self.boxes], marks=[asdict(m) for m in self.marks],
                     windows=[asdict(w) for w in self.windows])
         return json.dumps(data, default=str).replace("</", "<\\/")
@@ -243,7 +247,7 @@ def fault_windows(facts: Facts, end: float) -> tuple[list[Window], list[Mark]]:
             w.t1, w.events = t, w.events + [e.index]
         for key, (label, side) in now.items():
             if key not in open_:
-                open_[key] = Window(t, end, label, side, [e.index])
+                open_[key] = Window(t, end, label, side, [e.index], guids=[key[1]] if key[0] == "held" else [])
                 windows.append(open_[key])
         if e.f not in ("add-toxic", "remove-toxic", "disable-proxy", "enable-proxy"):
             marks.append(Mark("faults", t, "nemesis", describe_event(e), (e.index,)))
@@ -289,9 +293,9 @@ def build(history: History, verdicts: list[Verdict] | None = None) -> Model:
     marks += nemesis_marks + [Mark("steps", e.time - facts.start, "tampered", describe_event(e), (e.index,))
                               for e in facts.events if e.f == "tampered"]
     boxes = step_boxes(facts) + channel_boxes(facts, end) + spans + batch_boxes(facts, end) \
-        + account_boxes(facts, end)
+        + ledger_boxes(facts, Box) + account_boxes(facts, end)
     relays = sorted({b.lane for b in spans} | {m.lane for m in marks if m.lane.startswith("relay ")})
-    order = ["faults", "steps", "channel", *relays, "batch runs", "account system"]
+    order = ["faults", "steps", "channel", *relays, "batch runs", "ledger", "account system"]
     rows = {"faults": pack(windows)}
     for lane in order[1:]:
         rows[lane] = pack([b for b in boxes if b.lane == lane])
@@ -303,5 +307,7 @@ def build(history: History, verdicts: list[Verdict] | None = None) -> Model:
     events = {i: _event_dict(history[i], facts.start) for i in sorted(named)}
     calls = {c["seq"]: {**c, "t": round(c["received_at"] - facts.start, 6)}
              for c in facts.account_calls}
+    groups = verdict_groups(verdicts, facts.labels)
+    preselected = annotate(boxes, groups, facts)
     return Model({k: v for k, v in facts.scenario.items() if k != "tolerances"}, end, lanes, boxes, marks, windows,
-                 verdict_groups(verdicts, facts.labels), events, calls)
+                 groups, events, calls, preselected)

@@ -8,7 +8,8 @@
   const chart = document.getElementById("chart"), labels = document.getElementById("lanes");
   const scroll = document.getElementById("scroll"), tip = document.getElementById("tip");
   const detail = document.getElementById("detail");
-  const state = { zoom: 1, blend: 0.35, verdict: D.verdicts.length ? 0 : -1, guid: null };
+  // an imported incident's page opens on the verdict production also broke (D.preselected)
+  const state = { zoom: 1, blend: 0.35, verdict: D.verdicts.length ? Math.max(D.preselected || 0, 0) : -1, guid: null, unfold: false };
   const knots = Array.from(new Set([0, D.end].concat(
     D.boxes.flatMap(b => [b.t0, b.t1]), D.marks.map(m => m.t), D.windows.flatMap(w => [w.t0, w.t1]))))
     .sort((a, b) => a - b);
@@ -36,13 +37,23 @@
     if (state.guid !== null) {
       const ev = new Set(), calls = new Set();
       D.boxes.filter(b => b.guid === state.guid).forEach(b => { b.events.forEach(i => ev.add(i)); if (b.call !== null) calls.add(b.call); });
-      return { ev, calls };
+      return { ev, calls, guid: state.guid };
     }
     if (state.verdict < 0) return null;
     const v = D.verdicts[state.verdict];
-    return { ev: new Set(v.events), calls: new Set(v.calls) };
+    return { ev: new Set(v.events), calls: new Set(v.calls), guid: v.guid };
   }
-  const isHit = (f, item) => f && item.outcome !== "up" && (item.events.some(i => f.ev.has(i)) || (item.call != null && f.calls.has(item.call)));
+  function folded() {  // the fault windows that do not touch the GUID in focus: folded unless asked for
+    const g = state.guid !== null ? state.guid : (state.verdict >= 0 ? D.verdicts[state.verdict].guid : null);
+    if (g === null || state.unfold) return { g, out: new Set() };
+    const mine = D.boxes.filter(b => b.guid === g);
+    const t0 = Math.min(...mine.map(b => b.t0)), t1 = Math.max(...mine.map(b => b.t1));
+    const out = new Set();
+    D.windows.forEach((w, i) => { if (w.guids.length ? !w.guids.includes(g) : (w.t1 < t0 || w.t0 > t1)) out.add(i); });
+    return { g, out };
+  }
+  const isHit = (f, item) => f && item.outcome !== "up" && (item.events.some(i => f.ev.has(i)) ||
+    (item.call != null && f.calls.has(item.call)) || (item.lane === "ledger" && f.guid !== null && item.guid === f.guid));
 
   function layout() {
     let y = AXIS;
@@ -67,7 +78,9 @@
     const W = width() + 2 * PAD, f = focus(), out = [];
     lanes.forEach((l, i) => out.push(`<rect class="lane${i % 2 ? " odd" : ""}" data-lane="${esc(l.name)}" x="0" y="${l.y}" width="${W}" height="${l.h}"/>`));
     ticks(out, height);
+    const fold = folded();
     D.windows.forEach((w, i) => {
+      if (fold.out.has(i)) return;
       const x0 = x(w.t0), x1 = Math.max(x(w.t1), x0 + 2), fl = byName.faults;
       out.push(`<rect class="window ${w.side}" x="${x0}" y="${AXIS}" width="${x1 - x0}" height="${height - AXIS}"/>`);
       if (fl) out.push(`<rect class="fault ${w.side}" data-w="${i}" x="${x0}" y="${fl.y + w.row * ROW + 2}" width="${x1 - x0}" height="${ROW - 3}"/>` +
@@ -101,10 +114,17 @@
     document.querySelectorAll("#verdicts .verdict").forEach(el => el.classList.toggle("selected", +el.dataset.v === state.verdict && state.guid === null));
     const sel = document.getElementById("selected"), v = D.verdicts[state.verdict];
     if (sel) sel.innerHTML = v && state.guid === null ? `<b class="rule">${esc(v.rule)}</b> — ${esc(v.text)}<br>` +
-      `${v.guid ? "GUID <code>" + esc(v.guid) + "</code>" + (v.label ? " (" + esc(v.label) + ")" : "") : "the run"}: ${esc(v.summary)}` +
+      `${v.guid ? "GUID <code>" + esc(v.guid) + "</code>" + (v.label ? " (" + esc(v.label) + ")" : "") : "the run"}` +
+      `${v.production ? ", production GUID <code>" + esc(v.production) + "</code>" : ""}: ${esc(v.summary)}` +
       (v.count > 1 ? ` <i>(and ${v.count - 1} more verdict${v.count > 2 ? "s" : ""} of this rule for it, highlighted together)</i>` : "") +
       `<br><span class="clause">contract ${esc(v.clause)}</span>` : "";
-    document.getElementById("guidnote").textContent = state.guid === null ? "" : `showing GUID ${state.guid}`;
+    const note = document.getElementById("guidnote");
+    note.textContent = state.guid === null ? "" : `showing GUID ${state.guid}`;
+    if (fold.out.size) {
+      note.append(` ${fold.out.size} fault${fold.out.size > 1 ? "s" : ""} folded (not touching GUID ${fold.g}) `);
+      const b = document.createElement("button"); b.id = "unfold"; b.textContent = "unfold";
+      b.onclick = () => { state.unfold = true; draw(); }; note.append(b);
+    }
   }
 
   function itemOf(target) {
@@ -145,7 +165,7 @@
   }));
   document.getElementById("zoomin").onclick = () => { state.zoom *= 1.6; draw(); };
   document.getElementById("zoomout").onclick = () => { state.zoom = Math.max(state.zoom / 1.6, 1); draw(); };
-  document.getElementById("all").onclick = () => { state.guid = null; state.verdict = -1; draw(); };
+  document.getElementById("all").onclick = () => { state.guid = null; state.verdict = -1; state.unfold = false; draw(); };
   document.getElementById("scale").onchange = e => { state.blend = +e.target.value; draw(); };
   window.addEventListener("resize", draw);
   draw();

@@ -10,6 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "relay_under_test" / "base" / "relay.toml"
+# The first line of a report on g1 breaking one-account-call: GUIDs are opaque (engine/runner.py), the label beside
+OPAQUE_G1 = r"\[one-account-call\] GUID [0-9a-f]{12}-\S+ \(scenario label g1\)"
 REFERENCE = ROOT / "relay_under_test" / "reference" / "relay.toml"
 TEST_RELAYS = ROOT / "tests" / "relays"
 COMMANDS = ("serve", "resolve", "reprocess", "purge")

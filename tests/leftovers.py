@@ -4,7 +4,9 @@ A slot's resources are named for its number N: the network namespace relaychaos-
 pair rcN-h/rcN-r and the machine's nftables table relaychaos-sN), the cgroups relaychaos-sN, the
 home /run/relaychaos/slot-N (a tmpfs, with overlays inside), and processes of its uid
 relaychaos-relay-N. A slot whose lock nobody holds must have none of them once its harness process
-has closed it, or once whoever killed that process has cleared it (policy.clear_abandoned).
+has closed it, or once whoever killed that process has cleared it (policy.clear_abandoned). The cgroups
+are those under this process's own (where the harnesses it starts make theirs); a machine whose
+processes sit in several memory cgroups may hold other harnesses' groups of the same name elsewhere.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from relaychaos.sandbox.cgroups import SlotCgroups
 from relaychaos.sandbox.policy import clear_slot
 
 SLOT_USER = re.compile(r"^relaychaos-relay-(\d+)$")
@@ -58,11 +61,7 @@ def slot_leftovers(slot: int) -> list[str]:
         left.append(f"veth rc{slot}-h")
     if subprocess.run(["nft", "list", "table", "inet", f"relaychaos-s{slot}"], capture_output=True).returncode == 0:
         left.append(f"nftables table relaychaos-s{slot}")
-    for controller in ("memory", "pids", "cpu"):
-        for dirpath, dirnames, _ in os.walk(f"/sys/fs/cgroup/{controller}"):
-            if f"relaychaos-s{slot}" in dirnames:
-                left.append(f"cgroup {dirpath}/relaychaos-s{slot}")
-            dirnames[:] = [d for d in dirnames if dirpath.count("/") < 6]
+    left += [f"cgroup {path}" for path in SlotCgroups.named(f"relaychaos-s{slot}").groups.values() if path.exists()]
     home = Path(f"/run/relaychaos/slot-{slot}")
     if home.exists():
         left.append(f"slot home {home} holding {[str(p) for p in list(home.rglob('*'))[:5]]}")

@@ -17,8 +17,6 @@ from relaychaos.stack.channel import Channel, RetryPolicy, transfer
 from relaychaos.stack.world import Stack
 from relaychaos.tolerances import CURRENT as TOLERANCES
 
-GUID_PLACEHOLDER = "${guid}"  # in a raw body: replaced by the run's GUID for the step's label
-
 
 class Client:
     """The channel side of one run; `guid_of(label)` maps the scenario's labels to the run's GUIDs."""
@@ -48,7 +46,7 @@ class Client:
         """One send step: well-formed, raw, or a careless client's; waited for unless in the background."""
         ch = self.channel(step.slot, step.via_hub, step.timeout_s)
         if step.raw is not None:
-            body = step.raw.replace(GUID_PLACEHOLDER, self.guid_of(step.guid))
+            body = step.raw.replace(S.GUID_PLACEHOLDER, self.guid_of(step.guid))
             coro = ch.send_raw(body.encode(), guid=self.guid_of(step.guid))
         elif step.careless:
             coro = self._careless(ch, step)

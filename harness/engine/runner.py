@@ -111,7 +111,9 @@ class Runner:
                                account_timeout_ms=sc.account_timeout_ms, max_attempts=sc.max_attempts,
                                safe_min_age_s=final_phase.safe_min_age_s(sc), guids=dict(self.guids),
                                steps=[S.describe(s) for s in sc.steps], relay=self.stack.manifest.name, tag=self.tag,
-                               contract=contract.VERSION, tolerances=TOLERANCES.as_dict())
+                               contract=contract.VERSION, tolerances=TOLERANCES.as_dict(),
+                               **({"incident": {k: sc.incident.get(k) for k in ("guids", "broke", "rules")}}
+                                  if sc.incident else {}))
         return all(self.do(S.Start(slot), "start") for slot in sc.relays if slot not in self.stack.supervisor.relays)
 
     def do(self, step, n=None) -> bool:

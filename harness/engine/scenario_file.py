@@ -20,10 +20,12 @@ ScenarioFileError naming the file, the line and the fix.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 import yaml
 
@@ -33,7 +35,7 @@ from relaychaos.errors import HarnessError
 from relaychaos.stack.toxiproxy_control import TOXIC_TYPES
 
 TOP_KEYS = {"name": str, "description": str, "account_timeout_ms": int, "max_attempts": int, "accounts": dict,
-            "relays": list, "batch_timeout_s": float, "expect": dict, "steps": list}
+            "relays": list, "batch_timeout_s": float, "expect": dict, "incident": dict, "steps": list}
 LIMIT_S = 60.0
 
 
@@ -167,6 +169,12 @@ def _check_story(path: Path, nodes, steps: list, relays: tuple[str, ...]) -> Non
             raise bad("max_attempts and parallel must be at least 1", "use whole numbers of at least 1")
         if isinstance(step, S.Race) and not 1 <= step.n <= 256:
             raise bad(f"race n = {step.n} is out of range", "race between 1 and 256 copies")
+
+
+def check(steps: Iterable, relays: tuple[str, ...], path: str | Path = "<steps>") -> None:
+    """The checks `load` makes on a file's story (GUIDs, toxics, slots, timings), on steps made in Python (any
+    iterable: a generator is checked as it goes)."""
+    _check_story(Path(path), itertools.repeat(None), steps, relays)
 
 
 def load(path: str | Path) -> ScenarioFile:

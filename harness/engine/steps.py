@@ -14,6 +14,9 @@ from relaychaos.tolerances import DEFAULT_ACCOUNT_TIMEOUT_MS
 PROXIES_HELP = "'account' (relay → account system) or 'hub-a' / 'hub-b' (channel → relay slot)"
 
 
+GUID_PLACEHOLDER = "${guid}"  # in a Send's raw body: replaced by the run's GUID for the step's label
+
+
 @dataclass(frozen=True)
 class Send:
     """The channel sends one transfer (resending the same GUID up to `attempts` times)."""
@@ -177,16 +180,17 @@ def kind(step) -> str:
     return KIND_OF[type(step)]
 
 
+_DEFAULTS: dict[type, tuple] = {}  # step class -> ((field name, default), ...), read once per class
+
+
 def changed_fields(step) -> dict:
     """The step's fields that differ from their defaults, by name: what a description or a file shows."""
-    out = {}
-    for f in fields(step):
-        value = getattr(step, f.name)
-        default = f.default if f.default is not MISSING else (
-            f.default_factory() if f.default_factory is not MISSING else MISSING)
-        if value != default:
-            out[f.name] = value
-    return out
+    defaults = _DEFAULTS.get(type(step))
+    if defaults is None:
+        defaults = _DEFAULTS[type(step)] = tuple(
+            (f.name, f.default if f.default is not MISSING else (
+                f.default_factory() if f.default_factory is not MISSING else MISSING)) for f in fields(step))
+    return {name: value for name, default in defaults if (value := getattr(step, name)) != default}
 
 
 def describe(step) -> str:
@@ -216,3 +220,5 @@ class Scenario:
     relays: tuple[str, ...] = ("a",)  # slots started before the first step
     batch_timeout_s: float = 30.0  # a batch command still running then is killed (and that is a verdict)
     covers: tuple[str, ...] = ()  # the contract clauses (relaychaos.contract ids) this scenario exercises
+    incident: dict = field(default_factory=dict)  # imported from production: guids (label -> production GUID),
+    # broke (rule -> labels), answers (label -> what the channel got) -- relaychaos.incidents

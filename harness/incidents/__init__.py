@@ -1,5 +1,10 @@
-"""Incident bundles (a production night's logs) turned into scenario files: `relaychaos incident import`.
+"""Incident bundles (a production night's logs, as production wrote them) turned into scenario files, and
+replays judged against them: `relaychaos incident import` and `relaychaos incident verify`.
 
-bundle.py reads and checks the logs, reconstruct.py orders them and infers the faults,
-write.py emits the scenario file, command.py is the command line. See docs/incident-bundle.md.
+Reading: mapping.py (how incident.toml says to read each log), readers.py (one reader per format), times.py,
+records.py, bundle.py (each log's files merged and sorted), ledger.py. The night: guids.py (the GUIDs indexed
+and checked against each other), clocks.py, balances.py, reconstruct.py (the walk in time order) with faults.py,
+write.py (the scenario file, written as it is planned). The story: story.py (the cut), shrink.py (delta
+debugging), telling.py. verify.py replays and judges; command.py is the command line. See
+docs/incident-bundle.md.
 """

@@ -1,74 +1,179 @@
-"""`relaychaos incident import BUNDLE --out scenario.yaml`: a production night's logs as a scenario file.
+"""`relaychaos incident import BUNDLE --out FOLDER` and `relaychaos incident verify SCENARIO --relay R`.
 
-    relaychaos incident import examples/incidents/reprocess-resent-timeouts --out incident.yaml
-    relaychaos replay incident.yaml --relay the-relay-that-ran/relay.toml     # breaks the rule ...
-    relaychaos replay incident.yaml                                           # ... and the fix holds
+    relaychaos incident import examples/incidents/reprocess-resent-timeouts --out incident/
+        # incident/night.yaml: the whole night; incident/story.yaml: the night shrunk to its story
+    relaychaos incident verify incident/story.yaml --relay the-relay-that-ran/relay.toml   # 0: reproduced
+    relaychaos replay incident/story.yaml                                                # 0: the fix holds
 
-Exit status: 0 written, 2 the bundle cannot be imported (one message: file, line, fix).
+import exits 0 written, 2 the bundle cannot be imported (one message: file, line, fix).
+verify exits 0 when the relay breaks every expected rule for every production GUID the logs
+show breaking it (on every one of --runs replays), 1 when it does not (saying which are
+missing), 2 when it cannot run.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import shutil
 import sys
+import time
 from pathlib import Path
 
 from relaychaos.errors import HarnessError
 
 REFERENCE = "relay_under_test/reference/relay.toml"
+OUTPUTS = ("night.yaml", "story.yaml", "replays")  # what an import writes into --out, removed before it starts
+CONFIRM_RUNS = 3
+
+
+def _sandbox_options(p) -> None:
+    p.add_argument("--sandbox", choices=("auto", "strict", "off"), default=os.environ.get("RELAYCHAOS_SANDBOX", "auto"),
+                   help="contain the relay's commands (as relaychaos replay)")
+    p.add_argument("--sandbox-limit", metavar="NAME=N,...", default=None, help="change sandbox limits")
 
 
 def add_parsers(sub) -> None:
     incident = sub.add_parser("incident", help="incident bundles: production logs turned into scenarios")
     incidents = incident.add_subparsers(dest="incident_command", required=True)
-    p = incidents.add_parser("import", help="write the scenario file that reproduces an incident bundle "
+    p = incidents.add_parser("import", help="write the scenario that reproduces an incident bundle, and its story "
                                             "(docs/incident-bundle.md)")
     p.add_argument("bundle", help="the bundle's folder: channel and account logs, optional operations and ledger")
-    p.add_argument("--out", required=True, help="the scenario file to write (YAML)")
-    p.add_argument("--relay", help="the relay.toml of the relay that ran that night (the expect block's `breaks`); "
-                                   "default: incident.toml's `relay`")
+    p.add_argument("--out", required=True, help="the folder to write night.yaml and story.yaml into (an earlier "
+                                                "import's files there are replaced)")
+    p.add_argument("--relay", help="the relay.toml of the relay that ran that night (expect.breaks, and the relay "
+                                   "the story is shrunk against); default: incident.toml's `relay`")
     p.add_argument("--account-clock-offset", type=float, default=None, metavar="SECONDS",
                    help="add this to every account-log time (default: estimated when the clocks disagree)")
     p.add_argument("--name", help="the scenario's name (default: incident.toml's, else the bundle folder's)")
+    p.add_argument("--no-shrink", action="store_true", help="write the story without replaying it (no relay runs)")
+    p.add_argument("--shrink-runs", type=int, default=80, help="at most this many replays while shrinking")
+    _sandbox_options(p)
     p.set_defaults(func=cmd_import)
+    v = incidents.add_parser("verify", help="did the replay reproduce the incident? exit 0 yes, 1 no, 2 cannot run")
+    v.add_argument("scenario", help="a scenario written by incident import (night.yaml or story.yaml)")
+    v.add_argument("--relay", help="the relay to replay it on (default: the one its expect block says breaks)")
+    v.add_argument("--runs", type=int, default=1, help="replay this many times; every one must reproduce")
+    v.add_argument("--out", help="where to keep the runs (default: runs/verify-YYYYmmdd-HHMMSS; run-N per run)")
+    _sandbox_options(v)
+    v.set_defaults(func=cmd_verify)
 
 
-def _relay_ref(relay: str | None, base: Path) -> str | None:
-    """A relay as the expect block names it: relative to the project when it is there (as scenario files
-    name the bundled relays), else absolute; a path found neither from `base` nor the project stays as given."""
+def relay_ref(relay: str | None, base: Path, named_in: str = "--relay") -> str | None:
+    """A relay as the expect block names it: found from `base` (the bundle's folder, or the working folder for
+    --relay), the project, or the working folder; written relative to the project when it is there (as scenario
+    files name the bundled relays), else absolute. HarnessError when it is in none of them."""
     from relaychaos import paths
 
     if not relay:
         return None
-    found = next((p.resolve() for p in (base / relay, Path(relay)) if p.exists()), None)
-    if found is None:
-        return relay
     root = paths.bundled_relays().parent
+    found = next((p.resolve() for p in (base / relay, root / relay, Path(relay)) if p.exists()), None)
+    if found is None:
+        raise HarnessError(f"the relay {relay!r} is not there: looked in {base.resolve()}, {root} and the working "
+                           "folder", where=named_in, fix="give a path from the bundle's folder or the project "
+                           "(relay_under_test/mutants/NAME/relay.toml), or --relay")
     return str(found.relative_to(root)) if found.is_relative_to(root) else str(found)
+
+
+def relay_path(ref: str) -> Path:
+    from relaychaos import paths
+
+    p = Path(ref)
+    return p if p.is_absolute() else paths.bundled_relays().parent / p
+
+
+def _fresh(out: Path) -> None:
+    """An --out folder with no earlier import's files in it."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in OUTPUTS:
+        target = out / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     from relaychaos.incidents import bundle as bundles
+    from relaychaos.incidents import story
     from relaychaos.incidents.reconstruct import reconstruct
-    from relaychaos.incidents.write import render, write
+    from relaychaos.incidents.telling import involved, tell
+    from relaychaos.incidents.write import Head, head_lines, write
 
+    out = Path(args.out)
+    started = time.monotonic()
     try:
+        if out.suffix in (".yaml", ".yml"):
+            raise HarnessError(f"--out {out} names a file", fix="give a folder: the import writes night.yaml "
+                                                               "(the whole night) and story.yaml (its story) there")
+        _fresh(out)
         b = bundles.read(Path(args.bundle))
         meta = b.meta
+        relay = relay_ref(args.relay, Path.cwd()) if args.relay else relay_ref(meta.get("relay"), b.folder,
+                                                                                 f"{b.folder / 'incident.toml'}: relay")
         timeout_ms = int(meta.get("account_timeout_ms", 300))
         plan = reconstruct(b, timeout_ms, args.account_clock_offset)
-        name = args.name or meta.get("name") or re.sub(r"[^A-Za-z0-9_-]", "-", b.folder.resolve().name)
-        relay = _relay_ref(args.relay, Path.cwd()) if args.relay else _relay_ref(meta.get("relay"), b.folder)
-        text = render(plan, b, name=name, description=" ".join(str(meta.get("description", f"imported from {b.folder}")).split()),
-                      account_timeout_ms=timeout_ms, relay=relay, holds_on=list(meta.get("holds_on", [REFERENCE])))
-        out = write(text, Path(args.out))
+        head = Head(args.name or meta.get("name") or re.sub(r"[^A-Za-z0-9_-]", "-", b.folder.resolve().name),
+                    " ".join(str(meta.get("description", f"imported from {b.folder}")).split()),
+                    plan.account_timeout_ms, relay,
+                    [relay_ref(h, b.folder, f"{b.folder / 'incident.toml'}: holds_on")
+                     for h in meta.get("holds_on", [REFERENCE])], str(args.bundle))
+        night = write(out / "night.yaml", head_lines(plan, b, head), plan.walk(), plan, b,
+                      keep=story.keeper(involved(plan)) if plan.rules else None)
+        print(f"relaychaos: wrote {night.path}: {night.steps} steps from {b.counts['channel']} channel, "
+              f"{b.counts['account']} account and {b.counts['operations']} operations records ({b.lines:,} lines read; "
+              f"{time.monotonic() - started:.1f} s)")
+        for note in b.notes + plan.notes:
+            print(f"relaychaos: note: {note}")
+        if plan.unreached:
+            first = plan.unreached[0]
+            print(f"relaychaos: note: {len(plan.unreached)} send(s) reached a relay instance while it was down "
+                  f"(first: {first.where}, relay {first.relay}): nothing received them, so they are not replayed")
+        print(f"relaychaos: the logs show: {', '.join(plan.rules) or 'no GUID sent twice'}")
+        if plan.rules:
+            story_path = tell(plan, b, head, out, args, night)
+            print(f"relaychaos: wrote {story_path}; check it with `relaychaos incident verify {story_path} --relay "
+                  f"{relay or 'RELAY'}` (exit 0: reproduced) and `relaychaos replay {story_path}` (exit 0: the fix "
+                  "holds)")
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2
-    print(f"relaychaos: wrote {out}: {len(plan.steps)} steps from {len(b.channel)} channel, {len(b.account)} account "
-          f"and {len(b.operations)} operations lines")
-    for note in plan.notes:
-        print(f"relaychaos: {note}")
-    print(f"relaychaos: the logs show: {', '.join(plan.rules) or 'no GUID sent twice'}; replay it with "
-          f"`relaychaos replay {out} --relay {relay or 'RELAY'}`")
     return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from relaychaos.engine import scenario_file
+    from relaychaos.incidents.verify import Replayer, describe, reproduced
+
+    try:
+        loaded = scenario_file.load(args.scenario)
+        sc = loaded.scenario
+        if not sc.incident.get("rules"):
+            raise HarnessError("the scenario has no incident block naming the rules production broke",
+                               where=str(args.scenario), fix="give a scenario written by relaychaos incident import")
+        if args.relay:
+            ref = relay_ref(args.relay, Path.cwd())
+        elif len(loaded.breaks) == 1:
+            ref = next(iter(loaded.breaks))
+        else:
+            raise HarnessError("which relay? the expect block names none (or several)", where=str(args.scenario),
+                               fix="give --relay path/to/relay.toml")
+        out = Path(args.out) if args.out else Path("runs") / f"verify-{time.strftime('%Y%m%d-%H%M%S')}"
+        failed = 0
+        with Replayer(out, args.sandbox, args.sandbox_limit) as replayer:
+            for n in range(1, args.runs + 1):
+                t0 = time.monotonic()
+                result = replayer.run(sc, relay_path(ref))
+                found = reproduced(result, sc)
+                failed += not found.ok
+                print(f"relaychaos: run {n} of {args.runs} ({time.monotonic() - t0:.1f} s, {result.history_path}):")
+                for line in describe(found, sc.incident.get("guids", {}), ref):
+                    print(f"  {line}")
+                if not found.ok:
+                    print(result.report(limit=5))
+    except HarnessError as e:
+        print(f"relaychaos: {e}", file=sys.stderr)
+        return 2
+    print(f"relaychaos: reproduced on {args.runs - failed} of {args.runs} run(s)")
+    return 1 if failed else 0

@@ -1,69 +1,180 @@
 """A reconstruction written as a scenario file (relaychaos.engine.scenario_file), a comment on every step.
 
-    text = render(plan, bundle, name=..., relay=..., holds_on=[...])
+    written = write(out, head_lines(plan, bundle, head), plan.walk(), plan, bundle, keep=...)
 
-The file starts with what was imported and what was inferred (the GUIDs' labels, the
-clock offset if one was applied, the ledger's last word on each GUID), then the
-scenario's keys, an `expect` block naming the rules the incident broke, and the steps,
-each preceded by the log lines it came from. `write` checks the file loads before
-keeping it.
+The file starts with what was imported and what was inferred (the notes: clock offset,
+opening balances, skipped lines), then the scenario's keys and an `expect` block naming the
+rules the incident broke; then the steps, each preceded by the log lines it came from; and
+last the `incident` block: the rules production broke and by which labels, the labels'
+production GUIDs, what the channel got for each label in production, how many calls the
+account system received for each, and the ledger's last word on each (written last because
+the answers are gathered while the steps are; a story gives the night's). Steps
+are formatted from their plain values (no YAML library per step) and checked as they are
+written, by the scenario file's own checks: linear in the night's length, and the night's
+steps are never all in memory. The file replaces an earlier one whole, once it is complete.
 """
 from __future__ import annotations
 
+import json
+import os
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Iterable, Iterator
 
 import yaml
 
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
-from relaychaos.incidents.bundle import Bundle
-from relaychaos.incidents.reconstruct import Plan
+
+PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n"}
+LOADED_BELOW = 5000  # a file with fewer steps is also loaded back whole, as a check of its YAML
 
 
-def _flow(value) -> str:
-    return yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=400, allow_unicode=True).strip()
+@dataclass(frozen=True)
+class Head:
+    """The scenario file's keys and the expectation, as given to the import."""
+
+    name: str
+    description: str
+    account_timeout_ms: int
+    relay: str | None
+    holds_on: list[str]
+    source: str  # what the file was made from, for its first line
 
 
-def _step_line(step) -> str:
-    args = {k: list(v) if isinstance(v, tuple) else v for k, v in S.changed_fields(step).items()}
-    return f"  - {S.kind(step)}: {_flow(args)}" if args else f"  - {S.kind(step)}"
+@dataclass
+class Written:
+    """A written scenario file: its path, how many steps, the steps kept for a story, and what the channel got
+    for each label in production (from the sends written)."""
+
+    path: Path
+    steps: int = 0
+    kept: list = field(default_factory=list)
+    answers: dict = field(default_factory=dict)
 
 
-def render(plan: Plan, bundle: Bundle, *, name: str, description: str, account_timeout_ms: int,
-           relay: str | None, holds_on: list[str]) -> str:
-    """The scenario file's text."""
-    head = [f"Incident imported by `relaychaos incident import {bundle.folder}`.",
-            f"{len(bundle.channel)} channel lines, {len(bundle.account)} account lines, "
-            f"{len(bundle.operations)} operations lines{', the ledger ' + bundle.ledger_file if bundle.ledger_file else ''}.",
-            "GUIDs are labels here (the harness makes them unique per run):"]
-    for guid, label in plan.labels.items():
-        row = bundle.ledger.get(guid)
-        ledger = f"; ledger: {row['status']} {row['resp_code'] or ''} after {row['attempts']} attempt(s)".replace(
-            "  ", " ") if row else ""
-        head.append(f"  {label} = {guid}{ledger}")
-    head += [f"Clock: {n}" for n in plan.notes]
+def scalar(value) -> str:
+    """One plain value as YAML: a bare word where YAML reads it back as the same string, else JSON."""
+    if type(value) is str:
+        return value if PLAIN.fullmatch(value) and (len(value) > 5 or value.lower() not in YAML_WORDS) else \
+            json.dumps(value)
+    if type(value) is int:
+        return repr(value)
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(scalar(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{scalar(str(k))}: {scalar(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"not a plain value: {value!r}")
+
+
+def step_line(step) -> str:
+    """`  - send: {guid: g1, amount: 75}`: the step's kind and the fields that differ from their defaults (field
+    names are plain words; a bare value is written as it is)."""
+    args = S.changed_fields(step)
+    if not args:
+        return f"  - {S.kind(step)}"
+    parts = []
+    for k, v in args.items():
+        if type(v) is str and len(v) > 5 and PLAIN.fullmatch(v) or type(v) is int:
+            parts.append(f"{k if k != 'n' else scalar(k)}: {v}")
+        else:
+            parts.append(f"{scalar(k)}: {scalar(v)}")
+    return f"  - {S.kind(step)}: {{{', '.join(parts)}}}"
+
+
+def head_lines(plan, bundle, head: Head, extra: Iterable[str] = ()) -> list[str]:
+    """The file's comments and keys, up to `steps:`."""
+    out = [f"# Incident imported by `relaychaos incident import {head.source}`.",
+           f"# {bundle.counts['channel']} channel records, {bundle.counts['account']} account records, "
+           f"{bundle.counts['operations']} operations records"
+           f"{', the ledger ' + bundle.ledger_file if bundle.ledger_file else ''}."]
+    out += [f"# {line}" for line in extra]
+    out.append("# GUIDs are labels here (the harness makes them unique per run); the incident block at the end names "
+               "production's.")
+    out += [f"# Note: {note}" for note in bundle.notes + plan.notes]
     if plan.rules:
-        head.append(f"The logs show the incident broke: {', '.join(plan.rules)}.")
-    if not relay:
-        head.append("The relay that ran is not named (incident.toml `relay`, or --relay): expect lists only holds_on.")
-    data = {"name": name, "description": description, "account_timeout_ms": account_timeout_ms,
+        out.append(f"# The logs show the incident broke: {', '.join(plan.rules)}.")
+    if not head.relay:
+        out.append("# The relay that ran is not named (incident.toml `relay`, or --relay): expect lists only holds_on.")
+    data = {"name": head.name, "description": head.description, "account_timeout_ms": head.account_timeout_ms,
             "accounts": plan.accounts, "relays": list(plan.relays)}
-    expect: dict = {"holds_on": holds_on}
-    if relay and plan.rules:
-        expect["breaks"] = {relay: plan.rules}
+    expect: dict = {"holds_on": head.holds_on}
+    if head.relay and plan.rules:
+        expect["breaks"] = {head.relay: plan.rules}
     data["expect"] = expect
-    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
-    lines = [f"# {line}" for line in head] + [body.rstrip(), "steps:"]
-    for planned in plan.steps:
-        lines.append(f"  # {planned.comment}")
-        lines.append(_step_line(planned.step))
-    return "\n".join(lines) + "\n"
+    out.append(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100).rstrip())
+    return out
 
 
-def write(text: str, out: Path) -> Path:
-    """Keep the file and check it loads as a scenario (ScenarioFileError, with its line, if it does not)."""
+def incident_lines(plan, bundle, answers: dict[str, str | list[str]], labels: set[str] | None) -> Iterator[str]:
+    """The incident block; `labels` narrows it to a story's GUIDs."""
+    def shown(label):
+        return labels is None or label in labels
+    yield "incident:"
+    yield f"  rules: {scalar(plan.rules)}"
+    yield "  broke:"
+    for rule, found in plan.broke.items():
+        yield f"    {rule}: {scalar([x for x in found if shown(x)])}"
+    yield "  guids:"
+    yield from (f"    {st.label}: {scalar(guid)}" for guid, st in plan.night.items() if shown(st.label))
+    if answers:
+        yield "  answers:"
+        yield from (f"    {label}: {scalar(got)}" for label, got in answers.items())
+    yield "  calls:"  # the account system's calls per label in production (its log's lines)
+    yield from (f"    {st.label}: {st.calls}" for st in plan.night.values() if shown(st.label))
+    words = [(st.label, bundle.ledger[guid]) for guid, st in plan.night.items() if guid in bundle.ledger and
+             shown(st.label)]
+    if words:
+        yield "  ledger:"
+        yield from (f"    {label}: {scalar(word)}" for label, word in words)
+
+
+def _answered(answers: dict, label: str, got: tuple[str, ...]) -> None:
+    """What the channel got for a label, gathered: one answer as a string (most labels), several as a list."""
+    before = answers.get(label)
+    if before is None:
+        answers[label] = got[0] if len(got) == 1 else list(got)
+    else:
+        answers[label] = (before if isinstance(before, list) else [before]) + list(got)
+
+
+def write(out: Path, head: list[str], planned: Iterable, plan, bundle, labels: set[str] | None = None,
+          keep: Callable | None = None, answers: dict | None = None) -> Written:
+    """Write the scenario file (see the module doc): ScenarioFileError (and no file) if its steps do not check.
+    `answers`: production's answers for the incident block (a story's, from its night) instead of those of the
+    sends written."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    scenario_file.load(out)
-    return out
+    partial = out.with_name(f".{out.name}.partial")
+    written = Written(out)
+    try:
+        with open(partial, "w", encoding="utf-8") as f:
+            f.write("\n".join(head) + "\nsteps:\n")
+
+            def steps():
+                for p in planned:
+                    f.write(f"  # {p.comment}\n")
+                    if p.step is None:
+                        continue
+                    f.write(step_line(p.step) + "\n")
+                    written.steps += 1
+                    if p.got:
+                        _answered(written.answers, p.step.guid, p.got)
+                    if keep is not None and keep(p):
+                        written.kept.append(p)
+                    yield p.step
+            scenario_file.check(steps(), plan.relays, out)
+            for line in incident_lines(plan, bundle, written.answers if answers is None else answers, labels):
+                f.write(line + "\n")
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
+    if written.steps < LOADED_BELOW:
+        scenario_file.load(out)
+    return written

@@ -71,6 +71,7 @@ def confine(plan: dict, notify: bool) -> int | None:
     the seccomp listener's fd when `notify`."""
     for sig in RESET_SIGNALS:  # what Python or the outer process ignored is not the relay's to inherit
         signal.signal(sig, signal.SIG_DFL)
+    kernel.default_ignored_signals()  # and whatever the harness's own parent ignored
     for name, limit in plan["rlimits"].items():
         try:
             resource.setrlimit(getattr(resource, "RLIMIT_" + name.upper()), (limit, limit))

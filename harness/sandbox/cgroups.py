@@ -13,6 +13,7 @@ container) holds for the relay too. cgroup v1, as root, with the controllers mou
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass
@@ -93,8 +94,10 @@ class SlotCgroups:
             for path in made.groups.values():
                 path.mkdir()
             made.set(memory_mib=memory_mib, tasks=tasks, cpu_shares=cpu_shares)
-        except OSError as e:
+        except BaseException as e:  # a Ctrl-C half-way included: no group of the slot is left behind
             made.remove()
+            if not isinstance(e, OSError):
+                raise
             raise SandboxError(f"could not make the cgroup {name}: {e}",
                                fix="run as root with the v1 memory, pids and cpu controllers mounted, or use "
                                    "--sandbox off for a relay you trust") from None
@@ -133,7 +136,7 @@ class SlotCgroups:
         """Every process in the slot's groups now."""
         found: set[int] = set()
         for path in self.groups.values():
-            found.update(int(p) for p in (_read(path / "cgroup.procs") or "").split())
+            found.update(_procs(path))
         return sorted(found)
 
     def kill(self) -> int:
@@ -141,7 +144,8 @@ class SlotCgroups:
         return kill_until_gone(self.pids)
 
     def remove(self) -> None:
-        """Remove the groups (empty them first with kill()); a group still busy after 5 s is left."""
+        """Remove the groups (empty them first with kill()); a process that joined one meanwhile (a command being
+        started as the slot closes) is killed in turn; a group still busy after 5 s is left."""
         for path in self.groups.values():
             deadline = time.monotonic() + 5.0
             while path.exists():
@@ -150,7 +154,13 @@ class SlotCgroups:
                 except OSError:
                     if time.monotonic() > deadline:
                         break
+                    kill_until_gone(functools.partial(_procs, path))
                     time.sleep(0.02)
+
+
+def _procs(group: Path) -> list[int]:
+    """The processes in one group now."""
+    return [int(p) for p in (_read(group / "cgroup.procs") or "").split()]
 
 
 def _read(path: Path) -> str | None:

@@ -22,7 +22,8 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE = 1, 38, 4
-SYS_PIVOT_ROOT, SYS_SECCOMP = 155, 317  # x86_64
+SYS_PIVOT_ROOT, SYS_SECCOMP, SYS_RT_SIGACTION = 155, 317, 13  # x86_64
+SIG_IGN, SIGKILL, SIGSTOP, NSIG = 1, 9, 19, 64
 
 
 class LayerError(Exception):
@@ -70,6 +71,30 @@ def pivot_root(new_root: str, layer: str = "mounts") -> None:
     check(libc.syscall(ctypes.c_long(SYS_PIVOT_ROOT), b".", b"."), layer, f"pivot_root({new_root})")
     umount(".", MNT_DETACH, layer)
     os.chdir("/")
+
+
+class _KernelSigaction(ctypes.Structure):
+    _fields_ = [("handler", ctypes.c_ulong), ("flags", ctypes.c_ulong), ("restorer", ctypes.c_ulong),
+                ("mask", ctypes.c_uint64)]
+
+
+def default_ignored_signals(layer: str = "signals") -> list[int]:
+    """Set every ignored signal back to its default, as an exec would keep it ignored: those Python ignores, and
+    any the harness's own parent ignored (glibc's reserved 32 and 33 included, which Python's signal module
+    cannot name); the signals changed."""
+    changed = []
+    for sig in range(1, NSIG + 1):
+        if sig in (SIGKILL, SIGSTOP):
+            continue
+        old = _KernelSigaction()
+        check(libc.syscall(ctypes.c_long(SYS_RT_SIGACTION), ctypes.c_long(sig), None, ctypes.byref(old),
+                           ctypes.c_size_t(8)), layer, f"rt_sigaction({sig})")
+        if old.handler == SIG_IGN:
+            default = _KernelSigaction()  # SIG_DFL, no flags, an empty mask
+            check(libc.syscall(ctypes.c_long(SYS_RT_SIGACTION), ctypes.c_long(sig), ctypes.byref(default), None,
+                               ctypes.c_size_t(8)), layer, f"rt_sigaction({sig}, SIG_DFL)")
+            changed.append(sig)
+    return changed
 
 
 def prctl(option: int, value: int, layer: str) -> None:

@@ -1,0 +1,108 @@
+"""Benchmark: `relaychaos incident import` on a production-sized bundle: time and peak memory against its lines.
+
+    .venv/bin/python -m benchmarks.incident_import [--lines 1000000,5000000] [--rounds 3] [--keep DIR]
+
+1. For each size, a bundle is written by examples/incidents/oom_night.py (not kept unless --keep):
+   the OOM night stretched to lines/5 transfers over its 35 minutes, as production logs them: per
+   transfer, the channel's zap JSON lines `transfer started` and `transfer finished` and two noise
+   lines (epoch milliseconds, two channel pods), one line of the core banking CSV journal (local
+   times), the Kubernetes events, and the relay's SQLite ledger. About 200 bytes a line: 5 million
+   lines are about 1 GB.
+2. Each bundle is imported `--rounds` times, each in a fresh process (`incident import --no-shrink`,
+   the whole night written as a scenario file). Reported per round: wall time, CPU time (user +
+   system), the process's peak resident memory (its own rusage), and the load average (1 min) before
+   and after; then the medians.
+
+Exits 1 if an import fails, takes over 1 GiB of memory, or over 120 s of CPU time per 5 million lines
+(24 µs a line, for any size: the import is linear) -- medians. The limit is judged on CPU time, as the
+import is single-threaded: on a shared machine the wall time also counts the waits for a core, and is
+printed beside it with the load average.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERATOR = ROOT / "examples" / "incidents" / "oom_night.py"
+LINES_PER_TRANSFER = 5
+SECONDS_LIMIT, MEMORY_LIMIT_MIB, PER_LINES = 120.0, 1024, 5_000_000
+
+
+def bundle(folder: Path, lines: int) -> int:
+    """Write a bundle of about `lines` lines (in a process of its own: a child forked from a process holding the
+    generator's gigabytes would count them in its peak memory); returns the lines written."""
+    subprocess.run([sys.executable, str(GENERATOR), str(folder), "--transfers", str(max(lines // LINES_PER_TRANSFER,
+                    10)), "--noise", "2"], check=True, stdout=subprocess.DEVNULL)
+    return sum(sum(1 for _ in open(p, "rb")) for p in folder.iterdir() if p.suffix in (".jsonl", ".csv"))
+
+
+def one_round(folder: Path, out: Path) -> dict:
+    """Import once in a fresh process: wall and CPU seconds, peak RSS, the load before and after, the output."""
+    load0 = os.getloadavg()[0]
+    t0 = time.monotonic()
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "relaychaos.cli", "incident", "import", str(folder), "--out",
+                                 str(out), "--no-shrink"], stdout=stdout, stderr=stderr, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage: its CPU time and peak memory
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.monotonic() - t0
+        stdout.seek(0)
+        stderr.seek(0)
+        return {"ok": proc.returncode == 0, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+                "peak_mib": usage.ru_maxrss / 1024, "load": (load0, os.getloadavg()[0]), "stdout": stdout.read(),
+                "stderr": stderr.read()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lines", default="1000000,5000000", help="bundle sizes, in lines, comma-separated")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--keep", help="keep the bundles and scenarios in this folder")
+    args = parser.parse_args(argv)
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="relaychaos-import-bench-"))
+    failed = False
+    try:
+        for size in (int(s) for s in args.lines.split(",")):
+            folder = work / f"bundle-{size}"
+            shutil.rmtree(folder, ignore_errors=True)
+            t0 = time.monotonic()
+            lines = bundle(folder, size)
+            mb = sum(p.stat().st_size for p in folder.iterdir()) / 1e6
+            print(f"bundle: {lines:,} lines, {mb:,.0f} MB (written in {time.monotonic() - t0:.0f} s)", flush=True)
+            rounds = []
+            for n in range(args.rounds):
+                r = one_round(folder, work / f"out-{size}")
+                rounds.append(r)
+                print(f"  round {n + 1}: {'ok' if r['ok'] else 'FAILED'}; wall {r['wall_s']:.1f} s, CPU "
+                      f"{r['cpu_s']:.1f} s, peak {r['peak_mib']:.0f} MiB; load {r['load'][0]:.1f} → "
+                      f"{r['load'][1]:.1f}", flush=True)
+                if not r["ok"]:
+                    print(r["stderr"][-2000:], file=sys.stderr)
+                    failed = True
+            cpu, peak, wall = (median(r[k] for r in rounds) for k in ("cpu_s", "peak_mib", "wall_s"))
+            loads = median(r["load"][0] for r in rounds)
+            print(f"{lines:,} lines: median CPU {cpu:.1f} s ({cpu / lines * 1e6:.1f} µs a line), wall {wall:.1f} s "
+                  f"at load {loads:.1f}, peak {peak:.0f} MiB", flush=True)
+            progress = [line for r in rounds for line in r["stderr"].splitlines() if "reading" in line]
+            if progress:
+                print(f"  progress line, e.g.: {progress[0]}")
+            if cpu > SECONDS_LIMIT * lines / PER_LINES or peak > MEMORY_LIMIT_MIB:
+                print(f"over the limit: {SECONDS_LIMIT:.0f} s of CPU per {PER_LINES:,} lines, and {MEMORY_LIMIT_MIB} "
+                      "MiB", file=sys.stderr)
+                failed = True
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

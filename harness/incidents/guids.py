@@ -1,0 +1,105 @@
+"""The night's GUIDs, one GuidState each, and what the logs say of them that cannot be right.
+
+    night, gaps = index(bundle)        # guid -> GuidState (label, first send, calls, debits); clock gaps
+
+One pass over the channel log gives each GUID its label (`g1`, `g2`, ... in the order the
+channel first sent them) and its first send; one pass over the account log its calls and
+debits (each call its number among its GUID's), and the two GUIDs whose first call came
+soonest after their first send (or furthest before it: clocks.py reads the clocks' offset
+from them).
+Errors (a scenario built on them would be a different night), each naming the file and
+line: a GUID the account system received that the channel never sent (said when it
+differs only in case from one it sent); an account call whose amount or parties differ
+from the channel's request for that GUID; a channel `0000` for a GUID the account system has
+no call for. Warnings, in bundle.notes: GUIDs that differ
+only in case (the relay takes them as two, and so does the import).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import heapq
+
+from relaychaos.incidents.mapping import BundleError
+from relaychaos.incidents.records import ChannelLine
+
+
+@dataclass(slots=True)
+class GuidState:
+    number: int  # its label's number: g1, g2, ... in the order the channel first sent them
+    first: ChannelLine | None  # its first send (None once the walk no longer needs it)
+    last: ChannelLine | None = None  # its latest send so far, while attributing calls
+    calls: int = 0
+    debits: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"g{self.number}"
+
+
+def _where(bundle, r) -> str:
+    return f"{bundle.folder / r.file}, line {r.line}"
+
+
+def index(bundle) -> tuple[dict[str, GuidState], list]:
+    """Every GUID of the night, and the clock gaps (see the module doc)."""
+    night: dict[str, GuidState] = {}
+    folded: dict[str, str] = {}
+    for r in bundle.channel:
+        st = night.get(r.guid)
+        if st is None:
+            st = night[r.guid] = GuidState(len(night) + 1, r)
+            key = r.guid if r.guid.islower() or not any(c.isupper() for c in r.guid) else r.guid.lower()
+            other = folded.setdefault(key, r.guid)
+            if other != r.guid:
+                bundle.notes.append(f"{_where(bundle, r)}: GUID {r.guid} differs only in case "
+                                    f"from {other} ({night[other].first.where}): they are taken as two GUIDs, as a "
+                                    "relay takes them; if one system changed the case, set guid_case = \"lower\" for "
+                                    "that log in incident.toml")
+    gaps: list = []
+    for c in bundle.account:
+        st = night.get(c.guid)
+        if st is None:
+            _never_sent(c, _where(bundle, c), night)
+        send = st.first
+        if c.amount != send.amount or c.src != send.src or c.dst != send.dst:
+            raise BundleError(f"GUID {c.guid}: the account system received {c.amount} {c.src}→{c.dst}, the channel "
+                              f"sent {send.amount} {send.src}→{send.dst} ({send.where})", where=_where(bundle, c),
+                              fix="the logs disagree on the transfer: check both lines (a unit? a GUID reused?) and "
+                                  "correct the one that is wrong")
+        c.amount = send.amount  # one int for both records
+        st.calls += 1
+        st.debits += c.code == "0000"
+        c.n = st.calls
+        if st.calls == 1:
+            entry = (send.at - c.at, -c.line, id(c), c, send)  # a max-heap of the two smallest gaps
+            if len(gaps) < 2:
+                heapq.heappush(gaps, entry)
+            elif entry[0] > gaps[0][0]:
+                heapq.heapreplace(gaps, entry)
+    _unanswered_ok(bundle, night)
+    return night, sorted(((-g, c, send) for g, _, _, c, send in gaps), key=lambda x: (x[0], x[1].line))
+
+
+def _never_sent(c, where: str, night: dict[str, GuidState]) -> None:
+    lower = c.guid.lower()
+    other = next((g for g in night if g.lower() == lower), None)  # only on the way to an error
+    if other is not None:
+        raise BundleError(f"GUID {c.guid} is not in the channel log, but {other} ({night[other].first.where}) differs "
+                          "from it only in case", where=where,
+                          fix="one system changed the GUID's case: set guid_case = \"lower\" (or \"upper\") in "
+                              "[logs.account] and [logs.channel] of incident.toml")
+    raise BundleError(f"GUID {c.guid} is in the account log but the channel log never sent it", where=where,
+                      fix="add the channel's request for it to the channel log, or drop the line if another client "
+                          "sent it (a relay that minted a new GUID, rule guid-preserved, cannot be imported: write "
+                          "that scenario by hand, see scenarios/regressions/recovery-minted-new-guid.yaml)")
+
+
+def _unanswered_ok(bundle, night: dict[str, GuidState]) -> None:
+    """A channel `0000` for a GUID the account system has no call for: the account log is incomplete."""
+    for r in bundle.channel:
+        if r.result == "0000" and night[r.guid].calls == 0:
+            raise BundleError(f"the relay answered 0000 for GUID {r.guid}, but the account log has no call for it",
+                              where=_where(bundle, r),
+                              fix="the account log is incomplete (add the call), or this line's GUID or result is "
+                                  "wrong")

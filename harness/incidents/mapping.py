@@ -1,0 +1,200 @@
+"""How a bundle's logs are read: one Source per log (channel, account, operations, ledger), from incident.toml.
+
+    sources = mapping.sources(folder, meta)       # meta: incident.toml as a dict
+
+A Source names its files (globs from the bundle folder, several files merged), their format
+(`jsonl`, `csv`, `json` with a `records` path, or `text` lines read by a regex with named
+groups; for the ledger `sqlite` or `csv`), where each of the bundle's fields is found (a
+field name or a dotted JSON path, or a table {path, regex} taking the regex's first group),
+the timestamp format (`auto`, `iso`, `epoch_s`, `epoch_ms`, `epoch_us`, `local` with `zone`),
+the source's code vocabulary (its words -> the bundle's codes; `-` skips the line), which lines
+to take (`take`: field values a line must have), defaults for fields a line lacks, and the
+GUID's case. Without a `[logs.NAME]` table the source is the plain bundle of
+docs/incident-bundle.md: `NAME.jsonl` or `NAME.csv`, the bundle's own field names.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from relaychaos.errors import HarnessError
+
+DOC = "docs/incident-bundle.md"
+REQUIRED = {"channel": ("guid", "at", "from", "to", "amount", "result"),
+            "account": ("guid", "at", "from", "to", "amount", "code"),
+            "operations": ("at", "event"),
+            "ledger": ("guid", "status", "attempts")}
+OPTIONAL = {"channel": ("relay",), "account": ("answered_at",), "operations": ("relay", "command", "argument"),
+            "ledger": ("resp_code", "request", "response", "updated_at")}
+CODED = ("result", "code", "event", "command")  # fields the vocabulary translates
+FORMATS = {"channel": ("jsonl", "csv", "json", "text"), "account": ("jsonl", "csv", "json", "text"),
+           "operations": ("jsonl", "csv", "json", "text"), "ledger": ("sqlite", "csv")}
+SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".json": "json", ".log": "text", ".txt": "text",
+            ".sqlite": "sqlite", ".db": "sqlite", ".sqlite3": "sqlite"}
+TIME_FORMATS = ("auto", "iso", "epoch_s", "epoch_ms", "epoch_us", "local")
+KEYS = {"files", "format", "fields", "time", "zone", "codes", "take", "defaults", "guid_case", "records", "pattern"}
+
+
+class BundleError(HarnessError):
+    """An incident bundle that cannot be imported as it is."""
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """Where one of the bundle's fields is in a source's line: a dotted path, and optionally a regex's group 1."""
+
+    path: tuple[str, ...]
+    regex: re.Pattern | None = None
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.path)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One log of the bundle and how to read it (see the module doc)."""
+
+    name: str  # channel | account | operations | ledger
+    files: tuple[Path, ...]
+    format: str
+    fields: dict[str, FieldSpec]
+    time: str = "auto"
+    zone: str | None = None
+    codes: dict[str, str] = field(default_factory=dict)
+    take: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
+    defaults: dict[str, object] = field(default_factory=dict)
+    guid_case: str = "as-is"
+    records: tuple[str, ...] = ()  # for format json: the path of the list of records
+    pattern: re.Pattern | None = None  # for format text
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return REQUIRED[self.name]
+
+    def __post_init__(self) -> None:
+        # what every line is checked for, as sets (readers.py, per line): keyed fields, all required, coded
+        object.__setattr__(self, "needed", frozenset(REQUIRED[self.name]))
+        object.__setattr__(self, "keyed", frozenset(k for k in ("guid", "at") if k in REQUIRED[self.name]))
+        object.__setattr__(self, "coded", tuple(k for k in CODED if k in self.fields))
+
+    @property
+    def table(self) -> str:
+        return f"[logs.{self.name}] in incident.toml"
+
+
+def _fail(where: str, what: str, fix: str) -> BundleError:
+    return BundleError(what, where=where, fix=fix)
+
+
+def _spec(where: str, key: str, value) -> FieldSpec:
+    if isinstance(value, str) and value:
+        return FieldSpec(tuple(value.split(".")))
+    if isinstance(value, dict) and isinstance(value.get("path"), str):
+        try:
+            regex = re.compile(value["regex"]) if value.get("regex") else None
+        except re.error as e:
+            raise _fail(where, f"fields.{key}: the regex {value['regex']!r} does not compile ({e})",
+                        "write a Python regular expression whose first group is the value") from None
+        return FieldSpec(tuple(value["path"].split(".")), regex)
+    raise _fail(where, f"fields.{key} = {value!r} is not a field name", f"write {key} = \"name.in.the.line\" "
+                "(a JSON path, dots for nesting) or {path = \"message\", regex = \"--min-age=(\\\\d+)\"}")
+
+
+def _files(folder: Path, name: str, given) -> tuple[Path, ...]:
+    if given is None:
+        found = sorted(folder.glob(f"{name}.*")) + sorted(folder.glob(f"{name}-*.*"))
+        return tuple(p for p in found if p.suffix in SUFFIXES or name == "ledger")
+    patterns = [given] if isinstance(given, str) else list(given)
+    out: list[Path] = []
+    for pattern in patterns:
+        matched = sorted(folder.glob(pattern))
+        if not matched:
+            raise _fail(str(folder / "incident.toml"), f"[logs.{name}] files: {pattern!r} matches no file in "
+                        f"{folder}", "give the files' names (globs allowed, from the bundle folder)")
+        out += [p for p in matched if p not in out]
+    return tuple(out)
+
+
+def _format(where: str, name: str, files: tuple[Path, ...], given) -> str:
+    if given is not None:
+        if given not in FORMATS[name]:
+            raise _fail(where, f"[logs.{name}] format = {given!r} is not read", f"use one of {', '.join(FORMATS[name])}")
+        return given
+    kinds = {SUFFIXES.get(p.suffix) for p in files}
+    if len(kinds) != 1 or None in kinds or not kinds <= set(FORMATS[name]):
+        names = ", ".join(p.name for p in files)
+        raise _fail(str(files[0]) if files else where, f"the {name} log's format cannot be told from its name "
+                    f"({names}): the {name} log is read as {' or '.join(FORMATS[name])}",
+                    f"convert it, or name the format in {where} (format = \"...\"), see {DOC}")
+    return kinds.pop()
+
+
+def source(folder: Path, name: str, table: dict | None) -> Source | None:
+    """The Source of one log; None when the log is absent (an error for channel and account)."""
+    where = f"{folder / 'incident.toml'}, [logs.{name}]"
+    table = dict(table or {})
+    unknown = set(table) - KEYS
+    if unknown:
+        raise _fail(where, f"unknown key(s) {', '.join(sorted(unknown))}", f"use only {', '.join(sorted(KEYS))}")
+    files = _files(folder, name, table.get("files"))
+    if not files:
+        if name in ("channel", "account"):
+            raise _fail(str(folder), f"no {name} log ({name}.jsonl or {name}.csv)",
+                        f"add the {name} log, or name its files in [logs.{name}] files = [...] (see {DOC})")
+        return None
+    fmt = _format(where, name, files, table.get("format"))
+    fields = {k: FieldSpec((k,)) for k in REQUIRED[name] + OPTIONAL[name]}
+    for key, value in (table.get("fields") or {}).items():
+        if key not in fields:
+            raise _fail(where, f"fields.{key}: the {name} log has no field {key!r}",
+                        f"map the bundle's fields: {', '.join(fields)}")
+        fields[key] = _spec(where, key, value)
+    time = table.get("time", "auto")
+    if time not in TIME_FORMATS:
+        raise _fail(where, f"time = {time!r} is not a timestamp format", f"use one of {', '.join(TIME_FORMATS)}")
+    if time == "local" and not table.get("zone"):
+        raise _fail(where, "time = \"local\" needs the zone the times were written in",
+                    "add zone = \"Europe/Berlin\" (an IANA zone name, or \"UTC\")")
+    take = {tuple(str(k).split(".")): tuple(x if isinstance(x, str) else json.dumps(x) for x in  # as JSON writes it
+                                            (v if isinstance(v, list) else [v]))
+            for k, v in (table.get("take") or {}).items()}
+    case = table.get("guid_case", "as-is")
+    if case not in ("as-is", "lower", "upper"):
+        raise _fail(where, f"guid_case = {case!r}", "use \"as-is\", \"lower\" or \"upper\"")
+    pattern = None
+    if fmt == "text":
+        try:
+            pattern = re.compile(table["pattern"])
+        except (KeyError, re.error) as e:
+            raise _fail(where, f"format = \"text\" needs a pattern, a regex with named groups ({e})",
+                        "add pattern = \"(?P<at>\\\\S+) (?P<event>\\\\w+) relay=(?P<relay>\\\\S+)\"") from None
+    return Source(name, files, fmt, fields, time, table.get("zone"), {str(k): str(v) for k, v in
+                  (table.get("codes") or {}).items()}, take, dict(table.get("defaults") or {}), case,
+                  tuple(str(table.get("records", "items")).split(".")), pattern)
+
+
+def sources(folder: Path, meta: dict) -> dict[str, Source]:
+    """Every log of the bundle, by name; BundleError on a mapping that cannot be used."""
+    logs = meta.get("logs") or {}
+    unknown = set(logs) - set(REQUIRED)
+    if unknown:
+        raise _fail(f"{folder / 'incident.toml'}", f"[logs] names unknown log(s) {', '.join(sorted(unknown))}",
+                    f"map only {', '.join(REQUIRED)}")
+    out = {}
+    for name in REQUIRED:
+        found = source(folder, name, logs.get(name))
+        if found is not None:
+            out[name] = found
+    return out
+
+
+def slots(meta: dict, where: str) -> dict[str, str]:
+    """[pods] of incident.toml: instance (pod) names or globs -> relay slots (one letter)."""
+    pods = meta.get("pods") or {}
+    for pod, slot in pods.items():
+        if not (isinstance(slot, str) and re.fullmatch(r"[a-z]", slot)):
+            raise _fail(where, f"[pods] {pod} = {slot!r} is not a relay slot", "map each pod to a, b, ... (one letter)")
+    return dict(pods)

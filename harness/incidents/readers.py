@@ -1,0 +1,214 @@
+"""One reader per log format: lines of a Source's files as (file, line, the bundle's fields), streamed.
+
+    for file, line, fields in rows(source, skipped):      # in file order, file by file
+        ...
+
+`jsonl` (one JSON object a line), `csv` (a header line), `json` (one document, its records
+at the source's `records` path; the line is the record's number) and `text` (lines
+matched by the source's regex, its named groups the fields). A line that is not taken
+(`take`: values a field must have, globs allowed), has no GUID or no time (noise: health
+checks, debug lines), or whose code the vocabulary maps to `-` is skipped and counted in
+`skipped`; a line that is taken and lacks another required field is an error naming the
+file, the line and the fix. Streamed, one line at a time: where `take` asks for plain
+words, a line that does not contain them is skipped before it is parsed.
+"""
+from __future__ import annotations
+
+import csv
+import fnmatch
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from relaychaos.incidents.mapping import CODED, DOC, BundleError, FieldSpec, Source
+
+KEYED = ("guid", "at")  # a line without these is noise, not a record
+WORD = re.compile(r"[A-Za-z0-9 ._:-]*[A-Za-z][A-Za-z0-9 ._:-]*")  # a take value JSON writes as it is, as a string
+JSON_WORDS = ("true", "false", "null")  # ... unless it is one of these, which JSON writes bare
+
+
+@dataclass
+class Skipped:
+    """Lines skipped, per file: how many and the first such line, with why; and the lines read."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    first: dict[str, tuple[int, str]] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)  # the last line (or record) number read, per file
+
+    def add(self, file: str, line: int, why: str) -> None:
+        self.counts[file] = self.counts.get(file, 0) + 1
+        if file not in self.first:
+            self.first[file] = (line, why)
+
+    def notes(self) -> list[str]:
+        return [f"{f}: {n:,} line(s) skipped (first: line {self.first[f][0]}, {self.first[f][1]})"
+                for f, n in self.counts.items()]
+
+
+def getter(spec: FieldSpec) -> Callable:
+    """A function reading the field at spec's path (and its regex's group 1) from a parsed line."""
+    path, regex = spec.path, spec.regex
+    if len(path) == 1:
+        key = path[0]
+
+        def get(data):
+            return data.get(key)
+    else:
+        def get(data):
+            for key in path:
+                if not isinstance(data, dict):
+                    return None
+                data = data.get(key)
+            return data
+    if regex is None:
+        return get
+
+    def matched(data):
+        value = get(data)
+        found = regex.search(str(value)) if value is not None else None
+        return found.group(1) if found else None
+    return matched
+
+
+def _column(spec: FieldSpec, header: list[str]) -> Callable:
+    """A function reading a CSV column (named by the spec's whole name) from a row, by its index."""
+    name = spec.name
+    if name not in header:
+        return lambda row: None
+    i = header.index(name)
+    plain = lambda row: row[i] if i < len(row) else None  # noqa: E731 - the hot path
+    if spec.regex is None:
+        return plain
+    return lambda row: (m.group(1) if (v := plain(row)) is not None and (m := spec.regex.search(v)) else None)
+
+
+def _json_lines(source: Source, path: str, words: list[str], skipped: Skipped) -> Iterator[tuple[int, object]]:
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if words and not all(w in line for w in words):
+                skipped.add(path, n, "not taken (take)")  # counted here: most lines of a busy log end here
+                continue
+            if source.format == "text":
+                found = source.pattern.search(line)
+                yield n, (found.groupdict() if found else ("not matched by the pattern" if line.strip() else ""))
+                continue
+            try:
+                yield n, json.loads(line)
+            except ValueError:
+                yield n, ("not a JSON object" if line.strip() else "")  # a stack trace, a banner: noise
+
+
+def _document(source: Source, path: str) -> Iterator[tuple[int, object]]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except ValueError as e:
+        raise BundleError(f"not a JSON document: {e}", where=path, fix="give one JSON document, or format = "
+                          "\"jsonl\" for one object a line") from None
+    for key in source.records:
+        data = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(data, list):
+        raise BundleError(f"no list of records at {'.'.join(source.records)!r}", where=path,
+                          fix=f"name the path of the records: records = \"items\" in {source.table}")
+    yield from enumerate(data, 1)
+
+
+def _words(source: Source) -> list[str]:
+    """Plain take values that a line must contain to be taken (JSON strings for jsonl)."""
+    if source.format not in ("jsonl", "text"):
+        return []
+    out = []
+    for values in source.take.values():
+        if len(values) == 1 and WORD.fullmatch(values[0]) and values[0] not in JSON_WORDS:
+            out.append(json.dumps(values[0]) if source.format == "jsonl" else values[0])
+    return out
+
+
+def rows(source: Source, skipped: Skipped) -> Iterator[tuple[str, int, dict]]:
+    """Every record of the source's files, file by file, in each file's order (see the module doc)."""
+    for path in map(str, source.files):
+        if source.format == "csv":
+            f = open(path, encoding="utf-8", newline="")
+            reader = csv.reader(f)
+            header = [h.strip() for h in next(reader, [])]
+            _check_header(source, path, header)
+            getters = [(name, _column(spec, header)) for name, spec in source.fields.items()]
+            take = [(_column(FieldSpec(p), header), _pattern(v)) for p, v in source.take.items()]
+            records: Iterator = ((reader.line_num, row) for row in reader)
+        else:
+            f = None
+            getters = [(name, getter(spec)) for name, spec in source.fields.items()]
+            take = [(getter(FieldSpec(p)), _pattern(v)) for p, v in source.take.items()]
+            records = _document(source, path) if source.format == "json" else _json_lines(source, path,
+                                                                                           _words(source), skipped)
+        try:
+            n = 0
+            for n, data in records:
+                fields = _fields(source, path, n, data, getters, take, skipped)
+                if fields is not None:
+                    yield path, n, fields
+            skipped.lines[path] = n
+        finally:
+            if f is not None:
+                f.close()
+
+
+def _pattern(values: tuple[str, ...]) -> re.Pattern:
+    return re.compile("|".join(fnmatch.translate(v) for v in values))
+
+
+def _check_header(source: Source, path: str, header: list[str]) -> None:
+    wanted = [s.name for k, s in source.fields.items() if k in source.required and k not in source.defaults]
+    missing = [c for c in wanted if c not in header]
+    if missing:
+        canon = ",".join(source.required)
+        raise BundleError(f"the header lacks the column(s) {', '.join(missing)} (it has "
+                          f"{', '.join(h for h in header if h) or 'nothing'})", where=f"{path}, line 1",
+                          fix=f"add them to the first line: {canon} (or map your columns in {source.table} fields, "
+                              f"see {DOC})")
+
+
+def _fields(source: Source, path: str, n: int, data, getters, take, skipped: Skipped) -> dict | None:
+    """The bundle's fields of one parsed line; None (and counted) when the line is skipped."""
+    if isinstance(data, str):
+        if data:
+            skipped.add(path, n, data)
+        return None
+    if isinstance(data, list) and source.format == "csv":
+        if not data:
+            return None  # a blank line
+    elif not isinstance(data, dict):
+        skipped.add(path, n, "not a record")
+        return None
+    for get, pattern in take:
+        value = get(data)
+        if not pattern.fullmatch(value if type(value) is str else json.dumps(value)):
+            skipped.add(path, n, "not taken (take)")
+            return None
+    fields = {}
+    for name, get in getters:
+        value = get(data)
+        if value is None or value == "":
+            value = source.defaults.get(name)
+            if value is None:
+                continue
+        fields[name] = value
+    keys = fields.keys()
+    if not source.keyed <= keys:
+        absent = [source.fields[k].name for k in KEYED if k in source.keyed and k not in fields]
+        skipped.add(path, n, f"no {' and no '.join(absent)}")
+        return None
+    for key in source.coded:
+        if key in fields:
+            value = str(fields[key]).strip()
+            value = fields[key] = source.codes.get(value, value)
+            if value == "-":
+                skipped.add(path, n, "its code is mapped to \"-\"")
+                return None
+    if not source.needed <= keys:
+        missing = [source.fields[k].name for k in source.required if k not in fields]
+        raise BundleError(f"the record lacks {', '.join(missing)}", where=f"{path}, line {n}",
+                          fix=f"give every record the fields {', '.join(source.fields[k].name for k in source.required)}"
+                              f", or map them in {source.table} (see {DOC})")
+    return fields

@@ -1,0 +1,113 @@
+"""The night told as its story: cut to the GUIDs that broke a rule (story.py), shrunk against the relay that
+reproduces it (shrink.py), confirmed, and written as story.yaml beside night.yaml.
+
+    path = tell(plan, bundle, head, out, args, night)      # night: the Written night.yaml (its kept steps, answers)
+
+Without a relay to replay on (--relay or incident.toml's `relay`), or with --no-shrink, the
+story is written as cut, unshrunk, and the file says so. With one: the cut story is
+replayed; if it reproduces, ddmin shrinks it; the result is kept only after it reproduced
+on CONFIRM_RUNS further replays and held once on each relay of `holds_on`, else the cut
+story is kept, and the file's head says why. Replays run in out/replays/.
+
+A story's incident block holds production's answers and account calls for its GUIDs (the
+night's, not those of the steps it kept). When the cut story reproduces faithfully (its
+GUIDs get production's answers and calls, verify.Reproduction.faithful), a candidate must
+too: the shrunk story keeps the faults, resends and batch runs that made production's
+answers and calls, rather than letting the harness's closing phase make the second call.
+Otherwise the rules alone are judged, and the file's head says what differs.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from relaychaos.engine import scenario_file
+from relaychaos.incidents import story
+from relaychaos.incidents.command import CONFIRM_RUNS, relay_path
+from relaychaos.incidents.faults import Planned
+from relaychaos.incidents.shrink import Budget, ddmin
+from relaychaos.incidents.verify import Replayer, Reproduction, describe, reproduced
+from relaychaos.incidents.write import Head, Written, head_lines, write
+
+
+def _write(plan, bundle, head: Head, steps: list[Planned], involved: set[str], path: Path, extra: list[str],
+           answers: dict) -> Path:
+    story_head = Head(f"{head.name}-story", head.description, head.account_timeout_ms, head.relay, head.holds_on,
+                      head.source)
+    return write(path, head_lines(plan, bundle, story_head, extra), steps, plan, bundle, involved,
+                 answers=answers).path
+
+
+def involved(plan) -> set[str]:
+    """The labels of the GUIDs that broke a rule in production."""
+    return {label for found in plan.broke.values() for label in found}
+
+
+def tell(plan, bundle, head: Head, out: Path, args: argparse.Namespace, night: Written) -> Path:
+    """Write out/story.yaml (see the module doc) from the steps of the night a story may need; returns its path."""
+    labels = involved(plan)
+    answers = {label: got for label, got in night.answers.items() if label in labels}
+    cut = story.around(night.kept, labels, plan.relays)
+    path = out / "story.yaml"
+    said = [f"The story: the {len(labels)} GUID(s) that broke a rule and the faults and operations around them, "
+            f"{len(cut)} of the night's {night.steps} steps."]
+    if args.no_shrink or not head.relay:
+        why = "--no-shrink" if args.no_shrink else "no relay to replay it on (--relay, or incident.toml `relay`)"
+        return _write(plan, bundle, head, cut, labels, path, said + [f"Not shrunk: {why}."], answers)
+    with Replayer(out / "replays", args.sandbox, args.sandbox_limit) as replayer:
+        candidate = out / "replays" / "candidate.yaml"
+
+        def run(steps: list[Planned], relay: str):
+            loaded = scenario_file.load(_write(plan, bundle, head, steps, labels, candidate, said, answers))
+            return loaded.scenario, replayer.run(loaded.scenario, relay_path(relay))
+
+        def judge(steps: list[Planned]) -> Reproduction:
+            sc, result = run(steps, head.relay)
+            return reproduced(result, sc)
+
+        print(f"relaychaos: shrinking the story ({len(cut)} steps) against {head.relay} ...", flush=True)
+        first = judge(cut)
+        if not first.ok:
+            return _write(plan, bundle, head, cut, labels, path, said + [
+                f"Not shrunk: this story did not reproduce on {head.relay} (replayed in {out / 'replays'}); the "
+                "whole night is in night.yaml: `relaychaos incident verify` it to see what is missing."], answers)
+        faithful = first.faithful
+        fidelity = ("Every candidate kept production's answers and account calls for the story's GUIDs." if
+                    faithful else "The cut story's answers or account calls differ from production's ("
+                    + "; ".join(describe(first, _production(plan, labels), head.relay)[1:])
+                    + "): the shrinking judged the rules alone.")
+        small, tried = ddmin(cut, lambda steps: _accepted(judge(steps), faithful), plan.relays,
+                             Budget(runs=args.shrink_runs))
+        shrunk = (f"Shrunk by delta debugging against {head.relay}: {len(small)} steps, {tried.runs} replays, "
+                  f"{tried.invalid} invalid candidates skipped, {tried.seconds:.0f} s"
+                  f"{' (budget spent)' if tried.out_of_budget else ''}.")
+        failed = _confirm(small, run, head, faithful)
+        if failed:
+            small, shrunk = cut, f"Not shrunk: the shrunk story ({len(small)} steps) {failed}; the cut story is kept."
+        print(f"relaychaos: {shrunk} {fidelity}", flush=True)
+        return _write(plan, bundle, head, small, labels, path, said + [shrunk, fidelity], answers)
+
+
+def _production(plan, labels: set[str]) -> dict[str, str]:
+    """label -> production GUID, for the labels given."""
+    return {st.label: guid for guid, st in plan.night.items() if st.label in labels}
+
+
+def _accepted(found: Reproduction, faithful: bool) -> bool:
+    """A candidate story is kept when it reproduces, and faithfully when the cut story did."""
+    return found.faithful if faithful else found.ok
+
+
+def _confirm(steps: list[Planned], run, head: Head, faithful: bool) -> str | None:
+    """None when the story reproduced (faithfully, if asked) on CONFIRM_RUNS more replays and held on every
+    holds_on relay; else why not."""
+    for n in range(CONFIRM_RUNS):
+        sc, result = run(steps, head.relay)
+        if not _accepted(reproduced(result, sc), faithful):
+            return f"did not reproduce{' faithfully' if faithful else ''} on replay {n + 1} of {CONFIRM_RUNS} to " \
+                   "confirm it"
+    for relay in head.holds_on:
+        sc, result = run(steps, relay)
+        if not result.ok:
+            return f"broke {', '.join(sorted({v.rule for v in result.verdicts}))} on {relay}, which must hold"
+    return None
