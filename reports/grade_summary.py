@@ -36,6 +36,9 @@ def output_tail(record: dict) -> str:
 
 def headline(record: dict, shown=SETS) -> str:
     """The score, or why there is none."""
+    if not record.get("gradable", True) and record.get("timed_out"):
+        return (f"Your submission could not be graded: it {reason(record)}. This is not a score: the scenarios "
+                "that did not run would decide it. What the scenarios that ran showed is below.")
     if not record.get("gradable", True):
         return (f"Your submission could not be graded: {reason(record)}. "
                 "No scenario ran; fix this and submit again.")

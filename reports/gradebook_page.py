@@ -88,11 +88,13 @@ def statistics(records: list[dict]) -> str:
     pcts = sorted(percent(r) for r in records)
     median = (pcts[len(pcts) // 2] + pcts[(len(pcts) - 1) // 2]) / 2
     ungradable = sum(1 for r in records if not r.get("gradable", True))
-    timed_out = sum(1 for r in records if r.get("timed_out"))
+    cut = sum(1 for r in records if r.get("timed_out") and not r.get("gradable", True))
+    partial = sum(1 for r in records if r.get("timed_out") and r.get("gradable", True))  # written while running
     return (f"<p>Over all {len(records)} submissions (a submission that could not be graded counts as 0): median "
             f"{num(median)}%, mean {num(sum(pcts) / len(pcts))}%, lowest {num(pcts[0])}%, highest {num(pcts[-1])}%. "
-            f"{len(records) - ungradable} graded, {ungradable} could not be graded, {timed_out} timed out "
-            "(partial results).</p>")
+            f"{len(records) - ungradable} graded, {ungradable} could not be graded"
+            + (f" ({cut} of them ran out of time: regrade with a larger --budget-s)" if cut else "")
+            + (f"; {partial} partial, written while grading was still running" if partial else "") + ".</p>")
 
 
 def histogram(records: list[dict]) -> str:

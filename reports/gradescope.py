@@ -89,7 +89,9 @@ def test(record: dict, item: dict, numbers: dict[str, int] | None = None) -> dic
 def test_output(record: dict, item: dict, numbers: dict[str, int]) -> str:
     """Markdown: where the item held, and for each scenario that broke it, what broke and where to read it."""
     if not record.get("gradable", True):
-        return md(grade_summary.headline(record)) + " What it printed is in the summary above."
+        after = " The incidents it showed are in the summary above." if record.get("timed_out") else \
+            " What it printed is in the summary above."
+        return md(grade_summary.headline(record)) + after
     n = grade_summary.num
     rules = ", ".join(code(r) for r in item.get("rules", []))
     lines = [f"Held in {item['held_in']} of {item['scenarios']} scenario(s): {n(item['points'])} / "

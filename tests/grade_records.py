@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 from relaychaos.grading import outcomes
 from relaychaos.grading.rubric import Cap, Item, Rubric
+from relaychaos.grading.run_one import CUT
 from relaychaos.grading.score import Outcome
 
 RUBRIC = Rubric(Path("test-rubric.toml"), "test", (
@@ -45,7 +46,8 @@ def incident(rules: list[str], scenario: str) -> str:
 
 def record(name: str, *, broken: dict[str, list[str]] | None = None, seed: int = 12345,
            timed_out: bool = False, notes: list[str] | None = None, root: str = "/class") -> dict:
-    """A gradable record: each rule in `broken` breaks in those scenarios."""
+    """A gradable record: each rule in `broken` breaks in those scenarios; `timed_out`: cut at its budget before the
+    last scenario, so not graded (as relaychaos.grading.run_one makes it)."""
     broken = broken or {}
     outs = []
     for scenario, set_ in SCENARIOS:
@@ -57,7 +59,10 @@ def record(name: str, *, broken: dict[str, list[str]] | None = None, seed: int =
     if timed_out:
         outs[-1] = Outcome(outs[-1].name, outs[-1].set, "not-run", cut=True)
     sub = SimpleNamespace(name=name, folder=Path(f"{root}/{name}"), manifest=Path(f"{root}/{name}/relay.toml"))
-    return outcomes.record(sub, RUBRIC, seed, **outcomes.scored(outs, RUBRIC), execution_time_s=18.2,
+    cut = {"gradable": False, "error": f"{CUT}: the grading budget of 120 s ended after {len(outs) - 1} of "
+                                       f"{len(outs)} scenarios (a grade cut short is not scored: the instructor "
+                                       "regrades it with a larger --budget-s)"} if timed_out else {}
+    return outcomes.record(sub, RUBRIC, seed, **outcomes.scored(outs, RUBRIC), **cut, execution_time_s=18.2,
                            timed_out=timed_out, sandbox=json.loads(json.dumps(SANDBOX)), notes=list(notes or []),
                            stateful={"ran": True, "shrunk": "stateful" in {s for w in broken.values() for s in w},
                                      "why_not": None}, graded_at="2026-12-01 10:00 UTC", harness={"version": "0.1.0"},
@@ -89,7 +94,7 @@ def class_of_records() -> list[dict]:
                    notes=["race-32-one-relay: its accept queue overflowed", "min-age-trap: a hidden note"]),
             record('eve "the <script>" o\'neil, jr.', broken={"one-account-call": ["stateful"]}),
             record("=HYPERLINK(\"x\")"),
-            record("名前 `tick`", broken={"answer-codes": ["race-32-one-relay", "happy-path"],
+            record("名前 `tick`", broken={"answer-codes": ["happy-path"],
                                          "one-debit": ["happy-path"]})]
 
 

@@ -88,7 +88,7 @@ def test_a_cap_is_said_with_why_and_where():
     capped = class_of_records()[6]
     out = gradescope.results(capped)["output"]
     assert capped["score"] == 80.0
-    assert "Score capped at 80: the relay applied a debit twice (in happy-path); 3.33 points above the cap" in \
+    assert "Score capped at 80: the relay applied a debit twice (in happy-path); 6.67 points above the cap" in \
         out.replace("\\", "")
 
 
@@ -102,9 +102,14 @@ def test_an_ungradable_submission_scores_0_and_shows_what_the_relay_printed():
     assert data["leaderboard"][0]["value"] == 0
 
 
-def test_a_timed_out_grading_says_its_results_are_partial():
-    out = gradescope.results(record("dora", timed_out=True))["output"]
-    assert "these results are partial (1 scenario(s) did not run)" in out
+def test_a_grading_cut_at_its_budget_is_no_score_and_still_shows_what_the_scenarios_that_ran_showed():
+    data = gradescope.results(record("dora", timed_out=True, broken={"answer-codes": ["happy-path"]}))
+    assert data["output"].startswith("**Your submission could not be graded: it ran out of time: the grading budget")
+    assert "This is not a score" in data["output"] and "these results are partial (1 scenario(s) did not run)" in \
+        data["output"]
+    assert "### Incident 1: scenario `happy-path`" in data["output"], "what it showed, once"
+    assert data["score"] == 0.0 and all("The incidents it showed are in the summary above" in t["output"]
+                                        for t in data["tests"])
 
 
 def test_notes_are_markdown_safe_and_unicode_survives():

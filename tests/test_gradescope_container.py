@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from relaychaos.grading.capacity import MIN_CPUS, MIN_MEMORY_MIB, Capacity, warnings, workers
+from relaychaos.errors import HarnessError
+from relaychaos.grading.capacity import MIN_CPUS, MIN_MEMORY_MIB, Capacity, budget_s, warnings, workers
 from relaychaos.sandbox import cgroups
 
 from .conftest import ROOT
@@ -36,6 +37,15 @@ def test_auto_workers_fit_the_cpu_a_grade_is_given():
     assert workers("auto", Capacity(cpus=1, memory_mib=None)) == 2
     assert workers("auto", Capacity(cpus=0.5, memory_mib=768)) == 1
     assert workers("2", Capacity(cpus=0.5, memory_mib=768)) == 2  # a number is taken as given
+
+
+def test_the_auto_budget_follows_the_cpu_and_fits_gradescopes_10_minutes():
+    assert budget_s("auto", Capacity(cpus=2, memory_mib=None)) == budget_s("auto", Capacity(4, None)) == 120
+    assert budget_s("auto", Capacity(cpus=1, memory_mib=None)) == 240
+    assert budget_s("auto", Capacity(cpus=0.5, memory_mib=768)) == 480, "within Gradescope's 10 minutes"
+    assert budget_s("300", Capacity(cpus=0.5, memory_mib=768)) == 300  # seconds are taken as given
+    with pytest.raises(HarnessError, match="neither a positive number of seconds nor auto"):
+        budget_s("soon")
 
 
 def test_gradescopes_smallest_container_is_enough_and_less_is_said_up_front():

@@ -76,6 +76,22 @@ def test_a_class_is_graded_and_every_bad_submission_is_a_graded_outcome(tmp_path
     assert "<svg" in (out / "gradebook.html").read_text()
 
 
+def test_a_grade_cut_at_its_budget_is_not_scored_and_says_how_far_it_got(tmp_path):
+    """How far a run gets depends on the machine: the scenarios left would decide the score, so there is none."""
+    out = tmp_path / "book"
+    done = grade(RELAYS / "reference", "--out", out, "--scenarios", QUICK + ",race-32-one-relay,stateful",
+                 "--budget-s", 4, "--workers", 1)
+    assert done.returncode == 1, "not every submission was graded: " + done.stdout + done.stderr
+    got = records(out)["reference"]
+    assert got["gradable"] is False and got["timed_out"] is True
+    assert got["error"].startswith("ran out of time: the grading budget of 4 s ended after ") and \
+        got["error"].endswith("of 3 scenarios (a grade cut short is not scored: the instructor regrades it with a "
+                              "larger --budget-s)")
+    results = json.loads(next(out.glob("submissions/*/results.json")).read_text())
+    assert results["score"] == 0 and "This is not a score" in results["output"]
+    assert json.loads(next(out.glob("submissions/*/prairielearn.json")).read_text())["gradable"] is False
+
+
 @pytest.mark.parametrize("relay, scenarios", [("reference", "happy-path,stateful"),
                                               ("mutants/unknown_resent", "stateful")])
 def test_a_regrade_with_the_same_seed_gives_the_same_score_however_far_shrinking_got(tmp_path, relay, scenarios):

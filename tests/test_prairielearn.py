@@ -59,8 +59,10 @@ def test_a_submission_that_cannot_start_is_not_gradable_with_the_reason_and_what
                                    "SyntaxError: invalid syntax")
 
 
-def test_a_timed_out_grading_says_its_results_are_partial_in_the_message():
-    assert "these results are partial" in prairielearn.results(record("dora", timed_out=True))["message"]
+def test_a_grading_cut_at_its_budget_is_not_gradable_so_the_attempt_does_not_count_and_says_it_is_no_score():
+    data = prairielearn.results(record("dora", timed_out=True))
+    assert data["gradable"] is False and data["format_errors"][0].startswith("ran out of time: the grading budget")
+    assert "This is not a score" in data["message"] and "these results are partial" in data["output"]
 
 
 def test_a_zero_max_score_gives_score_0_not_a_division_by_zero():

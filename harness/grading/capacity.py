@@ -2,6 +2,7 @@
 
     cap = measure()            # Capacity(cpus=0.5, memory_mib=768.0): cgroup v1 / v2 limits and CPU affinity
     workers("auto")            # pytest-xdist workers that fit cap.cpus
+    budget_s("auto")           # a submission's wall budget for cap.cpus
     warnings(cap)              # [] when the grade holds there; else what is short and what holds
 
 A container's CPU limit is a CFS quota (Gradescope's default: 0.5 vCPU, 768 MB); the
@@ -98,6 +99,28 @@ def workers(arg: str | int, cap: Capacity | None = None) -> int:
             raise HarnessError(f"--workers {arg!r} is neither a number nor auto", fix="--workers auto, or e.g. 2")
     cpus = (cap or measure()).cpus
     return 3 if cpus >= 2 else 2 if cpus >= 1 else 1
+
+
+BUDGET_S = 120.0  # a submission's wall budget on two free CPUs
+
+
+def budget_s(arg: str | float, cap: Capacity | None = None) -> float:
+    """`--budget-s`: seconds as given, or for "auto" 120 s on two CPUs or more and 120 x 2/CPUs on less (480 s at
+    Gradescope's 0.5 CPU, within its 10 minutes): a grade cut at its budget is not scored, so the budget follows
+    the CPU the grade is given."""
+    if str(arg) != "auto":
+        try:
+            value = float(arg)
+        except ValueError:
+            value = 0.0
+        if value <= 0:
+            from relaychaos.errors import HarnessError
+
+            raise HarnessError(f"--budget-s {arg!r} is neither a positive number of seconds nor auto",
+                               fix="--budget-s auto, or e.g. 300")
+        return value
+    cpus = (cap or measure()).cpus
+    return round(BUDGET_S * max(1.0, 2.0 / max(cpus, 0.01)), 1)
 
 
 def warnings(cap: Capacity) -> list[str]:

@@ -30,7 +30,9 @@ def add_parsers(sub) -> None:
     g.add_argument("--rubric", help="a rubric.toml (default: the shipped one, relaychaos/grading/rubric.toml)")
     g.add_argument("--seed", type=int, default=0, help="the stateful machine's seed: the same seed, the same grade")
     g.add_argument("--shard", help="grade only shard i of N (0-based), e.g. 0/4; merge with `gradebook merge`")
-    g.add_argument("--budget-s", type=float, default=120.0, help="wall seconds per submission (default 120)")
+    g.add_argument("--budget-s", default="auto", help="wall seconds per submission, or auto (the default: 120 on two "
+                                                     "CPUs or more, 120 x 2/CPUs on less); a submission cut at its "
+                                                     "budget is not graded, never scored")
     g.add_argument("--workers", default="auto", help="pytest-xdist workers for the named scenarios, or auto (the "
                                                    "default: 3 on two cores or more, fewer on less CPU; see "
                                                    "docs/grading.md)")
@@ -72,7 +74,7 @@ def _options(args: argparse.Namespace):
     workers = capacity.workers(args.workers)
     for warning in capacity.warnings(capacity.measure()):
         print(f"relaychaos: {warning}", file=sys.stderr, flush=True)
-    return Options(rubric.load(args.rubric), args.seed, args.budget_s, workers, args.sandbox, args.sandbox_limit,
+    return Options(rubric.load(args.rubric), args.seed, capacity.budget_s(args.budget_s), workers, args.sandbox, args.sandbox_limit,
                    only, shrink_s, hunt)
 
 

@@ -5,8 +5,9 @@ scenario files (on `workers` xdist workers), and the stateful machine (seeded; a
 within the shrinking budget, relaychaos.engine.shrink_budget, its first failing example counted).
 When a named scenario fails, the machine is stopped and not counted, as in `relaychaos run`
 (relaychaos.machine_gate: a bug the suite has already shown is not hunted again); with `hunt`
-it runs to its end and counts. When the wall budget runs out, both are killed
-and whatever had not finished counts against every rule (`not-run`). Both write their
+it runs to its end and counts. When the wall budget runs out, both are killed and the
+submission is not graded (`gradable` false, `timed_out`): the scenarios left would decide
+its score, and how far a run gets depends on the machine. Both write their
 results as they go (relaychaos.reports.results), so a cut run still leaves them. The
 record (relaychaos.reports.grade_record) is the one source of every output.
 """
@@ -202,6 +203,12 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
     if ran["never_started"] or (started_none and len(started_none) == len(counted)):
         first = next(v for v in started_none[0].verdicts if v.get("rule") == "serve-ready")
         rec.update(error=f"could not start: {first.get('summary')}", gradable=False)
+    elif ran["timed_out"]:  # what the rest would show depends on the machine's speed: not a grade
+        named = [o for o in outcomes if o.name != STATEFUL]
+        finished = sum(1 for o in named if o.outcome in ("passed", "failed", "error"))
+        rec.update(gradable=False, error=f"{CUT}: the grading budget of {opts.budget_s:g} s ended after {finished} "
+                                         f"of {len(named)} scenarios (a grade cut short is not scored: the "
+                                         "instructor regrades it with a larger --budget-s)")
     elif any(o.name != STATEFUL for o in outcomes) and \
             all(o.outcome in ("error", "not-run") for o in outcomes if o.name != STATEFUL):
         rec["error"] = "could not run: no scenario finished; see the first scenario's report"
@@ -213,6 +220,9 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
     rec["notes"] = sorted({*sub.notes, *(clean(n, {}, _places(sub, out)) for s in ran["scenarios"]
                                          for n in s.get("notes", []))})
     return graded.save(rec, out)
+
+
+CUT = "ran out of time"  # the error of a grade cut at its wall budget begins so
 
 
 def _check_manifest(sub: Submission) -> None:
