@@ -12,6 +12,7 @@ import socket
 import struct
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +20,7 @@ from relaychaos.errors import RelayError, SandboxError
 from relaychaos.sandbox import landlock, levels, seccomp
 from relaychaos.sandbox.levels import Limits, probe
 from relaychaos.sandbox.plan import WRAPPER, Plan
-from relaychaos.sandbox.policy import Sandbox, outermost
+from relaychaos.sandbox.policy import Sandbox, outermost, runtime_paths
 
 from .conftest import REFERENCE
 
@@ -218,8 +219,10 @@ def test_a_relay_sees_its_own_root_processes_host_name_and_environment(slot):
                           "sorted(p for p in os.listdir('/proc') if p.isdigit()), socket.gethostname(), "
                           "sorted(os.environ), os.getuid()]))")
     root, pids, host, env, uid = json.loads(done.stdout.splitlines()[-1])
+    _, copy, ledger, _ = slot
+    bound = {Path(p).parts[1] for p in (*runtime_paths(), str(copy.root), str(ledger))}  # the tops of its binds
     assert set(root) <= {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "opt", "dev", "proc",
-                         "sys", "tmp", "run", "root", "work", "home"}, root
+                         "sys", "tmp", "run"} | bound, root
     assert pids == ["2"] and host == "relay"  # its init (PID 1) is root's: hidden and uid == slot[0].slot.uid
     assert set(env) <= {"PATH", "HOME", "LANG", "LEDGER_PATH", "LC_CTYPE"}, env
 

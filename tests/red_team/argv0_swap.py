@@ -41,8 +41,16 @@ SCRIPT = """#!/bin/sh
 if python -c "" 2>/dev/null; then exec python run.py argv0_swap "$@"; fi
 exec /usr/bin/python3 stdlib/relay.py "$@"
 """
-VIEW = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "opt", "dev", "proc", "sys", "tmp", "run",
-        "root", "work", "home"}  # what a relay's own root holds (the runtime's folders on the way included)
+SYSTEM = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "opt", "dev", "proc", "sys", "tmp", "run"}
+
+
+def own_view() -> set[str]:
+    """What a relay's own root holds: the system's folders, and the top folders on the way to what the contract
+    gives it (its working copy, the folders on its PATH and the Python found there, wherever they are installed)."""
+    found = [os.getcwd()] + [p for p in os.environ.get("PATH", "").split(os.pathsep) if p.startswith("/")]
+    found += [os.path.realpath(os.path.join(p, name)) for p in found[1:] for name in ("python", "python3")
+              if os.path.exists(os.path.join(p, name))]
+    return SYSTEM | {p.split("/")[1] for p in found if p.count("/") >= 1 and p != "/"}
 
 
 # -- serve: the switch -------------------------------------------------------------------------------
@@ -95,7 +103,7 @@ def switch() -> None:
 
 # -- the batch command: what its root holds ---------------------------------------------------------------
 def view_root():
-    extra = sorted(set(os.listdir("/")) - VIEW)
+    extra = sorted(set(os.listdir("/")) - own_view())
     if extra:
         with open(scratch("rt-argv0-root-seen"), "w") as f:
             f.write(" ".join(extra))
