@@ -34,17 +34,14 @@ class CheckThenInsert(Relay):
 class ProcessLock(Relay):
     """Guards its check-then-insert with a lock of its own process, not an atomic claim: two relays on one ledger both send."""
 
-    ROUND_TRIP_S = 0.02  # between the SELECT and the INSERT, as with a database across the network
-
     def __init__(self, ledger: Ledger, account: Account):
         super().__init__(ledger, account)
         self.lock = asyncio.Lock()  # every copy this process receives waits here: safe on one relay
 
     async def handle(self, req: dict, text: str) -> str:
-        async with self.lock:
+        async with self.lock:  # between the SELECT and the INSERT, another relay's copy may read "no row" too
             claimed = self.ledger.get(req["guid"]) is None
             if claimed:
-                await asyncio.sleep(self.ROUND_TRIP_S)  # another relay's copy arriving meanwhile reads "no row" too
                 self.ledger.db.execute("INSERT OR REPLACE INTO ledger (guid, status, request, attempts, updated_at) "
                                        "VALUES (?, 'SENT', ?, 1, ?)", (req["guid"], text, time.time()))
         return await (self.send(req) if claimed else super().handle(req, text))
