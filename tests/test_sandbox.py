@@ -193,18 +193,6 @@ def test_here_every_layer_is_enforced_and_said_in_one_line():
 
 
 # -- the isolated command -------------------------------------------------------------------------------
-@pytest.fixture
-def slot(tmp_path):
-    """A sandbox of its own (a slot beside the worker's), and a stack-like set of folders in it."""
-    sandbox = Sandbox.create("auto")
-    from relaychaos.stack.manifest import load
-
-    copy = sandbox.working_copy(load(REFERENCE))
-    ledger, tmp = sandbox.ledger_dir(tmp_path), sandbox.tmp_dir()
-    yield sandbox, copy, ledger, tmp
-    sandbox.close()
-
-
 def isolated(slot, code: str, port: int = 29999, lock_delay_ms: int = 0) -> subprocess.CompletedProcess:
     sandbox, copy, ledger, tmp = slot
     plan = sandbox.plan("serve", copy=copy, ledger_dir=ledger, tmp_dir=tmp, connect=(29998,), bind=(port,),
@@ -236,24 +224,6 @@ def test_the_harness_its_runs_and_its_package_are_not_in_the_relay_s_view(slot):
     done = isolated(slot, f"import os; print([p for p in ({harness!r}, '/root/.ssh') if os.path.exists(p)], "
                           f"os.listdir('/run/relaychaos'))")
     assert done.stdout.strip() == f"[] ['slot-{slot[0].slot.number}']", done.stdout + done.stderr
-
-
-LOCKS = ("import fcntl, json, os, sqlite3, threading, time\n"
-         "f = open(os.environ['LEDGER_PATH'] + '.lock', 'w'); t = time.monotonic(); n = 0\n"
-         "for _ in range(3):\n    fcntl.lockf(f, fcntl.LOCK_EX); fcntl.lockf(f, fcntl.LOCK_UN); n += 2\n"
-         "db = sqlite3.connect(os.environ['LEDGER_PATH'], isolation_level=None); db.execute('PRAGMA journal_mode=WAL')\n"
-         "db.execute('CREATE TABLE IF NOT EXISTS t (k TEXT PRIMARY KEY)'); s = time.monotonic()\n"
-         "db.execute('INSERT OR REPLACE INTO t VALUES (?)', ('x',))\n"
-         "print(json.dumps([n, time.monotonic() - t, time.monotonic() - s]))\n")
-
-
-@ROOT_ONLY
-def test_a_plan_s_lock_delay_holds_each_file_lock_and_sqlite_s_with_them(slot):
-    """A scenario's slow shared storage: each fcntl lock (taken or let go) waits lock_delay_ms in init."""
-    n, took, insert = json.loads(isolated(slot, LOCKS, lock_delay_ms=50).stdout.splitlines()[-1])
-    assert took >= n * 0.05 and insert >= 0.1, (n, took, insert)  # an INSERT takes and lets go of several locks
-    _, took, insert = json.loads(isolated(slot, LOCKS).stdout.splitlines()[-1])
-    assert took < 0.05 and insert < 0.05, "without it nothing waits"
 
 
 @ROOT_ONLY
