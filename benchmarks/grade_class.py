@@ -1,16 +1,19 @@
-"""Benchmark: the bundled relays graded as a class, and regraded: wall times, and the same scores every time.
+"""Benchmark: the bundled relays graded as a class, and regraded: wall times, and the same scores and words every time.
 
-    .venv/bin/python -m benchmarks.grade_class [--rounds 10] [--seed 0] [--out runs/grade-bench]
+    .venv/bin/python -m benchmarks.grade_class [--rounds 10] [--burners 2] [--seed 0] [--out runs/grade-bench]
         [--also DIR ...]
 
 Each round is one `relaychaos grade relay_under_test/*/ relay_under_test/mutants/*/` (the
-correct relays, base, every mutant), in a fresh gradebook folder. Prints, for each round,
-the total wall time, the per-submission wall times (median and max, for the correct relays
-and the broken ones apart) against the targets (20 s and 30 s), and the load average when
-it ended (these machines are shared: compare rounds at a like load); then, over every
-round, each submission's score, and whether every round gave it the same one. `--also`
-adds the gradebooks of earlier rounds (e.g. of an earlier commit) to the comparison.
-Exit 1 when a correct relay lacks full marks, a broken one has them, or a regrade differed.
+correct relays, base, every mutant), in a fresh gradebook folder, with `--burners` processes
+spinning `while True: pass` beside it. Prints, for each round, the total wall time, the
+per-submission wall times (median and max, for the correct relays and the broken ones apart)
+against the targets (20 s and 30 s), and the load average when it ended (these machines are
+shared: compare rounds at a like load); then, over every round, each submission's score, the
+rubric items it lost, and whether every round gave it the same score and the same words
+(its Gradescope results.json, the execution time left out and timings masked:
+reports.student_text.masked). `--also` adds the gradebooks of earlier rounds (e.g. of an
+earlier commit) to the comparison. Exit 1 when a correct relay
+lacks full marks, a broken one has them, or a regrade differed.
 """
 from __future__ import annotations
 
@@ -25,10 +28,34 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORRECT = {"reference", "go", "stdlib", "java"}
+BURN = "while True: pass"
+
+
+def load_record(path: Path) -> dict:
+    """One grade.json, with `_words`: what its student reads (Gradescope's results.json, the execution time
+    left out, timings masked), as a regrade must give it again."""
+    from relaychaos.reports import gradescope
+    from relaychaos.reports.student_text import masked
+
+    r = json.loads(path.read_text())
+    data = gradescope.results(r)
+    data.pop("execution_time")
+    r["_words"] = masked(json.dumps(data, sort_keys=True, ensure_ascii=False))
+    return r
 
 
 def load_records(out: Path) -> dict[str, dict]:
-    return {r["submission"]: r for r in (json.loads(p.read_text()) for p in out.glob("submissions/*/grade.json"))}
+    """submission -> its record (load_record), for every grade.json in a gradebook folder."""
+    return {r["submission"]: r for r in map(load_record, out.rglob("grade.json"))}
+
+
+def lost(record: dict) -> str:
+    items = {}
+    for e in record.get("items", []):
+        items[e["item"]] = items.get(e["item"], 0) + e["max_points"] - e["points"]
+    cap = record.get("cap") or {}
+    cap = f" (capped at {cap['at_most']:g})" if cap.get("lost") else ""
+    return ", ".join(f"{k} -{v:g}" for k, v in items.items() if v > 1e-9) + cap or "none"
 
 
 def timing(records: dict[str, dict]) -> str:
@@ -50,32 +77,48 @@ def one_round(out: Path, seed: int) -> tuple[float, dict[str, dict]]:
     return wall, load_records(out)
 
 
+def compare(rounds: list[dict[str, dict]]) -> list[str]:
+    """Print the class table over every round; the problems found."""
+    last = rounds[-1]
+    print(f"\n{len(rounds)} rounds compared\n")
+    print("| submission | score | items lost | seconds (last round) | same score | same words |\n|---|---|---|---|---|---|")
+    problems = []
+    for name in sorted(last, key=lambda n: (n not in CORRECT, n)):
+        scores = [r[name]["score"] for r in rounds if name in r]
+        same_words = len({r[name]["_words"] for r in rounds if name in r}) == 1
+        same = len(set(scores)) == 1
+        print(f"| {name} | {scores[0]:g} | {lost(last[name])} | {last[name]['execution_time_s']:.1f} | "
+              f"{'yes' if same else 'NO: ' + str(scores)} | {'yes' if same_words else 'NO'} |")
+        problems += [f"{name}: regrades differ {scores}"] * (not same) + [f"{name}: words differ"] * (not same_words)
+        if (name in CORRECT) != (scores[0] == last[name]["max_score"]):
+            problems.append(f"{name}: {scores[0]} of {last[name]['max_score']}")
+    identical = sum(1 for n in last if len({r[n]["score"] for r in rounds if n in r}) == 1)
+    words = sum(1 for n in last if len({r[n]["_words"] for r in rounds if n in r}) == 1)
+    print(f"\n{identical} of {len(last)} submissions got the same score in every round; {words} of {len(last)} the "
+          "same words")
+    return problems
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--burners", type=int, default=0, help="CPU burner processes beside every round")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="runs/grade-bench")
     parser.add_argument("--also", nargs="*", default=[], help="gradebook folders of earlier rounds to compare with")
     args = parser.parse_args()
     rounds = [load_records(Path(d)) for d in args.also]
-    for n in range(args.rounds):
-        wall, records = one_round((ROOT / args.out / f"round{n + 1}").resolve(), args.seed)
-        rounds.append(records)
-        print(f"round {n + 1}/{args.rounds}: class of {len(records)} in {wall:.0f} s; {timing(records)}; load "
-              f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
-    first = rounds[-1]
-    times = {name: r["execution_time_s"] for name, r in first.items()}
-    print(f"\n{len(rounds)} rounds compared ({len(args.also)} earlier, {args.rounds} now)\n")
-    print("| submission | score | seconds (last round) | same score in every round |\n|---|---|---|---|")
-    problems = []
-    for name in sorted(first, key=lambda n: (n not in CORRECT, n)):
-        scores = [r[name]["score"] for r in rounds]
-        same = len(set(scores)) == 1
-        print(f"| {name} | {scores[0]:g} | {times[name]:.1f} | {'yes' if same else 'NO: ' + str(scores)} |")
-        if not same:
-            problems.append(f"{name}: regrades differ {scores}")
-        if (name in CORRECT) != (scores[0] == first[name]["max_score"]):
-            problems.append(f"{name}: {scores[0]} of {first[name]['max_score']}")
+    burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(args.burners)]
+    try:
+        for n in range(args.rounds):
+            wall, records = one_round((ROOT / args.out / f"round{n + 1}").resolve(), args.seed)
+            rounds.append(records)
+            print(f"round {n + 1}/{args.rounds}: class of {len(records)} in {wall:.0f} s; {timing(records)}; load "
+                  f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {args.burners} burner(s)", flush=True)
+    finally:
+        for b in burners:
+            b.kill()
+    problems = compare(rounds)
     if problems:
         print("\nproblems:\n  " + "\n  ".join(problems))
         sys.exit(1)

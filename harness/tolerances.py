@@ -22,6 +22,7 @@ class Tolerances:
     answer_slack_s: float = 0.25
     e903_at_once_s: float = 0.25
     e903_window_s: float = 0.5
+    e903_wait_share: float = 0.5
     clock_slack_s: float = 0.05
     min_age_margin_s: float = 0.15
     channel_timeout_margin_s: float = 1.5
@@ -56,6 +57,9 @@ REASONS: dict[str, str] = {
     "answer_slack_s": "the harness's scheduling between the relay writing its answer and the channel recording it",
     "e903_at_once_s": "'at once' in numbers: a duplicate's E903 needs no account call, only a ledger read",
     "e903_window_s": "a duplicate is judged only when the GUID is certainly still SENT this long after it arrived",
+    "e903_wait_share": "'without waiting' in numbers: an E903 within this share of the time the relay would have "
+                       "waited for the account system (until its answer or time-out) is at once too, however "
+                       "slow the machine (e903_at_once_s is the least)",
     "clock_slack_s": "the relay's updated_at (its wall clock) against the harness's wall clock and rounding",
     "min_age_margin_s": "added to ACCOUNT_TIMEOUT_MS + the longest injected delay for the final resolve's "
                         "--min-age (§6: larger than both)",
@@ -74,5 +78,6 @@ REASONS: dict[str, str] = {
 }
 
 CURRENT = Tolerances()
-# What the checkers used before tolerances were recorded (histories of relaychaos 0.1).
-V1 = Tolerances(retention_slack_s=float("inf"))
+# What the checkers used before tolerances were recorded (histories of relaychaos 0.1); a field a history did not
+# record (added since) takes its value here, the rule as it was then.
+V1 = Tolerances(retention_slack_s=float("inf"), e903_wait_share=0.0)

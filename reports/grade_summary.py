@@ -24,22 +24,55 @@ def num(x) -> str:
 
 
 def reason(record: dict) -> str:
-    """Why the submission could not be graded, as the grading run said it (without a final full stop)."""
-    return (record.get("error") or "it could not be run (no reason recorded)").strip().rstrip(".")
+    """Why the submission could not be graded, as the grading run said it: its first line, without a final full
+    stop (the lines after it, output_tail, are what the relay printed last)."""
+    return (record.get("error") or "it could not be run (no reason recorded)").strip().split("\n")[0].rstrip(".")
+
+
+def output_tail(record: dict) -> str:
+    """What a relay that would not start printed last ('' when the error says nothing more)."""
+    return (record.get("error") or "").strip().partition("\n")[2]
 
 
 def headline(record: dict, shown=SETS) -> str:
     """The score, or why there is none."""
+    if not record.get("gradable", True) and record.get("timed_out"):
+        return (f"Your submission could not be graded: it {reason(record)}. This is not a score: the scenarios "
+                "that did not run would decide it. What the scenarios that ran showed is below.")
     if not record.get("gradable", True):
         return (f"Your submission could not be graded: {reason(record)}. "
                 "No scenario ran; fix this and submit again.")
-    rules = record.get("rules", [])
-    if all(r["set"] in shown for r in rules):
+    items = record.get("items", [])
+    if all(i["set"] in shown for i in items):
         return f"Score: {num(record['score'])} / {num(record['max_score'])}."
-    seen = [r for r in rules if r["set"] in shown]
-    later = sum(r["max_points"] for r in rules if r["set"] not in shown)
-    return (f"Score on the {' and '.join(SET_LABEL[s] for s in shown)}: {num(sum(r['points'] for r in seen))} / "
-            f"{num(sum(r['max_points'] for r in seen))}; {num(later)} more points come from scenarios not shown here.")
+    return (f"Score on the {' and '.join(SET_LABEL[s] for s in shown)}: {num(shown_points(record, shown))} / "
+            f"{num(sum(i['max_points'] for i in items if i['set'] in shown))}; "
+            f"{num(sum(i['max_points'] for i in items if i['set'] not in shown))} more points come from "
+            "scenarios not shown here.")
+
+
+def shown_points(record: dict, shown=SETS) -> float:
+    """The points of the items in the sets shown, bounded by the cap when the cap's scenarios are among them:
+    what a leaderboard ranks by and a headline says, rounded alike."""
+    if not record.get("gradable", True):
+        return 0.0
+    got = sum(i["points"] for i in record.get("items", []) if i["set"] in shown)
+    cap = record.get("cap")
+    sets = {s["name"]: s["set"] for s in record.get("scenarios", [])}
+    if cap and any(sets.get(name) in shown for name in cap.get("broken_in", [])):
+        got = min(got, cap["at_most"])
+    return round(got, 2)
+
+
+def cap_line(record: dict, shown=SETS) -> str | None:
+    """Why the total was bounded, when it was and the reader may see where."""
+    cap = record.get("cap")
+    sets = {s["name"]: s["set"] for s in record.get("scenarios", [])}
+    seen = [n for n in (cap or {}).get("broken_in", []) if sets.get(n) in shown]
+    if not cap or not cap.get("lost") or not seen:
+        return None
+    return (f"Score capped at {num(cap['at_most'])}: {cap['why']} (in {', '.join(seen)}); "
+            f"{num(cap['lost'])} points above the cap do not count.")
 
 
 def facts(record: dict, shown=SETS) -> list[str]:
@@ -49,6 +82,8 @@ def facts(record: dict, shown=SETS) -> list[str]:
         not_run = sum(1 for s in record.get("scenarios", []) if s.get("outcome") == "not-run")
         out.append("The time budget ran out before grading finished: these results are partial"
                    + (f" ({not_run} scenario(s) did not run)." if not_run else "."))
+    line = cap_line(record, shown) if record.get("gradable", True) else None
+    out += [line] if line else []
     out.append(sandbox(record.get("sandbox")))
     out.append(f"Seed: {record.get('seed')} (the same seed gives the same random choices).")
     if record.get("gradable", True):
@@ -84,7 +119,9 @@ def machine(record: dict, shown=SETS) -> str:
     if not st:
         return "State machine: not recorded."
     if not st.get("ran"):
-        return f"State machine (randomised chaos): did not run: {st.get('why_not') or 'no reason recorded'}."
+        why = st.get("why_not")
+        return ("State machine (randomised chaos): not run." if why in (None, "not run") else
+                f"State machine (randomised chaos): not run, {why.rstrip('.')}.")
     run = next((s for s in record.get("scenarios", []) if s.get("name") == MACHINE), None)
     if run is None or run.get("set") not in shown:
         return "State machine (randomised chaos): ran."

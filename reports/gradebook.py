@@ -6,9 +6,13 @@
 
 A submission is known by its `path`: the same path in two shards must be the same record
 (same seed, same content), or merge refuses with both files named. The CSV has one row per
-submission, by name, and a column per rule with its points over every scenario set. A text
-cell starting with = + - or @ gets a leading apostrophe, so a spreadsheet shows a student's
-folder name rather than running it as a formula. The page is reports.gradebook_page.
+submission, by name, and a column per rubric item with its points over every scenario set,
+every number rounded to 2 decimals as the score is everywhere. Every cell is one line (an
+error keeps its first line and the last line the relay printed; the rest is on the
+student's page). A text cell starting with
+= + - or @ gets a leading apostrophe, so a spreadsheet shows a student's folder name rather
+than running it as a formula. The page is reports.gradebook_page; each submission's own page
+is reports.student_page.
 """
 from __future__ import annotations
 
@@ -17,8 +21,8 @@ import io
 from pathlib import Path
 
 from .atomic import write_text
-from .grade_record import load, rule_points, validate
-from .gradebook_page import html, order_key, rule_texts
+from .grade_record import item_points, load, validate
+from .gradebook_page import html, item_titles, order_key
 
 __all__ = ["csv_text", "html", "merge", "write"]
 FIXED = ["submission", "score", "max_score", "gradable", "timed_out", "error", "seed"]
@@ -26,21 +30,29 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_text(records: list[dict], rules_order) -> str:
-    """The gradebook as CSV (RFC 4180 quoting, CRLF rows): the fixed columns, then one per rule.
+    """The gradebook as CSV (RFC 4180 quoting, CRLF rows): the fixed columns, then one per rubric item.
 
-    The rule columns are `rules_order`, then any other rule the records hold, in the order it
-    first appears; a rule a submission lacks is an empty cell."""
-    rules = list(dict.fromkeys([*rules_order, *rule_texts(records)]))
+    The item columns are `rules_order`, then any other item the records hold, in the order it
+    first appears; an item a submission lacks is an empty cell."""
+    rules = list(dict.fromkeys([*rules_order, *item_titles(records)]))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(FIXED + rules)
     for r in sorted(records, key=order_key):
         gradable = r.get("gradable", True)
-        points = rule_points(r)
-        writer.writerow([_text(r["submission"]), _num(r["score"] if gradable else 0), _num(r["max_score"]),
-                         _flag(gradable), _flag(r.get("timed_out", False)), _text(r.get("error") or ""), r["seed"]]
+        points = item_points(r)
+        error = _one_line(r.get("error") or "")
+        writer.writerow([_text(" ".join(r["submission"].split())), _num(r["score"] if gradable else 0),
+                         _num(r["max_score"]), _flag(gradable), _flag(r.get("timed_out", False)), _text(error),
+                         r["seed"]]
                         + [_num(points[rule][0] if gradable else 0) if rule in points else "" for rule in rules])
     return out.getvalue()
+
+
+def _one_line(error: str) -> str:
+    """An error as one line: its first line and, when the relay printed something, the last line it printed."""
+    lines = [" ".join(line.split()) for line in error.strip().splitlines() if line.strip()]
+    return lines[0] + (f" | last printed: {lines[-1]}" if len(lines) > 1 else "") if lines else ""
 
 
 def _text(value: str) -> str:
@@ -48,7 +60,7 @@ def _text(value: str) -> str:
 
 
 def _num(x) -> str:
-    x = round(float(x), 4)
+    x = round(float(x), 2)
     return str(int(x)) if x.is_integer() else repr(x)
 
 
@@ -72,6 +84,7 @@ def merge(dirs) -> list[dict]:
     for folder in map(Path, dirs):
         for path in _records_in(folder):
             record = load(path)
+            record.setdefault("folder", path.parent.name)  # where its own page is, beside it
             problems = validate(record)
             if problems:
                 raise ValueError(f"{path}: not a usable grade record: {'; '.join(problems[:5])}")

@@ -2,18 +2,22 @@
 
     page = html(records)      # records as reports.grade_record describes them
 
-It shows the score histogram (10 bins of the share of max_score, gradable submissions only),
-each rule's pass rate (the share of gradable submissions with full points on it, all scenario
-sets together), the rules most often broken with one example incident each (from the first
-submission, by name, that broke it), and every submission with its score and error. Every piece
-of text from a record is escaped: names and incident reports are the students' to choose.
+Top to bottom: what graded (date, rubric and its version, seed, relaychaos's version, sandbox
+level); the score histogram and statistics over every submission, a submission that could
+not be graded counted apart (its own bar; the statistics give it as 0 and say how many); a
+grid of students × rubric items, each cell linking to the student's own page
+(reports.student_page, `submissions/<folder>/report.html`); each item's share of the class
+at full points and its most common failure, shown from that scenario's incident: the part of
+the report about the item's own rules, never cut before it; every submission with its score
+and error. Every piece of text from a record is escaped: names and reports are the students'.
 """
 from __future__ import annotations
 
+from collections import Counter
 from html import escape
 
-from .grade_record import incidents, rule_points
-from .grade_summary import num
+from .grade_record import incidents_by_id, item_points
+from .grade_summary import num, sandbox
 from .html import STYLE
 
 EXTRA_STYLE = """
@@ -21,9 +25,16 @@ EXTRA_STYLE = """
 .bar > span { display: block; height: 100%; background: #176b2c; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 svg text { font: 12px system-ui, sans-serif; fill: #222; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+table.grid { width: auto; } table.grid td { text-align: center; padding: .15em .35em; font-size: 12.5px; }
+table.grid th.item { vertical-align: bottom; font-weight: 500; }
+table.grid th.item > div { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; max-height: 16em;
+  overflow: hidden; text-overflow: ellipsis; }
+td.full { background: #dff0e1; } td.lost { background: #f7d7d4; } td.part { background: #fbecc7; }
+td.none { background: #eee; color: #777; } td a { color: inherit; text-decoration: none; display: block; }
+.meta td { border: none; padding: .1em .8em .1em 0; }
 """
 BINS = 10
-MOST_BROKEN = 5
 
 
 def _e(text) -> str:
@@ -35,104 +46,163 @@ def order_key(record: dict) -> tuple:
     return (record["submission"].casefold(), record["submission"], record["path"])
 
 
+def percent(record: dict) -> float:
+    if not record.get("gradable", True):
+        return 0.0
+    return 100.0 * record["score"] / record["max_score"] if record.get("max_score") else 0.0
+
+
 def html(records: list[dict]) -> str:
     """The whole page."""
     records = sorted(records, key=order_key)
     graded = [r for r in records if r.get("gradable", True)]
-    pcts = sorted(percent(r) for r in graded)
-    median = (pcts[len(pcts) // 2] + pcts[(len(pcts) - 1) // 2]) / 2 if pcts else None
-    stats = (f"median {num(median)}%, mean {num(sum(pcts) / len(pcts))}%" if pcts else "no scores")
-    timed_out = sum(1 for r in records if r.get("timed_out"))
     return "\n".join([
         f"<!doctype html><meta charset=utf-8><title>relaychaos gradebook: {len(records)} submissions</title>",
         f"<style>{STYLE}{EXTRA_STYLE}</style>",
-        f"<h1>relaychaos gradebook: {len(records)} submissions</h1>",
-        f"<p>{len(graded)} graded, {len(records) - len(graded)} could not be graded, {timed_out} timed out "
-        f"(partial results). Scores: {stats}.</p>",
-        "<h2>Scores</h2>", histogram(pcts),
-        "<h2>Rules: share of the class at full points</h2>", pass_rate_table(graded),
-        "<h2>Rules most often broken</h2>", most_broken(graded),
+        f"<h1>relaychaos gradebook: {len(records)} submissions</h1>", header(records),
+        "<h2>Scores</h2>", statistics(records), histogram(records),
+        "<h2>Students × rubric items</h2>", grid(records),
+        "<h2>Rubric items: share of the class at full points, and the most common failure</h2>", items_section(graded),
         "<h2>Submissions</h2>", submissions_table(records)])
 
 
-def percent(record: dict) -> float:
-    return 100.0 * record["score"] / record["max_score"] if record.get("max_score") else 0.0
+def header(records: list[dict]) -> str:
+    """What graded: the dates, rubrics, seeds, versions and sandbox levels the records hold (each once)."""
+    def values(get) -> str:
+        found = Counter(v for v in map(get, records) if v not in (None, ""))
+        return "; ".join(f"{v}" + (f" ({n})" if len(found) > 1 else "") for v, n in found.items()) or "not recorded"
+    dates = sorted({r["graded_at"][:10] for r in records if r.get("graded_at")})
+    rows = [("graded", " to ".join(dict.fromkeys([dates[0], dates[-1]])) if dates else "not recorded"),
+            ("rubric", values(lambda r: f"{r.get('rubric', {}).get('name', '?')} (v{r.get('rubric', {}).get('version', 1)}"
+                                        f", {num(r.get('max_score'))} points)")),
+            ("seed", values(lambda r: r.get("seed"))),
+            ("relaychaos", values(lambda r: (r.get("harness") or {}).get("version"))),
+            ("sandbox", values(lambda r: sandbox(r.get("sandbox"))))]
+    return "<table class=meta>" + "".join(f"<tr><td><b>{_e(k)}</b></td><td>{_e(v)}</td></tr>" for k, v in rows) + \
+        "</table>"
 
 
-def histogram(pcts: list[float]) -> str:
-    """Hand-drawn SVG: one bar per 10% of max_score (the last bin holds 100%), its count above it."""
-    counts = [0] * BINS
-    for p in pcts:
-        counts[min(BINS - 1, max(0, int(p // (100 / BINS))))] += 1
+def statistics(records: list[dict]) -> str:
+    if not records:
+        return "<p>No submissions.</p>"
+    pcts = sorted(percent(r) for r in records)
+    median = (pcts[len(pcts) // 2] + pcts[(len(pcts) - 1) // 2]) / 2
+    ungradable = sum(1 for r in records if not r.get("gradable", True))
+    cut = sum(1 for r in records if r.get("timed_out") and not r.get("gradable", True))
+    partial = sum(1 for r in records if r.get("timed_out") and r.get("gradable", True))  # written while running
+    return (f"<p>Over all {len(records)} submissions (a submission that could not be graded counts as 0): median "
+            f"{num(median)}%, mean {num(sum(pcts) / len(pcts))}%, lowest {num(pcts[0])}%, highest {num(pcts[-1])}%. "
+            f"{len(records) - ungradable} graded, {ungradable} could not be graded"
+            + (f" ({cut} of them ran out of time: regrade with a larger --budget-s)" if cut else "")
+            + (f"; {partial} partial, written while grading was still running" if partial else "") + ".</p>")
+
+
+def histogram(records: list[dict]) -> str:
+    """Hand-drawn SVG: one bar per 10% of max_score (the last bin holds 100%), then one for 'not graded'."""
+    counts = [0] * BINS + [sum(1 for r in records if not r.get("gradable", True))]
+    for r in records:
+        if r.get("gradable", True):
+            counts[min(BINS - 1, max(0, int(percent(r) // (100 / BINS))))] += 1
+    labels = [f"{i * 10}–{(i + 1) * 10}%" for i in range(BINS)] + ["not graded"]
     top = max(counts) or 1
     width, base, tall = 56, 200, 170
-    out = [f'<svg class=histogram role=img viewBox="0 0 {40 + BINS * width} 240" width="{40 + BINS * width}" '
-           f'height=240 aria-label="histogram of {len(pcts)} scores">',
-           f'<line x1=30 y1={base} x2={30 + BINS * width} y2={base} stroke="#888"/>']
+    out = [f'<svg class=histogram role=img viewBox="0 0 {40 + len(counts) * width} 240" '
+           f'width="{40 + len(counts) * width}" height=240 aria-label="histogram of {len(records)} scores">',
+           f'<line x1=30 y1={base} x2={30 + len(counts) * width} y2={base} stroke="#888"/>']
     for i, count in enumerate(counts):
-        h = round(tall * count / top)
-        x = 34 + i * width
-        label = f"{i * 10}–{(i + 1) * 10}%"
-        out.append(f'<rect x={x} y={base - h} width={width - 8} height={h} fill="#3b6ea5">'
-                   f"<title>{_e(label)}: {count}</title></rect>")
+        h, x = round(tall * count / top), 34 + i * width
+        fill = "#b3261e" if i == BINS else "#3b6ea5"
+        out.append(f'<rect x={x} y={base - h} width={width - 8} height={h} fill="{fill}">'
+                   f"<title>{_e(labels[i])}: {count}</title></rect>")
         out.append(f'<text x={x + (width - 8) / 2} y={base - h - 4} text-anchor=middle>{count}</text>')
-        out.append(f'<text x={x + (width - 8) / 2} y={base + 16} text-anchor=middle>{_e(label)}</text>')
+        out.append(f'<text x={x + (width - 8) / 2} y={base + 16} text-anchor=middle>{_e(labels[i])}</text>')
     out.append("</svg>")
     return "\n".join(out)
 
 
-def rule_texts(records: list[dict]) -> dict[str, str]:
-    """Every rule the records hold, in the order they first appear, with its sentence."""
+def item_titles(records: list[dict]) -> dict[str, str]:
+    """Every rubric item the records hold, in the order they first appear, with its title."""
     out: dict[str, str] = {}
     for r in records:
-        for entry in r.get("rules", []):
-            out.setdefault(entry["rule"], entry.get("what", ""))
+        for entry in r.get("items", []):
+            out.setdefault(entry["item"], entry.get("title", ""))
     return out
 
 
-def pass_rate_table(graded: list[dict]) -> str:
-    if not graded:
-        return "<p>No submission could be graded.</p>"
-    rows = ["<table><tr><th>rule</th><th>what must hold</th><th>at full points</th><th></th></tr>"]
-    for rule, what in rule_texts(graded).items():
-        full = sum(1 for r in graded if _full(rule_points(r).get(rule)))
-        share = 100.0 * full / len(graded)
-        rows.append(f"<tr><td><code>{_e(rule)}</code></td><td>{_e(what)}</td>"
-                    f"<td class=num>{full} of {len(graded)} ({num(share)}%)</td>"
-                    f'<td><span class=bar><span style="width:{share:.1f}%"></span></span></td></tr>')
+def _link(record: dict, text: str) -> str:
+    folder = record.get("folder")
+    return f'<a href="submissions/{_e(folder)}/report.html">{text}</a>' if folder else text
+
+
+def grid(records: list[dict]) -> str:
+    """One row per student, one column per item: its points, coloured full / partial / lost, linking to the page."""
+    titles = item_titles(records)
+    if not records or not titles:
+        return "<p>Nothing graded.</p>"
+    head = "".join(f'<th class=item title="{_e(t)}"><div>{_e(t)}</div></th>' for t in titles.values())
+    rows = [f"<table class=grid><tr><th>student</th><th>score</th>{head}</tr>"]
+    for r in records:
+        points = item_points(r)
+        cells = []
+        for item in titles:
+            got, most = points.get(item, (0.0, 0.0))
+            if not r.get("gradable", True):
+                cls, text = "none", "–"
+            else:
+                cls = "full" if got >= most - 1e-9 else "lost" if got <= 1e-9 else "part"
+                text = num(got)
+            cells.append(f'<td class={cls} title="{_e(titles[item])}">{_link(r, text)}</td>')
+        score = num(r["score"]) if r.get("gradable", True) else "not graded"
+        rows.append(f"<tr><td style='text-align:left'>{_link(r, _e(r['submission']))}</td>"
+                    f"<td class=num>{_e(score)}</td>{''.join(cells)}</tr>")
     rows.append("</table>")
     return "\n".join(rows)
+
+
+def sections(text: str, rules) -> str:
+    """The parts of an incident report about `rules` (each part starts with `[rule]`), the head kept; the whole
+    text when none is."""
+    parts = text.split("\n\n")
+    mine = [p for p in parts if any(p.startswith(f"[{r}]") for r in rules)]
+    return "\n\n".join([parts[0], *mine]) if mine and not parts[0].startswith("[") else "\n\n".join(mine) or text
+
+
+def items_section(graded: list[dict]) -> str:
+    if not graded:
+        return "<p>No submission could be graded.</p>"
+    rows = ["<table><tr><th>item</th><th>checked by</th><th>at full points</th><th></th></tr>"]
+    examples = []
+    for item, title in item_titles(graded).items():
+        full = sum(1 for r in graded if _full(item_points(r).get(item)))
+        share = 100.0 * full / len(graded)
+        rules = next(e.get("rules", []) for r in graded for e in r.get("items", []) if e["item"] == item)
+        rows.append(f"<tr><td>{_e(title)}</td><td><code>{_e(', '.join(rules))}</code></td>"
+                    f"<td class=num>{full} of {len(graded)} ({num(share)}%)</td>"
+                    f'<td><span class=bar><span style="width:{share:.1f}%"></span></span></td></tr>')
+        examples.append(most_common_failure(graded, item, title, rules))
+    rows.append("</table>")
+    return "\n".join(rows + [e for e in examples if e])
 
 
 def _full(points) -> bool:
     return points is not None and points[0] >= points[1] - 1e-9
 
 
-def broken_by(graded: list[dict]) -> dict[str, list[dict]]:
-    """Per rule, the submissions (by name) in which some scenario broke it, most often broken first."""
-    out: dict[str, list[dict]] = {rule: [] for rule in rule_texts(graded)}
-    for r in graded:
-        for rule in {e["rule"] for e in r.get("rules", []) if e.get("broken_in")}:
-            out[rule].append(r)
-    order = list(out)
-    return dict(sorted(((k, v) for k, v in out.items() if v), key=lambda kv: (-len(kv[1]), order.index(kv[0]))))
-
-
-def most_broken(graded: list[dict]) -> str:
-    by_rule = broken_by(graded)
-    if not by_rule:
-        return "<p>No rule was broken by any graded submission.</p>"
-    texts = rule_texts(graded)
-    out = []
-    for rule, subs in list(by_rule.items())[:MOST_BROKEN]:
-        first = subs[0]
-        entries = [e for e in first["rules"] if e["rule"] == rule and e.get("broken_in")]
-        example = next((text for e in entries for text in incidents(first, e)), None)
-        out.append(f"<h3><code>{_e(rule)}</code>: broken by {len(subs)} of {len(graded)} submissions</h3>")
-        out.append(f"<p>{_e(texts[rule])}. Example from <b>{_e(first['submission'])}</b>, broken in "
-                   f"{_e(', '.join(s for e in entries for s in e['broken_in']))}:</p>")
-        out.append(f"<pre>{_e(example)}</pre>" if example else "<p>(no incident report recorded)</p>")
-    return "\n".join(out)
+def most_common_failure(graded: list[dict], item: str, title: str, rules) -> str | None:
+    """The scenario that broke `item` in the most submissions, with the first such submission's incident."""
+    where = Counter(f["incident"] for r in graded for e in r.get("items", []) if e["item"] == item
+                    for f in e.get("failures", []))
+    if not where:
+        return None
+    scenario, count = where.most_common(1)[0]
+    lost = sum(1 for r in graded if not _full(item_points(r).get(item)))
+    first = next(r for r in graded for e in r.get("items", []) if e["item"] == item
+                 for f in e.get("failures", []) if f["incident"] == scenario)
+    incident = incidents_by_id(first).get(scenario)
+    text = sections(incident["text"], rules) if incident else "(no incident report recorded)"
+    return (f"<h3>{_e(title)}: lost by {lost} of {len(graded)}</h3><p>Most often in scenario <code>{_e(scenario)}"
+            f"</code> ({count} submission(s)); from {_link(first, '<b>' + _e(first['submission']) + '</b>')}:</p>"
+            f"<pre>{_e(text)}</pre>")
 
 
 def submissions_table(records: list[dict]) -> str:
@@ -143,8 +213,13 @@ def submissions_table(records: list[dict]) -> str:
         state = "yes" if gradable else "<span class=broken>no</span>"
         state += ", timed out" if r.get("timed_out") else ""
         score = r["score"] if gradable else 0
-        rows.append(f"<tr><td>{_e(r['submission'])}</td><td class=num>{num(score)} / {num(r['max_score'])}</td>"
-                    f"<td class=num>{num(percent(r) if gradable else 0)}</td><td>{state}</td>"
-                    f"<td class=num>{_e(r['seed'])}</td><td>{_e(r.get('error') or '')}</td></tr>")
+        rows.append(f"<tr><td>{_link(r, _e(r['submission']))}</td><td class=num>{num(score)} / "
+                    f"{num(r['max_score'])}</td><td class=num>{num(percent(r))}</td><td>{state}</td>"
+                    f"<td class=num>{_e(r['seed'])}</td><td>{_error(r)}</td></tr>")
     rows.append("</table>")
     return "\n".join(rows)
+
+
+def _error(record: dict) -> str:
+    error = record.get("error") or ""
+    return f"<pre>{_e(error)}</pre>" if "\n" in error else _e(error)

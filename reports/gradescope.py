@@ -6,11 +6,15 @@
 
 The format is Gradescope's "Autograder Specifications" (gradescope-autograders.readthedocs.io/
 en/latest/specs/: Output format, test case visibility, test case status, output string
-formatting; leaderboards/). One test per rule entry of the record, its visibility that of the
-entry's scenario set; every output is Markdown ("md") with each incident report fenced as code.
-Gradescope hides a student's total while some tests are hidden from them, so the top-level
-output gives only the visible part of the score and leaves out notes of hidden scenarios, and
-the leaderboard (seen by the whole class) ranks by the visible points alone.
+formatting; leaderboards/). One test per item entry of the record (a behaviour over one scenario
+set), its visibility that of the set; every output is Markdown ("md"). The top-level output
+carries each visible incident report once, fenced as code, and each test that lost points
+names its scenarios, the one-line verdicts, and the incident's number there; an incident of a
+hidden or after-due-date scenario is shown in its own test only. Nothing points elsewhere: a
+long report is cut to whole lines, saying how many were left out. Gradescope hides a
+student's total while some tests are hidden from them, so the top-level output gives only the
+visible part of the score and leaves out notes of hidden scenarios, and the leaderboard (seen
+by the whole class) ranks by the visible points alone, rounded as the score is.
 """
 from __future__ import annotations
 
@@ -21,67 +25,100 @@ from . import grade_summary
 from .atomic import write_text
 from .fieldcheck import (INTEGER, LIST, NUMBER, OBJECT, STRING, STRINGS, as_json_problems, check, either,
                          one_of)
-from .grade_record import incidents
+from .grade_record import incidents_by_id
 
 VISIBILITY = ("hidden", "after_due_date", "after_published", "visible")
 FORMATS = ("text", "html", "simple_format", "md", "ansi")
-MAX_INCIDENTS = 3  # per test: the first few tell the story; results.json stays small
-MAX_INCIDENT_CHARS = 6000
+MAX_INCIDENT_CHARS = 6000  # per incident: its head and as much of the timeline as fits
 MD_SPECIAL = set("\\`*_{}[]<>#|~!&")
 
 
 def results(record: dict, *, leaderboard: bool = True) -> dict:
-    """The results.json of one submission: score, summary, one test per rule entry, a leaderboard."""
+    """The results.json of one submission: score, summary with each incident once, one test per item entry."""
     gradable = record.get("gradable", True)
-    data = {"score": round(float(record["score"]), 4) if gradable else 0.0,
+    numbers = incident_numbers(record)
+    data = {"score": round(float(record["score"]), 2) if gradable else 0.0,
             "execution_time": int(round(record.get("execution_time_s") or 0)),
-            "output": summary(record), "output_format": "md",
+            "output": summary(record, numbers), "output_format": "md",
             "visibility": "visible", "stdout_visibility": "hidden",
-            "tests": [test(record, rule) for rule in record.get("rules", [])]}
+            "tests": [test(record, item, numbers) for item in record.get("items", [])]}
     if leaderboard:
-        visible = sum(r["points"] for r in record.get("rules", []) if r["set"] == "visible") if gradable else 0
-        data["leaderboard"] = [{"name": "points on visible scenarios", "value": round(visible, 4), "order": "desc"}]
+        data["leaderboard"] = [{"name": "points on visible scenarios",
+                                "value": grade_summary.shown_points(record, ("visible",)), "order": "desc"}]
     return data
 
 
-def summary(record: dict) -> str:
-    """The top-level output: the score (or why none) in bold, then one bullet per fact."""
+def incident_numbers(record: dict) -> dict[str, int]:
+    """The visible incidents, numbered from 1 in the record's order: how the tests refer to the summary."""
+    shown = [i for i in record.get("incidents", []) if i["set"] == "visible"]
+    return {i["id"]: n for n, i in enumerate(shown, 1)}
+
+
+def summary(record: dict, numbers: dict[str, int] | None = None) -> str:
+    """The top-level output: the score (or why none) in bold, one bullet per fact, then each visible incident once."""
     shown = ("visible",)
-    head = f"**{md(grade_summary.headline(record, shown))}**"
-    return "\n".join([f"Submission {code(record['submission'])}", "", head, ""]
-                     + [f"- {md(line)}" for line in grade_summary.facts(record, shown)])
-
-
-def test(record: dict, rule: dict) -> dict:
-    """One rule of the rubric over one scenario set, as a Gradescope test."""
-    gradable = record.get("gradable", True)
-    full = gradable and not rule.get("broken_in") and rule["points"] >= rule["max_points"] - 1e-9
-    return {"name": f"{rule['rule']}: {rule['what']} ({grade_summary.SET_LABEL[rule['set']]})",
-            "score": round(float(rule["points"]), 4) if gradable else 0.0,
-            "max_score": round(float(rule["max_points"]), 4),
-            "status": "passed" if full else "failed",
-            "output": test_output(record, rule), "output_format": "md",
-            "visibility": rule["set"],
-            "tags": [t for t in (rule.get("group"), rule["rule"]) if t],
-            "extra_data": {"held_in": rule["held_in"], "scenarios": rule["scenarios"],
-                           "broken_in": list(rule.get("broken_in", []))}}
-
-
-def test_output(record: dict, rule: dict) -> str:
-    """Markdown: where the rule held and broke, and each failure's incident report fenced as code."""
-    if not record.get("gradable", True):
-        return md(grade_summary.headline(record))
-    n = grade_summary.num
-    lines = [f"Held in {rule['held_in']} of {rule['scenarios']} scenario(s): {n(rule['points'])} / "
-             f"{n(rule['max_points'])} points."]
-    if rule.get("broken_in"):
-        lines.append("Broken in: " + ", ".join(code(s) for s in rule["broken_in"]) + ".")
-    reports = incidents(record, rule)
-    for text in reports[:MAX_INCIDENTS]:
-        lines += ["", fenced(text[:MAX_INCIDENT_CHARS] + ("\n..." if len(text) > MAX_INCIDENT_CHARS else ""))]
-    if len(reports) > MAX_INCIDENTS:
-        lines += ["", f"... and {len(reports) - MAX_INCIDENTS} more incident report(s) like these."]
+    numbers = incident_numbers(record) if numbers is None else numbers
+    lines = [f"**{md(grade_summary.headline(record, shown))}**", ""]
+    if grade_summary.output_tail(record):
+        lines += [fenced(grade_summary.output_tail(record)), ""]
+    lines += [f"- {md(line)}" for line in grade_summary.facts(record, shown)]
+    by_id = incidents_by_id(record)
+    for incident_id, n in numbers.items():
+        incident = by_id[incident_id]
+        lines += ["", f"### Incident {n}: scenario {code(incident['scenario'])}", "",
+                  fenced(cut(incident["text"]))]
     return "\n".join(lines)
+
+
+def test(record: dict, item: dict, numbers: dict[str, int] | None = None) -> dict:
+    """One item of the rubric over one scenario set, as a Gradescope test."""
+    gradable = record.get("gradable", True)
+    full = gradable and not item.get("broken_in") and item["points"] >= item["max_points"] - 1e-9
+    label = "" if item["set"] == "visible" else f" ({grade_summary.SET_LABEL[item['set']]})"
+    return {"name": f"{item['title']}{label}",
+            "score": round(float(item["points"]), 2) if gradable else 0.0,
+            "max_score": round(float(item["max_points"]), 2),
+            "status": "passed" if full else "failed",
+            "output": test_output(record, item, incident_numbers(record) if numbers is None else numbers),
+            "output_format": "md", "visibility": item["set"],
+            "tags": [item["item"], *item.get("rules", [])],
+            "extra_data": {"item": item["item"], "held_in": item["held_in"], "scenarios": item["scenarios"],
+                           "broken_in": list(item.get("broken_in", []))}}
+
+
+def test_output(record: dict, item: dict, numbers: dict[str, int]) -> str:
+    """Markdown: where the item held, and for each scenario that broke it, what broke and where to read it."""
+    if not record.get("gradable", True):
+        after = " The incidents it showed are in the summary above." if record.get("timed_out") else \
+            " What it printed is in the summary above."
+        return md(grade_summary.headline(record)) + after
+    n = grade_summary.num
+    rules = ", ".join(code(r) for r in item.get("rules", []))
+    lines = [f"Held in {item['held_in']} of {item['scenarios']} scenario(s): {n(item['points'])} / "
+             f"{n(item['max_points'])} points. Checked by {rules}."]
+    by_id = incidents_by_id(record)
+    for failure in item.get("failures", []):
+        where = numbers.get(failure["incident"])
+        ref = f" (incident {where} in the summary above)" if where else ""
+        lines += ["", f"Broken in scenario {code(failure['incident'])}{ref}:"]
+        lines += [f"- {md(why)}" for why in failure.get("why", [])]
+        if where is None and failure["incident"] in by_id:
+            lines += ["", fenced(cut(by_id[failure["incident"]]["text"]))]
+    return "\n".join(lines)
+
+
+def cut(text: str, limit: int = MAX_INCIDENT_CHARS) -> str:
+    """An incident report within `limit` characters: whole lines, and how many were left out."""
+    if len(text) <= limit:
+        return text
+    kept, size = [], 0
+    lines = text.splitlines()
+    for line in lines:
+        if size + len(line) + 1 > limit - 60:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join(kept + [f"... ({len(lines) - len(kept)} more lines of this report left out)"])
 
 
 def md(text: str) -> str:

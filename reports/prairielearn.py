@@ -8,6 +8,8 @@ The format is PrairieLearn's "External Grading" page, section "Grading results"
 (prairielearn.readthedocs.io/en/latest/externalGrading/): `score` in [0, 1], `gradable`,
 `format_errors`, `message`, `output`, and `tests` with name, description, points,
 max_points, message, output, as `<pl-external-grader-results>` renders them; at most 1 MB.
+One test per item of the rubric (a behaviour) and scenario set; the results' output holds
+each incident report once, and a test names the incidents that cost it.
 A submission that could not be run is `gradable: false` with the reason (PrairieLearn then
 awards nothing and does not count the attempt). PrairieLearn shows every test to the student
 and has no "after the due date", so the tests of hidden and after-due-date scenarios keep their
@@ -21,45 +23,46 @@ from pathlib import Path
 from . import grade_summary
 from .atomic import write_text
 from .fieldcheck import (BOOL, LIST, NUMBER, STRING, STRINGS, as_json_problems, check, either)
-from .grade_record import SETS, incidents
+from . import gradescope
+from .grade_record import SETS
 
 MAX_BYTES = 1_000_000
-MAX_INCIDENTS = 3
-MAX_INCIDENT_CHARS = 6000
 
 
 def results(record: dict, *, reveal_hidden: bool = False) -> dict:
-    """The results.json of one submission: a score in [0, 1] and one test per rule entry, or not gradable."""
+    """The results.json of one submission: a score in [0, 1] and one test per item entry, or not gradable."""
     shown = SETS if reveal_hidden else ("visible",)
     head = grade_summary.headline(record, shown)
     facts = grade_summary.facts(record, shown)
     if not record.get("gradable", True):
+        tail = grade_summary.output_tail(record)
         return {"gradable": False, "format_errors": [grade_summary.reason(record)], "message": head,
-                "output": "\n".join([head, *facts])}
+                "output": "\n".join([head, *facts] + (["", "What the relay printed last:", tail] if tail else []))}
     max_score = float(record["max_score"])
     score = min(1.0, max(0.0, float(record["score"]) / max_score)) if max_score > 0 else 0.0
-    partial = [f for f in facts if f.startswith("The time budget ran out")]
+    partial = [f for f in facts if f.startswith(("The time budget ran out", "Score capped"))]
+    incidents = [f"Incident: scenario {i['scenario']}\n{gradescope.cut(i['text'])}"
+                 for i in record.get("incidents", []) if i["set"] in shown]
     return {"gradable": True, "score": round(score, 6), "message": " ".join([head, *partial]),
-            "output": "\n".join([head, *facts]),
-            "tests": [test(record, rule, rule["set"] in shown) for rule in record.get("rules", [])]}
+            "output": "\n\n".join(["\n".join([head, *facts]), *incidents]),
+            "tests": [test(record, item, item["set"] in shown) for item in record.get("items", [])]}
 
 
-def test(record: dict, rule: dict, detailed: bool) -> dict:
-    """One rule of the rubric over one scenario set; without details, its points alone."""
+def test(record: dict, item: dict, detailed: bool) -> dict:
+    """One item of the rubric over one scenario set; without details, its points alone. The incident reports
+    are in the results' output, once each; a test names them and says in one line per verdict what broke."""
     n = grade_summary.num
-    out = {"name": f"{rule['rule']} ({grade_summary.SET_LABEL[rule['set']]})", "description": rule["what"],
-           "points": round(float(rule["points"]), 4), "max_points": round(float(rule["max_points"]), 4)}
+    label = "" if item["set"] == "visible" else f" ({grade_summary.SET_LABEL[item['set']]})"
+    out = {"name": f"{item['title']}{label}", "description": "checked by " + ", ".join(item.get("rules", [])),
+           "points": round(float(item["points"]), 2), "max_points": round(float(item["max_points"]), 2)}
     if not detailed:
         return {**out, "message": "Details of these scenarios are not shown.", "output": ""}
-    message = f"Held in {rule['held_in']} of {rule['scenarios']} scenario(s): {n(rule['points'])} / " \
-              f"{n(rule['max_points'])} points."
-    if rule.get("broken_in"):
-        message += " Broken in: " + ", ".join(rule["broken_in"]) + "."
-    reports = incidents(record, rule)
-    shown = [r[:MAX_INCIDENT_CHARS] + ("\n..." if len(r) > MAX_INCIDENT_CHARS else "") for r in reports[:MAX_INCIDENTS]]
-    if len(reports) > MAX_INCIDENTS:
-        shown.append(f"... and {len(reports) - MAX_INCIDENTS} more incident report(s) like these.")
-    return {**out, "message": message, "output": "\n\n".join(shown)}
+    message = f"Held in {item['held_in']} of {item['scenarios']} scenario(s): {n(item['points'])} / " \
+              f"{n(item['max_points'])} points."
+    if item.get("broken_in"):
+        message += " Broken in: " + ", ".join(item["broken_in"]) + " (incident reports in the output above)."
+    lines = [f"{f['incident']}: {why}" for f in item.get("failures", []) for why in f.get("why", [])]
+    return {**out, "message": message, "output": "\n".join(lines)}
 
 
 def write(record: dict, path: Path) -> Path:

@@ -1,6 +1,12 @@
 """Scenarios for concurrent duplicates: many copies of one GUID at once, on one relay or two."""
 from relaychaos.engine.steps import Race, Release, Scenario, Send, ServerFault, Start, WaitCalls
 
+# In race-pairs-two-relays each of eight transfers reaches the two relays in one turn of the channel's
+# loop (copies on several relays are released together), and every file lock the relays take on the
+# ledger is held 20 ms (relaychaos.sandbox.seccomp): a claim that is atomic only within one process (a
+# lock of its own around check-then-insert) lets both relays read "no row", however short its own
+# window is (on the sandbox's tmpfs a SELECT and the INSERT after it are microseconds apart; on slow
+# shared storage, as here, they are a lock apart).
 # In both 32-copy races the account system takes 200 ms per call, so every copy reaches a relay
 # while the first call is still in flight: a relay that checks the ledger only after calling meets
 # all 32 copies there on every run, never a varying few, and no copy's call lands after another
@@ -16,6 +22,13 @@ SCENARIOS = [
              steps=(ServerFault(delay_ms=200), Race("g1", n=32, slots=("a", "b")), Race("g2", n=32, slots=("a", "b")),
                     Send("g1", slot="b")),
              covers=("1.two-serves", "3.claim-new", "3.accept-wait")),
+    Scenario("race-pairs-two-relays", family="race", relays=("a", "b"), account_timeout_ms=2000,
+             ledger_lock_delay_ms=20,
+             description="eight transfers, each sent to both relays on one ledger at the same instant, the calls "
+                         "slowed and each file lock on the ledger held 20 ms (slow shared storage): one call each",
+             steps=(ServerFault(delay_ms=200),
+                    *(Race(f"g{i}", n=2, amount=i, slots=("a", "b")) for i in range(1, 9))),
+             covers=("1.two-serves", "3.claim-new")),
     Scenario("race-while-held-two-relays", family="race", relays=("a", "b"), account_timeout_ms=2000,
              description="while the first call is held at the account system, duplicates reach both relays",
              steps=(ServerFault(hold_guids=("g1",)), Send("g1", background=True), WaitCalls("g1"),

@@ -6,12 +6,14 @@
 `load` starts a fresh browser (its own profile folder, removed after), opens the page,
 waits for its load event, evaluates each expression in order (later ones see what
 earlier ones did), and returns the values with every console error, uncaught exception
-and browser log error the page produced. `find()` is the browser to use, or None
+and browser log error the page produced; given `screenshot`, the whole page as PNG there
+(1400 px wide, as a reader's window). `find()` is the browser to use, or None
 (RELAYCHAOS_CHROMIUM, else chromium, chromium-browser, google-chrome on PATH).
 """
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import shutil
@@ -93,7 +95,8 @@ def _errors(events: list[dict]) -> list[str]:
     return out
 
 
-async def _load(browser: str, url: str, expressions: dict[str, str], timeout: float) -> Page:
+async def _load(browser: str, url: str, expressions: dict[str, str], timeout: float,
+                screenshot: Path | None) -> Page:
     profile = Path(tempfile.mkdtemp(prefix="relaychaos-chromium-"))
     log = open(profile / "stderr.log", "w")
     proc = subprocess.Popen([browser, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
@@ -126,6 +129,9 @@ async def _load(browser: str, url: str, expressions: dict[str, str], timeout: fl
                     page.errors.append(f"evaluating {name}: {why}")
                 page.values[name] = result.get("result", {}).get("value")
             await asyncio.sleep(0.2)  # errors reported just after the last evaluation
+            if screenshot is not None:
+                shot = await cdp.call("Page.captureScreenshot", session, format="png", captureBeyondViewport=True)
+                screenshot.write_bytes(base64.b64decode(shot["data"]))
             page.errors += _errors(cdp.events)
             reader.cancel()
             return page
@@ -140,9 +146,10 @@ async def _load(browser: str, url: str, expressions: dict[str, str], timeout: fl
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def load(url: str, expressions: dict[str, str], browser: str | None = None, timeout: float = 30) -> Page:
+def load(url: str, expressions: dict[str, str], browser: str | None = None, timeout: float = 30,
+         screenshot: Path | None = None) -> Page:
     """Open url in a fresh headless browser, evaluate the expressions in order; see the module doc."""
     browser = browser or find()
     if browser is None:
         raise RuntimeError("no Chromium found; run scripts/chromium.sh or set RELAYCHAOS_CHROMIUM")
-    return asyncio.run(_load(browser, url, expressions, timeout))
+    return asyncio.run(_load(browser, url, expressions, timeout, screenshot))

@@ -43,3 +43,17 @@ def write_manifest(tmp_path: Path):
                                                            f"[limits]\nready_timeout_s = {ready_timeout_s}\n"))
         return folder / "relay.toml"
     return write
+
+
+@pytest.fixture
+def slot(tmp_path):
+    """A sandbox of its own (a slot beside the worker's), and a stack-like set of folders in it:
+    (sandbox, the reference's working copy, a ledger folder, a /tmp)."""
+    from relaychaos.sandbox.policy import Sandbox
+    from relaychaos.stack.manifest import load
+
+    sandbox = Sandbox.create("auto")
+    copy = sandbox.working_copy(load(REFERENCE))
+    ledger, tmp = sandbox.ledger_dir(tmp_path), sandbox.tmp_dir()
+    yield sandbox, copy, ledger, tmp
+    sandbox.close()

@@ -41,14 +41,22 @@ def duplicated(took: float, *, code: str = "E903", first_answer: float = 1.5, ms
     return h.build()
 
 
+# "At once" is judged against what waiting would have taken: the account call answers 1.5 s after the duplicate,
+# so an E903 within e903_wait_share of that is at once, however slow the machine (a JVM at 0.5 CPU: about 0.5 s).
 @holds("e903-at-once")
-def test_a_duplicate_answered_e903_exactly_at_once_holds():
-    return duplicated(TOL.e903_at_once_s)
+def test_a_duplicate_answered_e903_within_its_share_of_the_wait_holds():
+    return duplicated(TOL.e903_wait_share * 1.5)
 
 
 @breaks("e903-at-once", "g1")
-def test_a_duplicate_answered_e903_just_later_than_at_once_breaks():
-    return duplicated(TOL.e903_at_once_s + EPS)
+def test_a_duplicate_answered_e903_just_later_than_its_share_of_the_wait_breaks():
+    return duplicated(TOL.e903_wait_share * 1.5 + EPS)
+
+
+@holds("e903-at-once")
+def test_a_duplicate_answered_e903_after_twice_the_least_at_once_holds_when_waiting_would_take_far_longer():
+    assert 2 * TOL.e903_at_once_s < TOL.e903_wait_share * 1.5
+    return duplicated(2 * TOL.e903_at_once_s)
 
 
 @breaks("e903-at-once", "g1")

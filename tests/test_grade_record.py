@@ -20,12 +20,14 @@ def test_every_kind_of_record_the_grading_run_writes_is_valid():
     (lambda r: r.update(gradable="yes"), "record.gradable must be true or false"),
     (lambda r: r.update(score=float("nan")), "record.score must be a number"),
     (lambda r: r.update(gradable=False, error=None), "not gradable, but no `error` says why"),
-    (lambda r: r["rules"][0].update(set="secret"), "rules[0].set must be one of 'visible', 'hidden'"),
-    (lambda r: r["rules"][0].update(points=16.0), "rules[0]: points 16.0 outside [0, max_points 15.0]"),
-    (lambda r: r["rules"][0].update(held_in=11), "rules[0]: held_in 11 outside [0, scenarios 10]"),
+    (lambda r: r["items"][0].update(set="secret"), "items[0].set must be one of 'visible', 'hidden'"),
+    (lambda r: r["items"][0].update(points=31.0), "items[0]: points 31.0 outside [0, max_points 30.0]"),
+    (lambda r: r["items"][0].update(held_in=11), "items[0]: held_in 11 outside [0, scenarios 1]"),
+    (lambda r: r["items"][0].update(partial="some"), "items[0].partial must be one of 'none', 'share'"),
     (lambda r: r["scenarios"][0].update(outcome="crashed"), "scenarios[0].outcome must be one of"),
-    (lambda r: r.update(score=99.0), "score 99.0 is not the sum of the rules' points"),
-    (lambda r: r.update(max_score=90.0), "max_score 90.0 is not the sum of the rules' max_points"),
+    (lambda r: r.update(score=99.0), "score 99.0 is not the sum of the items' points (within its cap)"),
+    (lambda r: r.update(max_score=90.0), "max_score 90.0 is not the sum of the items' max_points"),
+    (lambda r: r.update(incidents=[{"id": "x"}]), "incidents[0]: missing field 'scenario'"),
     (lambda r: r.update(stateful={"ran": "no"}), "stateful.ran must be true or false"),
 ])
 def test_a_broken_record_is_refused_with_the_field_and_what_it_must_be(breakage, expected):
@@ -48,9 +50,15 @@ def test_load_names_the_file_when_it_is_not_a_record(tmp_path):
         grade_record.load(tmp_path / "b.json")
 
 
-def test_rule_points_sums_each_rule_over_its_scenario_sets():
-    points = grade_record.rule_points(record("bob", broken={"one-account-call": ["race-32-one-relay"]}))
-    assert points["one-account-call"] == (13.5 + 15.0, 30.0) and list(points)[0] == "one-account-call"
+def test_item_points_sums_each_item_over_its_scenario_sets():
+    points = grade_record.item_points(record("bob", broken={"one-account-call": ["min-age-trap"]}))
+    assert list(points)[0] == "claim" and points["claim"] == (30.0, 30.0)
+    assert points["sends-once"][1] == 20.0 and round(points["sends-once"][0], 2) == 13.33, "lost in the hidden set"
+
+
+def test_a_capped_record_is_valid_and_its_score_is_the_cap():
+    capped = class_of_records()[6]
+    assert capped["cap"]["at_most"] == 80.0 and capped["score"] == 80.0 and grade_record.validate(capped) == []
 
 
 def test_an_atomic_write_replaces_the_whole_file_or_leaves_the_old_one(tmp_path, monkeypatch):

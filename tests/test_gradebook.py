@@ -13,7 +13,7 @@ from relaychaos.reports import gradebook
 from .conftest import ROOT
 from .grade_records import class_of_records, record, ungradable, write_shard
 
-RULES = ["one-account-call", "answer-codes", "converged"]
+ITEMS = ["claim", "sends-once", "answer-codes", "settled"]
 
 
 def rows(text: str) -> list[dict]:
@@ -22,7 +22,7 @@ def rows(text: str) -> list[dict]:
 
 def test_the_csv_reads_back_with_every_awkward_name_as_it_was():
     records = class_of_records()
-    read = rows(gradebook.csv_text(records, RULES))
+    read = rows(gradebook.csv_text(records, ITEMS))
     names = [r["submission"] for r in read]
     assert set(names) == {r["submission"] for r in records} - {'=HYPERLINK("x")'} | {'\'=HYPERLINK("x")'}
     assert 'eve "the <script>" o\'neil, jr.' in names and "dörte" in names and "名前 `tick`" in names
@@ -30,44 +30,61 @@ def test_the_csv_reads_back_with_every_awkward_name_as_it_was():
 
 
 def test_a_name_a_spreadsheet_would_run_as_a_formula_is_kept_as_text():
-    read = rows(gradebook.csv_text([record("=HYPERLINK(\"x\")"), record("+1"), record("@sum")], RULES))
+    read = rows(gradebook.csv_text([record("=HYPERLINK(\"x\")"), record("+1"), record("@sum")], ITEMS))
     assert [r["submission"] for r in read] == ["'+1", "'=HYPERLINK(\"x\")", "'@sum"]
 
 
-def test_the_csv_columns_are_the_fixed_ones_then_a_rule_each_summed_over_its_sets():
+def test_the_csv_columns_are_the_fixed_ones_then_an_item_each_summed_over_its_sets_every_cell_one_line():
     bob = record("bob", broken={"one-account-call": ["race-32-one-relay", "min-age-trap"]})
-    text = gradebook.csv_text([bob, ungradable("carol", "could not start:\nno relay.toml, at all")], RULES)
+    text = gradebook.csv_text([bob, ungradable("carol", "could not start:\nno relay.toml, at all")], ITEMS)
     assert text.splitlines()[0] == ("submission,score,max_score,gradable,timed_out,error,seed,"
-                                    "one-account-call,answer-codes,converged")
+                                    "claim,sends-once,answer-codes,settled")
     assert "\r\n" in text, "RFC 4180 rows"
+    assert len(text.splitlines()) == 3, "one line per row: no cell spans lines"
     b, c = rows(text)
-    assert (b["score"], b["one-account-call"], b["answer-codes"], b["gradable"]) == ("97", "27", "20", "true")
-    assert (c["score"], c["gradable"], c["error"]) == ("0", "false", "could not start:\nno relay.toml, at all")
+    assert (b["score"], b["claim"], b["sends-once"], b["gradable"]) == ("63.33", "0", "13.33", "true")
+    assert (c["score"], c["gradable"], c["error"]) == ("0", "false", "could not start: | last printed: no relay.toml, at all")
 
 
-def test_rules_missing_from_the_order_given_are_added_after_it_not_dropped():
-    header = gradebook.csv_text([record("a")], ["converged"]).splitlines()[0]
-    assert header.endswith("seed,converged,one-account-call,answer-codes")
+def test_items_missing_from_the_order_given_are_added_after_it_not_dropped():
+    header = gradebook.csv_text([record("a")], ["settled"]).splitlines()[0]
+    assert header.endswith("seed,settled,claim,sends-once,answer-codes")
 
 
-def test_the_page_holds_a_histogram_the_pass_rates_the_most_broken_rules_and_every_submission():
+def test_the_page_has_what_graded_statistics_over_everyone_and_a_histogram_with_the_ungradable_apart():
     page = gradebook.html(class_of_records())
-    assert page.count("<svg") == 1 and page.count("<rect") == 10
-    assert "<title>90–100%: 5</title>" in page and "<title>80–90%: 1</title>" in page, "bob alone under 90"
-    assert "<title>0–10%: 0</title>" in page, "carol could not be graded: not a score of 0"
-    assert "<h2>Rules: share of the class at full points</h2>" in page and "4 of 6 (66.67%)" in page
-    assert "<h2>Rules most often broken</h2>" in page
-    assert "<h3><code>one-account-call</code>: broken by 2 of 6 submissions</h3>" in page
-    assert "Example from <b>bob</b>, broken in race-32-one-relay, min-age-trap" in page, "the first by name"
-    assert "<pre>[one-account-call] GUID g1-" in page
-    assert "could not start: no relay.toml in /class/carol" in page
+    assert "<b>graded</b></td><td>2026-12-01</td>" in page and "test (v2, 100 points)" in page
+    assert "<b>seed</b></td><td>12345</td>" in page and "<b>relaychaos</b></td><td>0.1.0</td>" in page
+    assert "Over all 7 submissions (a submission that could not be graded counts as 0): median 80%" in page
+    assert "lowest 0%" in page and "5 graded, 2 could not be graded (1 of them ran out of time" in page
+    assert page.count("<svg") == 1 and page.count("<rect") == 11
+    assert "<title>not graded: 2</title>" in page and "<title>0–10%: 0</title>" in page
+
+
+def test_the_grid_has_a_row_per_student_a_cell_per_item_and_links_to_each_students_page():
+    page = gradebook.html(class_of_records())
+    grid = page.split("<table class=grid>")[1].split("</table>")[0]
+    assert grid.count("<tr>") == 1 + 7
+    assert '<a href="submissions/626f62-' in grid
+    assert "<td class=lost" in grid and "<td class=full" in grid and "<td class=none" in grid
+
+
+def test_each_items_most_common_failure_is_shown_from_its_own_part_of_the_incident():
+    page = gradebook.html(class_of_records())
+    assert "<h3>claims a GUID atomically: copies racing never both send it: lost by 1 of 5</h3>" in page, \
+        "of the submissions graded"
+    assert "Most often in scenario <code>race-32-one-relay</code> (1 submission(s)); from" in page
+    example = page.split("Most often in scenario <code>happy-path</code>")[1].split("</pre>")[0]
+    assert "[answer-codes] GUID g1" in example and "[one-debit]" not in example, "the item's own part"
+    assert "white-space: pre-wrap" in page, "long lines wrap"
 
 
 def test_the_page_needs_no_network_and_escapes_what_students_wrote():
     records = class_of_records() + [ungradable("x", "could not start: serve never answered http://127.0.0.1:9/health")]
     page = gradebook.html(records)
-    assert not re.search(r"(src|href)\s*=|url\(|@import|<link|<script", page, re.I), "no resource is fetched"
-    assert "https://" not in page and page.count("http://") == 1, "a URL in an error is text, not a reference"
+    assert not re.search(r"src\s*=|url\(|@import|<link|<script", page, re.I), "no resource is fetched"
+    assert not re.search(r'href="(?!submissions/[0-9a-f]+-[0-9]+/report\.html")', page), "links to the pages only"
+    assert "https://" not in page and page.count("http://") == 2, "a URL in an error is text, not a reference"
     assert "eve &quot;the &lt;script&gt;&quot; o&#x27;neil, jr." in page
 
 
@@ -106,7 +123,7 @@ def test_the_same_submission_with_another_seed_is_refused_naming_both_files(tmp_
 def test_the_same_submission_graded_differently_is_refused_naming_the_fields(tmp_path):
     write_shard(tmp_path / "a", [record("bob")])
     write_shard(tmp_path / "b", [record("bob", broken={"converged": ["kill-before-account-call"]})])
-    with pytest.raises(ValueError, match=r"submission /class/bob differently \(fields rules, scenarios, score\)"):
+    with pytest.raises(ValueError, match=r"submission /class/bob differently \(fields incidents, items, scenarios, score\)"):
         gradebook.merge([tmp_path / "a", tmp_path / "b"])
 
 
@@ -125,7 +142,7 @@ def test_a_missing_folder_a_stray_record_or_an_unusable_one_is_refused(tmp_path)
 
 
 def test_write_puts_both_files_in_the_folder(tmp_path):
-    paths = gradebook.write(class_of_records(), tmp_path / "gradebook", RULES)
+    paths = gradebook.write(class_of_records(), tmp_path / "gradebook", ITEMS)
     assert [p.name for p in paths] == ["gradebook.csv", "gradebook.html"]
     assert sorted(p.name for p in (tmp_path / "gradebook").iterdir()) == ["gradebook.csv", "gradebook.html"]
 

@@ -1,4 +1,5 @@
-"""Gradescope's results.json: a test per rule and scenario set, shown when the set may be, never half written."""
+"""Gradescope's results.json: a test per rubric item and scenario set, shown when the set may be, each incident once
+in the summary, never half written."""
 import json
 
 import pytest
@@ -21,42 +22,58 @@ def test_full_marks_pass_every_test_and_score_the_maximum():
     data = gradescope.results(record("alice smith"))
     assert data["score"] == 100.0 and data["execution_time"] == 18 and data["output_format"] == "md"
     assert {t["status"] for t in data["tests"]} == {"passed"}
-    assert sum(t["max_score"] for t in data["tests"]) == 100.0
+    assert round(sum(t["max_score"] for t in data["tests"]), 1) == 100.0
 
 
-def test_one_test_per_rule_entry_named_for_its_rule_and_set_and_visible_as_its_set():
+def test_one_test_per_item_and_set_named_as_the_student_reads_the_behaviour():
     tests = gradescope.results(BOB)["tests"]
-    assert [(t["name"], t["visibility"]) for t in tests] == [
-        ("one-account-call: at most one account call per GUID (visible scenarios)", "visible"),
-        ("one-account-call: at most one account call per GUID (hidden scenarios)", "hidden"),
-        ("answer-codes: the relay's answer codes follow the contract's table (visible scenarios)", "visible"),
-        ("converged: after the final heal, resolve and reprocess, no row is left SENT or UNKNOWN "
-         "(scenarios shown after the due date)", "after_due_date")]
-    assert [t["status"] for t in tests] == ["failed", "failed", "passed", "failed"]
-    assert tests[0]["score"] == 13.5 and tests[0]["max_score"] == 15.0, "partial credit: held in 9 of 10"
-    assert tests[0]["tags"] == ["money", "one-account-call"]
+    assert [(t["name"], t["visibility"], t["status"]) for t in tests][:3] == [
+        ("claims a GUID atomically: copies racing never both send it", "visible", "failed"),
+        ("never sends a GUID twice in any other story", "visible", "passed"),
+        ("never sends a GUID twice in any other story (hidden scenarios)", "hidden", "failed")]
+    assert tests[0]["score"] == 0.0 and tests[0]["max_score"] == 30.0, "lost whole: partial = none"
+    assert tests[0]["tags"] == ["claim", "one-account-call", "one-debit"]
 
 
-def test_a_failing_test_shows_where_it_broke_and_the_incident_report_fenced_as_code():
+def test_a_failing_test_names_the_scenario_the_verdict_and_the_incident_in_the_summary():
     out = gradescope.results(BOB)["tests"][0]["output"]
-    assert out.startswith("Held in 9 of 10 scenario(s): 13.5 / 15 points.\nBroken in: `race-32-one-relay`.")
-    assert "```text\n[one-account-call] GUID g1-" in out and "timeline (seconds since" in out
-    assert out.rstrip().endswith("```")
+    assert out.startswith("Held in 0 of 1 scenario(s): 0 / 30 points. Checked by `one-account-call`, `one-debit`.")
+    assert "Broken in scenario `race-32-one-relay` (incident 1 in the summary above):" in out
+    assert "- \\[one-account-call\\] GUID g1: the account system received 2 calls" in out
+    assert "```" not in out, "the report itself is in the summary, once"
+
+
+def test_each_visible_incident_is_in_the_summary_once_fenced_and_hidden_ones_only_in_their_own_test():
+    data = gradescope.results(BOB)
+    assert data["output"].count("### Incident") == 1
+    assert "### Incident 1: scenario `race-32-one-relay`\n\n```text\nscenario race-32-one-relay" in data["output"]
+    assert "min-age-trap" not in data["output"], "a hidden scenario's report stays in its hidden test"
+    hidden = data["tests"][2]["output"]
+    assert "Broken in scenario `min-age-trap`:" in hidden and "```text\nscenario min-age-trap" in hidden
+
+
+def test_a_long_incident_is_cut_to_whole_lines_saying_how_many_were_left_out():
+    r = record("mallory", broken={"one-account-call": ["race-32-one-relay"]})
+    r["incidents"][0]["text"] = "\n".join(f"  +  {i}.000s  line {i}" for i in range(2000))
+    out = gradescope.results(r)["output"]
+    assert "more lines of this report left out)" in out and "full report" not in out
+    assert len(out) < gradescope.MAX_INCIDENT_CHARS + 2000
 
 
 def test_an_incident_holding_backticks_gets_a_longer_fence_so_it_cannot_break_out():
     r = record("mallory", broken={"one-account-call": ["race-32-one-relay"]})
-    r["rules"][0]["incidents"] = ["the relay answered ```\n# not a heading\n```` and more"]
-    out = gradescope.results(r)["tests"][0]["output"]
+    r["incidents"][0]["text"] = "the relay answered ```\n# not a heading\n```` and more"
+    out = gradescope.results(r)["output"]
     assert "`````text\nthe relay answered ```\n# not a heading\n```` and more\n`````" in out
 
 
 def test_the_summary_gives_only_the_visible_score_while_other_tests_are_hidden_from_the_student():
     out = gradescope.results(BOB)["output"]
-    assert "**Score on the visible scenarios: 33.5 / 35; 65 more points come from scenarios not shown here.**" in out
-    assert "84.5" not in out, "the total would give the hidden results away"
+    assert out.startswith("**Score on the visible scenarios: 35 / 65; 35 more points come from scenarios not shown "
+                          "here.**"), "no heading naming the submission's folder"
+    assert "58.33" not in out, "the total would give the hidden results away"
     assert "- Seed: 12345" in out
-    assert "- Sandbox: auto: uid (user relaychaos-relay-0 (999) of its own), rlimits, landlock (ABI 7" in out
+    assert "- Sandbox: auto: uid (a system user per slot), rlimits, landlock (ABI 7" in out
 
 
 def test_the_summary_leaves_out_notes_and_machine_failures_of_hidden_scenarios():
@@ -67,28 +84,44 @@ def test_the_summary_leaves_out_notes_and_machine_failures_of_hidden_scenarios()
     assert "State machine (randomised chaos): ran." in eve and "found a failure" not in eve
 
 
-def test_an_ungradable_submission_scores_0_and_says_why_in_every_test():
-    data = gradescope.results(ungradable("carol", "could not start: no relay.toml in /class/carol."))
-    why = "Your submission could not be graded: could not start: no relay.toml in /class/carol. No scenario ran"
+def test_a_cap_is_said_with_why_and_where():
+    capped = class_of_records()[6]
+    out = gradescope.results(capped)["output"]
+    assert capped["score"] == 80.0
+    assert "Score capped at 80: the relay applied a debit twice (in happy-path); 6.67 points above the cap" in \
+        out.replace("\\", "")
+
+
+def test_an_ungradable_submission_scores_0_and_shows_what_the_relay_printed():
+    data = gradescope.results(class_of_records()[2])
+    why = "Your submission could not be graded: could not start: relay 'carol' serve exited with status 1"
     assert data["score"] == 0.0 and why in data["output"]
+    assert "```text\n  File \"relay.py\", line 2\n    def main(:\nSyntaxError: invalid syntax\n```" in data["output"]
     assert all(t["score"] == 0.0 and t["status"] == "failed" and why in t["output"] for t in data["tests"])
+    assert all("SyntaxError" not in t["output"] for t in data["tests"]), "once, in the summary"
     assert data["leaderboard"][0]["value"] == 0
 
 
-def test_a_timed_out_grading_says_its_results_are_partial():
-    out = gradescope.results(record("dora", timed_out=True))["output"]
-    assert "these results are partial (1 scenario(s) did not run)" in out
+def test_a_grading_cut_at_its_budget_is_no_score_and_still_shows_what_the_scenarios_that_ran_showed():
+    data = gradescope.results(record("dora", timed_out=True, broken={"answer-codes": ["happy-path"]}))
+    assert data["output"].startswith("**Your submission could not be graded: it ran out of time: the grading budget")
+    assert "This is not a score" in data["output"] and "these results are partial (1 scenario(s) did not run)" in \
+        data["output"]
+    assert "### Incident 1: scenario `happy-path`" in data["output"], "what it showed, once"
+    assert data["score"] == 0.0 and all("The incidents it showed are in the summary above" in t["output"]
+                                        for t in data["tests"])
 
 
-def test_names_are_markdown_safe_and_unicode_survives():
+def test_notes_are_markdown_safe_and_unicode_survives():
     data = gradescope.results(record('名前 `tick` <b>*x*</b>', notes=["happy-path: a <b>*bold*</b> [link](x)"]))
-    assert data["output"].startswith("Submission ``名前 `tick` <b>*x*</b>``"), "a code span: shown as it is"
     assert "Note: happy-path: a \\<b\\>\\*bold\\*\\</b\\> \\[link\\](x)" in data["output"]
 
 
-def test_the_leaderboard_ranks_by_visible_points_alone():
+def test_the_leaderboard_ranks_by_visible_points_rounded_as_the_score_is():
     assert gradescope.results(BOB)["leaderboard"] == [
-        {"name": "points on visible scenarios", "value": 33.5, "order": "desc"}]
+        {"name": "points on visible scenarios", "value": 35.0, "order": "desc"}]
+    eve = gradescope.results(record("eve", broken={"one-account-call": ["stateful"]}))
+    assert eve["leaderboard"][0]["value"] == 65.0 and eve["score"] == 93.33
     assert "leaderboard" not in gradescope.results(BOB, leaderboard=False)
 
 

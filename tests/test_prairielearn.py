@@ -1,4 +1,5 @@
-"""PrairieLearn's results.json: a score in [0, 1], a test per rule and scenario set, not gradable if it cannot start."""
+"""PrairieLearn's results.json: a score in [0, 1], a test per rubric item and scenario set, not gradable if it cannot
+start."""
 import json
 
 import pytest
@@ -17,47 +18,57 @@ def test_every_kind_of_record_gives_results_that_follow_the_spec(r):
     assert prairielearn.validate(prairielearn.results(r, reveal_hidden=True)) == []
 
 
-def test_the_score_is_the_share_of_max_score_and_each_rule_entry_is_a_test():
+def test_the_score_is_the_share_of_max_score_and_each_item_entry_is_a_test():
     data = prairielearn.results(BOB)
-    assert data["gradable"] is True and data["score"] == 0.845
-    assert [(t["name"], t["points"], t["max_points"]) for t in data["tests"]] == [
-        ("one-account-call (visible scenarios)", 13.5, 15.0),
-        ("one-account-call (hidden scenarios)", 13.5, 15.0),
-        ("answer-codes (visible scenarios)", 20.0, 20.0),
-        ("converged (scenarios shown after the due date)", 37.5, 50.0)]
-    assert data["tests"][0]["description"] == "at most one account call per GUID"
+    assert data["gradable"] is True and data["score"] == 0.5833
+    assert [(t["name"], t["points"], t["max_points"]) for t in data["tests"]][:3] == [
+        ("claims a GUID atomically: copies racing never both send it", 0.0, 30.0),
+        ("never sends a GUID twice in any other story", 10.0, 10.0),
+        ("never sends a GUID twice in any other story (hidden scenarios)", 0.0, 6.67)]
+    assert data["tests"][0]["description"] == "checked by one-account-call, one-debit"
 
 
-def test_a_failing_visible_test_says_where_and_carries_the_incident_report():
-    t = prairielearn.results(BOB)["tests"][0]
-    assert t["message"] == "Held in 9 of 10 scenario(s): 13.5 / 15 points. Broken in: race-32-one-relay."
-    assert t["output"].startswith("[one-account-call] GUID g1-") and "timeline (seconds since" in t["output"]
+def test_the_output_holds_each_visible_incident_once_and_a_test_names_it():
+    data = prairielearn.results(BOB)
+    t = data["tests"][0]
+    assert t["message"] == ("Held in 0 of 1 scenario(s): 0 / 30 points. Broken in: race-32-one-relay (incident "
+                            "reports in the output above).")
+    assert t["output"] == "race-32-one-relay: [one-account-call] GUID g1: the account system received 2 calls for " \
+                          "this GUID"
+    assert data["output"].count("Incident: scenario ") == 1 and "timeline (seconds since" in data["output"]
 
 
 def test_hidden_and_after_due_date_tests_keep_their_points_but_not_their_details():
-    hidden, later = prairielearn.results(BOB)["tests"][1], prairielearn.results(BOB)["tests"][3]
+    tests = prairielearn.results(BOB)["tests"]
+    hidden, later = tests[2], tests[-1]
     for t in (hidden, later):
         assert t["message"] == "Details of these scenarios are not shown." and t["output"] == ""
         assert "min-age-trap" not in json.dumps(t) and "kill-before" not in json.dumps(t)
-    revealed = prairielearn.results(BOB, reveal_hidden=True)["tests"][1]
-    assert "Broken in: min-age-trap." in revealed["message"] and revealed["output"].startswith("[one-account-call]")
+    assert "min-age-trap" not in prairielearn.results(BOB)["output"]
+    revealed = prairielearn.results(BOB, reveal_hidden=True)
+    assert "Broken in: min-age-trap" in revealed["tests"][2]["message"]
+    assert "Incident: scenario min-age-trap" in revealed["output"]
 
 
-def test_a_submission_that_cannot_start_is_not_gradable_with_the_reason():
-    data = prairielearn.results(ungradable("carol", "could not start: no relay.toml in /class/carol"))
+def test_a_submission_that_cannot_start_is_not_gradable_with_the_reason_and_what_it_printed():
+    data = prairielearn.results(class_of_records()[2])
     assert data["gradable"] is False and "score" not in data and "tests" not in data
-    assert data["format_errors"] == ["could not start: no relay.toml in /class/carol"]
-    assert data["message"].startswith("Your submission could not be graded: could not start: no relay.toml")
+    assert data["format_errors"][0].startswith("could not start: relay 'carol' serve exited with status 1")
+    assert data["message"].startswith("Your submission could not be graded: could not start: relay 'carol'")
+    assert data["output"].endswith("What the relay printed last:\n  File \"relay.py\", line 2\n    def main(:\n"
+                                   "SyntaxError: invalid syntax")
 
 
-def test_a_timed_out_grading_says_its_results_are_partial_in_the_message():
-    assert "these results are partial" in prairielearn.results(record("dora", timed_out=True))["message"]
+def test_a_grading_cut_at_its_budget_is_not_gradable_so_the_attempt_does_not_count_and_says_it_is_no_score():
+    data = prairielearn.results(record("dora", timed_out=True))
+    assert data["gradable"] is False and data["format_errors"][0].startswith("ran out of time: the grading budget")
+    assert "This is not a score" in data["message"] and "these results are partial" in data["output"]
 
 
 def test_a_zero_max_score_gives_score_0_not_a_division_by_zero():
     r = record("zed")
-    for rule in r["rules"]:
-        rule.update(points=0.0, max_points=0.0)
+    for item in r["items"]:
+        item.update(points=0.0, max_points=0.0)
     r.update(score=0.0, max_score=0.0)
     assert prairielearn.results(r)["score"] == 0.0
 

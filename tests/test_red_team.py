@@ -30,6 +30,7 @@ from .red_team_batch import (ATTACKS, BUDGET_S, CORRECT, DAEMON_MARK, LOG_MIB, a
                              grade_batch, interrupt_after)
 
 pytestmark = pytest.mark.stack
+NEVER_READY = {"diagnosis_root"}  # exits before /health on every first start, so that the diagnosis runs it again
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +52,15 @@ def lines(found: list[re.Match]) -> str:
 
 # -- the tests -------------------------------------------------------------------------------------------
 def test_the_batch_was_graded(batch):
-    for ran in batch.ran:
-        assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    """Every submission has its record; only diagnosis_root, whose every first start exits before /health on
+    purpose, cannot be graded, and a grade exits 1 exactly when its share held it (0: all graded)."""
     assert set(batch.records) == set(ATTACKS) | set(CORRECT), sorted(batch.records)
+    ungradable = {name for name, r in batch.records.items() if not r["gradable"]}
+    assert ungradable <= NEVER_READY, {n: batch.records[n]["error"] for n in ungradable - NEVER_READY}
+    for ran in batch.ran:
+        said = ran.stdout + (ran.stderr or "")  # the shards' stderr is their stdout
+        held = any(batch.subs[name].name in said for name in ungradable)
+        assert ran.returncode == (1 if held else 0), ran.stdout[-3000:] + ran.stderr[-3000:]
 
 
 @pytest.mark.parametrize("attack", ATTACKS)
@@ -95,7 +102,7 @@ def test_nothing_is_written_outside_the_relays_folders(batch):
 @pytest.mark.parametrize("relay", CORRECT)
 def test_a_correct_relay_graded_beside_the_attacks_gets_full_marks(batch, relay):
     record = batch.records[relay]
-    broken = [(r["rule"], r["set"], r["broken_in"]) for r in record["rules"] if r["points"] < r["max_points"]]
+    broken = [(e["item"], e["set"], e["broken_in"]) for e in record["items"] if e["points"] < e["max_points"]]
     assert record["gradable"] and not record["timed_out"] and record["score"] == record["max_score"], \
         f"{relay}: {record['score']}/{record['max_score']}, error {record['error']}, broken {broken}"
 

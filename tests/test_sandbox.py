@@ -193,21 +193,10 @@ def test_here_every_layer_is_enforced_and_said_in_one_line():
 
 
 # -- the isolated command -------------------------------------------------------------------------------
-@pytest.fixture
-def slot(tmp_path):
-    """A sandbox of its own (a slot beside the worker's), and a stack-like set of folders in it."""
-    sandbox = Sandbox.create("auto")
-    from relaychaos.stack.manifest import load
-
-    copy = sandbox.working_copy(load(REFERENCE))
-    ledger, tmp = sandbox.ledger_dir(tmp_path), sandbox.tmp_dir()
-    yield sandbox, copy, ledger, tmp
-    sandbox.close()
-
-
-def isolated(slot, code: str, port: int = 29999) -> subprocess.CompletedProcess:
+def isolated(slot, code: str, port: int = 29999, lock_delay_ms: int = 0) -> subprocess.CompletedProcess:
     sandbox, copy, ledger, tmp = slot
-    plan = sandbox.plan("serve", copy=copy, ledger_dir=ledger, tmp_dir=tmp, connect=(29998,), bind=(port,))
+    plan = sandbox.plan("serve", copy=copy, ledger_dir=ledger, tmp_dir=tmp, connect=(29998,), bind=(port,),
+                        lock_delay_ms=lock_delay_ms)
     env = sandbox.env({"LEDGER_PATH": str(ledger / "ledger.sqlite")}, copy, tmp)
     return subprocess.run(plan.wrap([sys.executable, "-c", code]), capture_output=True, text=True, timeout=60,
                           env=env, cwd=copy.cwd)

@@ -54,6 +54,23 @@ def test_serve_gets_the_contract_environment_and_this_python(write_manifest, tmp
         sup.close()
 
 
+def test_a_batch_command_gets_every_variable_of_the_contract_a_relay_port_too(write_manifest, tmp_path):
+    """Section 1: every command gets RELAY_HOST and RELAY_PORT; a batch command that parses them must not crash."""
+    script = ("import os, json\nkeys = ['RELAY_HOST','RELAY_PORT','ACCOUNT_URL','LEDGER_PATH','ACCOUNT_TIMEOUT_MS']\n"
+              "open('batch-env.json','w').write(json.dumps({k: os.environ[k] for k in keys}))\n"
+              "int(os.environ['RELAY_PORT'])\n")
+    path = write_manifest(["true"], resolve=["python", "-c", script])
+    sup = supervisor(path, tmp_path)
+    try:
+        assert sup.resolve(1.0).returncode == 0
+        import json
+        env = json.loads((path.parent / "batch-env.json").read_text())
+        assert env["RELAY_HOST"] == "127.0.0.1" and 0 < int(env["RELAY_PORT"]) < 65536
+        assert env["ACCOUNT_URL"] == "http://127.0.0.1:9" and env["ACCOUNT_TIMEOUT_MS"] == "300"
+    finally:
+        sup.close()
+
+
 def test_a_command_that_does_not_exist_names_the_manifest_and_the_command(write_manifest, tmp_path):
     sup = supervisor(write_manifest(["no-such-relay-binary", "serve"]), tmp_path)
     with pytest.raises(RelayError) as e:

@@ -75,8 +75,14 @@ class Client:
         per_slot = [step.n // len(slots) + (i < step.n % len(slots)) for i in range(len(slots))]
         chans = [self.channel(slot, step.via_hub, None) for slot in slots]
 
-        async def go():
-            await asyncio.gather(*(ch.race(request, k) for ch, k in zip(chans, per_slot)))
+        async def go():  # on several relays, every copy is released in one turn, once every connection is open
+            release, waiting = (asyncio.Event(), [len(chans)]) if len(chans) > 1 else (None, [0])
+
+            def ready() -> None:
+                waiting[0] -= 1
+                if waiting[0] == 0:
+                    release.set()
+            await asyncio.gather(*(ch.race(request, k, release, ready) for ch, k in zip(chans, per_slot)))
         self.loop.run(go())
 
     def collect(self, timeout_s: float = TOLERANCES.collect_timeout_s) -> None:

@@ -114,6 +114,7 @@ class Runner:
                                contract=contract.VERSION, tolerances=TOLERANCES.as_dict(),
                                **({"incident": {k: sc.incident.get(k) for k in ("guids", "broke", "rules")}}
                                   if sc.incident else {}))
+        self.stack.supervisor.lock_delay_ms = sc.ledger_lock_delay_ms
         return all(self.do(S.Start(slot), "start") for slot in sc.relays if slot not in self.stack.supervisor.relays)
 
     def do(self, step, n=None) -> bool:

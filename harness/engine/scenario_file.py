@@ -35,7 +35,8 @@ from relaychaos.errors import HarnessError
 from relaychaos.stack.toxiproxy_control import TOXIC_TYPES
 
 TOP_KEYS = {"name": str, "description": str, "account_timeout_ms": int, "max_attempts": int, "accounts": dict,
-            "relays": list, "batch_timeout_s": float, "expect": dict, "incident": dict, "steps": list}
+            "relays": list, "batch_timeout_s": float, "ledger_lock_delay_ms": int, "expect": dict, "incident": dict,
+            "steps": list}
 LIMIT_S = 60.0
 
 
@@ -229,6 +230,8 @@ def dump(scenario: S.Scenario, expect: dict | None = None, comment: str = "") ->
     data = {"name": scenario.name, "description": scenario.description,
             "account_timeout_ms": scenario.account_timeout_ms, "max_attempts": scenario.max_attempts,
             "accounts": dict(scenario.accounts), "relays": list(scenario.relays)}
+    if scenario.ledger_lock_delay_ms:
+        data["ledger_lock_delay_ms"] = scenario.ledger_lock_delay_ms
     if expect:
         data["expect"] = expect
     head = "".join(f"# {line}\n" for line in comment.splitlines())

@@ -3,6 +3,7 @@
     GRADEBOOK/submissions/<slug>/grade.json        the record (relaychaos.reports.grade_record)
     GRADEBOOK/submissions/<slug>/results.json      Gradescope's format
     GRADEBOOK/submissions/<slug>/prairielearn.json PrairieLearn's format
+    GRADEBOOK/submissions/<slug>/report.html       the student's own page (reports.student_page)
     GRADEBOOK/gradebook.csv, gradebook.html        the class, rewritten after each submission
 
 A submission that cannot start, crashes or hangs is a graded outcome; the batch goes
@@ -19,11 +20,13 @@ from relaychaos.grading.submissions import Submission
 
 
 def write_outputs(record: dict, folder: Path) -> None:
-    """The record's Gradescope and PrairieLearn files beside it."""
-    from relaychaos.reports import gradescope, prairielearn
+    """The record's Gradescope and PrairieLearn files and the student's page beside it."""
+    from relaychaos.reports import gradescope, prairielearn, student_page
+    from relaychaos.reports.atomic import write_text
 
     gradescope.write(record, folder / "results.json")
     prairielearn.write(record, folder / "prairielearn.json")
+    write_text(folder / "report.html", student_page.html(record))
 
 
 def write_gradebook(records: list[dict], out: Path) -> None:

@@ -5,9 +5,10 @@
     relaychaos grade --prairielearn [/grade]          # one submission, PrairieLearn's folders
     relaychaos gradebook merge SHARD_DIRS... --out GRADEBOOK
 
-Exit status: 0 when every submission was graded (whatever the scores), 2 when grading
-could not run (a bad rubric or shard, no submissions), 130 after Ctrl-C (the
-gradebook then holds what was graded).
+Exit status: 0 when every submission was graded (whatever the scores), 1 when some could
+not be (no relay.toml, a relay that would not start: each still has its record and a 0),
+2 when the batch could not run (a bad rubric or shard, no submissions), 130 after Ctrl-C
+(the gradebook then holds what was graded).
 """
 from __future__ import annotations
 
@@ -29,9 +30,12 @@ def add_parsers(sub) -> None:
     g.add_argument("--rubric", help="a rubric.toml (default: the shipped one, relaychaos/grading/rubric.toml)")
     g.add_argument("--seed", type=int, default=0, help="the stateful machine's seed: the same seed, the same grade")
     g.add_argument("--shard", help="grade only shard i of N (0-based), e.g. 0/4; merge with `gradebook merge`")
-    g.add_argument("--budget-s", type=float, default=120.0, help="wall seconds per submission (default 120)")
-    g.add_argument("--workers", type=int, default=3, help="pytest-xdist workers for the named scenarios (default 3: "
-                                                          "they mostly wait on timers, 3 beat 2 on two cores)")
+    g.add_argument("--budget-s", default="auto", help="wall seconds per submission, or auto (the default: 120 on two "
+                                                     "CPUs or more, 120 x 2/CPUs on less); a submission cut at its "
+                                                     "budget is not graded, never scored")
+    g.add_argument("--workers", default="auto", help="pytest-xdist workers for the named scenarios, or auto (the "
+                                                   "default: 3 on two cores or more, fewer on less CPU; see "
+                                                   "docs/grading.md)")
     from relaychaos import machine_options
 
     machine_options.add_to_argparse(g)  # --hunt (the machine counts even when a named scenario failed), --shrink-s
@@ -65,7 +69,12 @@ def _options(args: argparse.Namespace):
         hunt = bool(machine_options.resolve(machine_options.HUNT, args.hunt, default=False))
     except ValueError as e:
         raise HarnessError(str(e)) from None
-    return Options(rubric.load(args.rubric), args.seed, args.budget_s, args.workers, args.sandbox, args.sandbox_limit,
+    from relaychaos.grading import capacity
+
+    workers = capacity.workers(args.workers)
+    for warning in capacity.warnings(capacity.measure()):
+        print(f"relaychaos: {warning}", file=sys.stderr, flush=True)
+    return Options(rubric.load(args.rubric), args.seed, capacity.budget_s(args.budget_s), workers, args.sandbox, args.sandbox_limit,
                    only, shrink_s, hunt)
 
 
@@ -94,7 +103,12 @@ def cmd_grade(args: argparse.Namespace) -> int:
         print(f"\nrelaychaos: interrupted; the gradebook in {out} holds the submissions graded so far",
               file=sys.stderr)
         return 130
+    ungradable = [r["submission"] for r in records if not r.get("gradable", True)]
     print(f"relaychaos: {len(records)} graded; gradebook in {out / 'gradebook.html'} and {out / 'gradebook.csv'}")
+    if ungradable:
+        print(f"relaychaos: {len(ungradable)} could not be graded (a 0 each, the reason in the gradebook): "
+              f"{', '.join(ungradable)}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -108,37 +122,42 @@ def _grade_for_platform(root: Path, platform: str, opts) -> int:
     target = root / "results" / "results.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     writer = gradescope if platform == "gradescope" else prairielearn
-    sub = submissions.Submission(folder.name, folder.resolve(),
-                                 (folder / "relay.toml").resolve() if (folder / "relay.toml").is_file() else None)
+    sub = submissions.located(folder.name, folder.resolve())
     work = Path(tempfile.mkdtemp(prefix="relaychaos-grade-"))
     started, last = time.monotonic(), [0.0]
 
     def partial(state: dict) -> None:
         if time.monotonic() - last[0] >= 5.0:
             last[0] = time.monotonic()
-            writer.write(provisional(sub, opts, state.get("done", []), time.monotonic() - started), target)
+            writer.write(provisional(sub, opts, state.get("done", []), time.monotonic() - started, work / sub.slug),
+                         target)
 
     record = grade(sub, work / sub.slug, opts, partial)
     writer.write(record, target)
     batch.write_outputs(record, work / sub.slug)
     shutil.copy(work / sub.slug / "grade.json", target.with_name("grade.json"))
     print(f"relaychaos: {sub.name}: {record['score']:g}/{record['max_score']:g} -> {target}")
-    return 0
+    return 0 if record.get("gradable", True) else 1
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
     from relaychaos.reports import gradebook
 
+    out = Path(args.out).resolve()
     try:
         records = gradebook.merge([Path(d) for d in args.dirs])
     except (ValueError, OSError) as e:
         print(f"relaychaos: cannot merge: {e}", file=sys.stderr)
         return 2
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    copied = set()
     for d in args.dirs:
-        for folder in sorted(Path(d).glob("submissions/*")):
-            shutil.copytree(folder, out / "submissions" / folder.name, dirs_exist_ok=True)
+        for folder in sorted(Path(d).resolve().glob("submissions/*")):
+            target = out / "submissions" / folder.name
+            if folder == target or folder.name in copied:
+                continue  # merged in place, or the same submission from another shard: its logs once
+            copied.add(folder.name)
+            shutil.copytree(folder, target, dirs_exist_ok=True)
     gradebook.write(records, out)
     print(f"relaychaos: merged {len(records)} submission(s) from {len(args.dirs)} gradebook(s) into {out}")
     return 0

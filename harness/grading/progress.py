@@ -47,8 +47,8 @@ class Progress:
         """A submission graded: one line that stays."""
         self.finished += 1
         self.spent.append(record.get("execution_time_s", 0.0))
-        what = record["error"] or f"{sum(1 for s in record.get('scenarios', []) if s['outcome'] == 'failed')} " \
-                                   "scenarios broke rules"
+        failed = sum(1 for s in record.get("scenarios", []) if s["outcome"] == "failed")
+        what = (record["error"] or "").split("\n")[0] or f"{failed} scenarios broke rules"
         cut = ", cut at the time budget" if record.get("timed_out") else ""
         line = (f"[{index}/{self.total}] {record['submission']}: {record['score']:g}/{record['max_score']:g} "
                 f"({what}{cut}) in {record.get('execution_time_s', 0):.1f} s | "

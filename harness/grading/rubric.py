@@ -1,11 +1,21 @@
-"""A grading rubric: points per rule, grouped; scenario weights; visibility per scenario set.
+"""A grading rubric (v2): points per behaviour, each made of contract obligations and the rules enforcing them.
 
-    rubric = load(path or None)      # None: the default rubric shipped beside this module
-    rubric.points["one-account-call"], rubric.group_of["one-account-call"], rubric.set_of("race-32-one-relay")
+    rubric = load(path or None)     # None: the default rubric shipped beside this module
+    rubric.items[0].title, rubric.item_for("one-account-call", "race-32-two-relays"), rubric.set_of("stateful")
 
-Every problem in a rubric file is found at once and raised as one RubricError
-naming the file and each fix (an unknown rule, a negative point, a folder that
-is not there, a set that is not visible / hidden / after_due_date).
+An item is a behaviour a student must get right ("never resends an UNKNOWN"), with its
+points, the rules that enforce it, the contract clauses it stands for, and the scenarios
+that exercise it (names or globs; "*" is every scenario). A failure (a verdict of rule R in
+scenario S) counts against the first item, in file order, that names R and matches S, so
+each failure costs one item; an item with `scenarios = ["*"]` catches what no earlier item
+claimed. `partial` per item (or for the whole file): "none", the default, loses the item
+whole when any scenario of its set shows it broken; "share" keeps the weighted share of its
+scenarios in which it held (the v1 formula). A `[[cap]]` bounds the total when any scenario
+breaks one of its rules ("a relay shown to apply a debit twice scores at most 80").
+
+A v1 file (`[[group]]` tables of rule = points) loads as one item per rule, scenarios "*",
+partial "share": the v1 scores exactly. Every problem in a file is found at once and raised
+as one RubricError naming the file and each fix.
 """
 from __future__ import annotations
 
@@ -18,6 +28,7 @@ from relaychaos.errors import HarnessError
 
 DEFAULT = Path(__file__).with_name("rubric.toml")
 SETS = ("visible", "hidden", "after_due_date")
+PARTIAL = ("none", "share")
 
 
 class RubricError(HarnessError):
@@ -25,10 +36,32 @@ class RubricError(HarnessError):
 
 
 @dataclass(frozen=True)
-class Group:
-    name: str
+class Item:
+    """One behaviour: what the student reads, its points, the rules and scenarios that show it broken."""
+
+    id: str
     title: str
-    rules: dict[str, float]
+    points: float
+    rules: tuple[str, ...]
+    scenarios: tuple[str, ...] = ("*",)
+    contract: tuple[str, ...] = ()
+    partial: str = "none"
+
+    def matches(self, scenario: str) -> bool:
+        return any(fnmatch.fnmatchcase(scenario, glob) for glob in self.scenarios)
+
+    def names(self, scenario: str) -> bool:
+        """The item is about this scenario in particular: a pattern other than "*" matches it."""
+        return any(glob != "*" and fnmatch.fnmatchcase(scenario, glob) for glob in self.scenarios)
+
+
+@dataclass(frozen=True)
+class Cap:
+    """The total is at most `at_most` when any counted scenario breaks one of `rules`; `why` says it to a student."""
+
+    rules: tuple[str, ...]
+    at_most: float
+    why: str
 
 
 @dataclass(frozen=True)
@@ -37,22 +70,24 @@ class Rubric:
 
     path: Path
     name: str
-    groups: tuple[Group, ...]
+    items: tuple[Item, ...]
+    caps: tuple[Cap, ...] = ()
     weights: dict[str, float] = field(default_factory=dict)
     claims: dict[str, tuple[str, ...]] = field(default_factory=dict)  # set -> scenario-name globs
     folders: dict[str, Path] = field(default_factory=dict)  # set -> folder of scenario files
-
-    @property
-    def points(self) -> dict[str, float]:
-        return {rule: p for g in self.groups for rule, p in g.rules.items()}
-
-    @property
-    def group_of(self) -> dict[str, str]:
-        return {rule: g.name for g in self.groups for rule in g.rules}
+    version: int = 2
 
     @property
     def max_score(self) -> float:
-        return float(sum(self.points.values()))
+        return float(sum(i.points for i in self.items))
+
+    @property
+    def by_id(self) -> dict[str, Item]:
+        return {i.id: i for i in self.items}
+
+    def item_for(self, rule: str, scenario: str) -> Item | None:
+        """The item a failure of `rule` in `scenario` counts against: the first naming the rule and matching."""
+        return next((i for i in self.items if rule in i.rules and i.matches(scenario)), None)
 
     def weight(self, scenario: str) -> float:
         return float(self.weights.get(scenario, 1.0))
@@ -67,13 +102,11 @@ class Rubric:
         return "visible"
 
     def describe(self) -> dict:
-        return {"name": self.name, "path": str(self.path), "max_score": self.max_score}
+        return {"name": self.name, "version": self.version, "path": self.path.name, "max_score": self.max_score}
 
 
 def load(path: str | Path | None = None) -> Rubric:
     """Read and check a rubric (the shipped default when path is None)."""
-    from relaychaos.checkers import RULES
-
     path = Path(path).resolve() if path else DEFAULT
     try:
         data = tomllib.loads(path.read_text())
@@ -83,7 +116,65 @@ def load(path: str | Path | None = None) -> Rubric:
     except tomllib.TOMLDecodeError as e:
         raise RubricError(f"not valid TOML: {e}", where=str(path), fix="correct the syntax") from None
     problems: list[str] = []
-    groups = []
+    if "group" in data and "item" in data:
+        problems.append("both [[group]] (v1) and [[item]] (v2) tables: use one format")
+    items = _v1_items(data, problems) if "group" in data else _items(data, problems)
+    caps = _caps(data, problems)
+    claims, folders = _sets(data, path, problems)
+    weights = data.get("weights", {})
+    problems += [f"[weights].{k} must be a number > 0" for k, v in weights.items()
+                 if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0]
+    if problems:
+        raise RubricError("this rubric cannot be used:\n" + "\n".join(f"  - {p}" for p in problems), where=str(path),
+                          fix=f"correct it as listed; the shipped default is {DEFAULT}")
+    return Rubric(path, str(data.get("name", path.stem)), tuple(items), tuple(caps),
+                  {k: float(v) for k, v in weights.items()}, claims, folders, 1 if "group" in data else 2)
+
+
+def _number(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float))
+
+
+def _items(data: dict, problems: list[str]) -> list[Item]:
+    from relaychaos.checkers import RULES
+    from relaychaos.contract import CLAUSES
+
+    default_partial = data.get("partial", "none")
+    if default_partial not in PARTIAL:
+        problems.append(f"partial = {default_partial!r}: use one of {', '.join(PARTIAL)}")
+    items = []
+    for n, raw in enumerate(data.get("item", []), 1):
+        where = f"[[item]] {raw.get('id', f'#{n}')}"
+        rules, scenarios, contract = (raw.get(k, d) for k, d in (("rules", []), ("scenarios", ["*"]), ("contract", [])))
+        if not raw.get("id") or not raw.get("title"):
+            problems.append(f"{where}: needs an `id` and a `title` (the behaviour, as a student reads it)")
+        if not _number(raw.get("points")) or raw["points"] < 0:
+            problems.append(f"{where}: `points` must be a number >= 0")
+        if not isinstance(rules, list) or not rules:
+            problems.append(f"{where}: `rules` must list the rules that enforce it (known: {', '.join(RULES)})")
+            rules = []
+        problems += [f"{where}: unknown rule `{r}` (known: {', '.join(RULES)})" for r in rules if r not in RULES]
+        problems += [f"{where}: unknown contract clause `{c}` (known: {', '.join(CLAUSES)})"
+                     for c in contract if c not in CLAUSES]
+        partial = raw.get("partial", default_partial)
+        if partial not in PARTIAL:
+            problems.append(f"{where}: partial = {partial!r}: use one of {', '.join(PARTIAL)}")
+        own = tuple(contract) or tuple(dict.fromkeys(c for r in rules if r in RULES for c in RULES[r].contract))
+        items.append(Item(str(raw.get("id", f"item{n}")), str(raw.get("title", "")),
+                          float(raw["points"]) if _number(raw.get("points")) else 0.0, tuple(rules),
+                          tuple(scenarios), own, partial))
+    ids = [i.id for i in items]
+    problems += [f"item id `{i}` is used twice" for i in sorted({i for i in ids if ids.count(i) > 1})]
+    if not items:
+        problems.append("no [[item]]: nothing would be graded")
+    return items
+
+
+def _v1_items(data: dict, problems: list[str]) -> list[Item]:
+    """A v1 file's groups as items: one per rule, every scenario, the share of scenarios held (the v1 formula)."""
+    from relaychaos.checkers import RULES
+
+    items = []
     for i, g in enumerate(data.get("group", [])):
         rules = g.get("rules", {})
         if not isinstance(rules, dict):
@@ -92,14 +183,34 @@ def load(path: str | Path | None = None) -> Rubric:
         for rule, pts in rules.items():
             if rule not in RULES:
                 problems.append(f"[[group]] {g.get('name', i + 1)}: unknown rule `{rule}` (known: {', '.join(RULES)})")
-            if isinstance(pts, bool) or not isinstance(pts, (int, float)) or pts < 0:
+            elif not _number(pts) or pts < 0:
                 problems.append(f"[[group]] {g.get('name', i + 1)}: points for `{rule}` must be a number >= 0")
-        groups.append(Group(str(g.get("name", f"group{i + 1}")), str(g.get("title", g.get("name", ""))),
-                            {r: float(p) for r, p in rules.items() if isinstance(p, (int, float))}))
-    seen = [r for g in groups for r in g.rules]
+            else:
+                items.append(Item(rule, RULES[rule].text, float(pts), (rule,), ("*",), RULES[rule].contract, "share"))
+    seen = [i.id for i in items]
     problems += [f"rule `{r}` is in more than one group" for r in sorted({r for r in seen if seen.count(r) > 1})]
-    if not groups:
+    if not items:
         problems.append("no [[group]] with rules: nothing would be graded")
+    return items
+
+
+def _caps(data: dict, problems: list[str]) -> list[Cap]:
+    from relaychaos.checkers import RULES
+
+    caps = []
+    for n, raw in enumerate(data.get("cap", []), 1):
+        rules = raw.get("rules", [])
+        if not isinstance(rules, list) or not rules or any(r not in RULES for r in rules):
+            problems.append(f"[[cap]] #{n}: `rules` must list known rules (known: {', '.join(RULES)})")
+            continue
+        if not _number(raw.get("at_most")) or raw["at_most"] < 0 or not raw.get("why"):
+            problems.append(f"[[cap]] #{n}: needs `at_most` (a number >= 0) and `why` (what the relay was shown to do)")
+            continue
+        caps.append(Cap(tuple(rules), float(raw["at_most"]), str(raw["why"])))
+    return caps
+
+
+def _sets(data: dict, path: Path, problems: list[str]) -> tuple[dict, dict]:
     claims, folders = {}, {}
     for name, spec in data.get("sets", {}).items():
         if name not in SETS[1:]:
@@ -111,11 +222,4 @@ def load(path: str | Path | None = None) -> Rubric:
             if not folder.is_dir():
                 problems.append(f"[sets.{name}].folder = {spec['folder']!r}: no folder at {folder}")
             folders[name] = folder
-    weights = data.get("weights", {})
-    problems += [f"[weights].{k} must be a number > 0" for k, v in weights.items()
-                 if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0]
-    if problems:
-        raise RubricError("this rubric cannot be used:\n" + "\n".join(f"  - {p}" for p in problems), where=str(path),
-                          fix=f"correct it as listed; the shipped default is {DEFAULT}")
-    return Rubric(path, str(data.get("name", path.stem)), tuple(groups),
-                  {k: float(v) for k, v in weights.items()}, claims, folders)
+    return claims, folders

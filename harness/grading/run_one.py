@@ -5,8 +5,9 @@ scenario files (on `workers` xdist workers), and the stateful machine (seeded; a
 within the shrinking budget, relaychaos.engine.shrink_budget, its first failing example counted).
 When a named scenario fails, the machine is stopped and not counted, as in `relaychaos run`
 (relaychaos.machine_gate: a bug the suite has already shown is not hunted again); with `hunt`
-it runs to its end and counts. When the wall budget runs out, both are killed
-and whatever had not finished counts against every rule (`not-run`). Both write their
+it runs to its end and counts. When the wall budget runs out, both are killed and the
+submission is not graded (`gradable` false, `timed_out`): the scenarios left would decide
+its score, and how far a run gets depends on the machine. Both write their
 results as they go (relaychaos.reports.results), so a cut run still leaves them. The
 record (relaychaos.reports.grade_record) is the one source of every output.
 """
@@ -24,12 +25,16 @@ from pathlib import Path
 from typing import Callable
 
 from relaychaos import machine_options, paths
+from relaychaos.grading import outcomes as graded
+from relaychaos.grading.outcomes import STATEFUL
 from relaychaos.grading.rubric import Rubric
-from relaychaos.grading.score import Outcome, score
+from relaychaos.grading.score import Outcome
 from relaychaos.grading.submissions import Submission
-from relaychaos.reports.atomic import write_text
+from relaychaos.reports.student_text import clean
 
-STATEFUL = "stateful"
+
+MACHINE_SKIPPED = ("a named scenario had already shown a bug, so the random stories were not needed; they run once "
+                   "every named scenario holds")
 
 
 @dataclass(frozen=True)
@@ -168,115 +173,100 @@ def _never_started(result: dict) -> bool:
 
 def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], None] = lambda _: None) -> dict:
     """Grade one submission into `out` (its own folder): the record, also written as out/grade.json."""
-    from relaychaos.checkers import RULES
     from relaychaos.errors import HarnessError
-    from relaychaos.sandbox.levels import probe
-    from relaychaos.stack import manifest
-
     from relaychaos.run_folder import LOG_BUDGET
+    from relaychaos.sandbox.levels import probe
 
     out.mkdir(parents=True, exist_ok=True)
     os.chmod(out, 0o700)
     (out / LOG_BUDGET).unlink(missing_ok=True)  # the submission's logs start from nothing on every grade
     started = time.monotonic()
-    record = _record(sub, opts, sandbox=probe(opts.sandbox, opts.sandbox_limit))
+    rec = graded.record(sub, opts.rubric, opts.seed, sandbox=probe(opts.sandbox, opts.sandbox_limit),
+                        notes=list(sub.notes), folder=out.name)
     try:
-        if sub.manifest is None:
-            raise HarnessError(f"no relay.toml in {sub.folder}", fix="a submission is a folder holding relay.toml "
-                                                                     "(the relay contract, section 1)")
-        loaded = manifest.load(sub.manifest)
-        inside = loaded.code == sub.folder.resolve() or sub.folder.resolve() in loaded.code.parents
-        if not inside and loaded.code != paths.bundled_relays():  # the bundled relays share their package
-            raise HarnessError(f"relay.toml's root ({loaded.code}) lies outside the submission {sub.folder}",
-                               where=str(sub.manifest), fix="a submission holds all its code: drop `root`, or "
-                                                            "name a folder inside the submission")
+        _check_manifest(sub)
+        from relaychaos.grading.start_probe import probe as start_probe
+
+        why = start_probe(sub.manifest, out, opts.sandbox, opts.sandbox_limit, out / LOG_BUDGET)
+        if why:
+            raise HarnessError(why)
     except HarnessError as e:
-        record.update(gradable=False, error=f"could not start: {e}", score=0.0, rules=_zero(opts, RULES),
-                      scenarios=[], execution_time_s=round(time.monotonic() - started, 2))
-        return _save(record, out)
+        rec.update(graded.zero(opts.rubric), gradable=False, error=clean(f"could not start: {e}", {}, _places(sub, out)),
+                   execution_time_s=round(time.monotonic() - started, 2))
+        return graded.save(rec, out)
     ran = run_suite(sub, out, opts, progress)
-    outcomes = _outcomes(ran, opts)
-    record.update(_scored(outcomes, opts), timed_out=ran["timed_out"],
-                  execution_time_s=round(time.monotonic() - started, 2))
-    started_none = [s for s in ran["scenarios"] if _never_started(s)]
-    if ran["never_started"] or (started_none and len(started_none) == len(ran["scenarios"])):
-        first = next(v for v in started_none[0]["verdicts"] if v.get("rule") == "serve-ready")
-        record.update(error=f"could not start: {first.get('summary')}", gradable=False)
+    outcomes = _outcomes(ran, opts, sub, out)
+    rec.update(graded.scored(outcomes, opts.rubric), timed_out=ran["timed_out"],
+               execution_time_s=round(time.monotonic() - started, 2))
+    started_none = [o for o in outcomes if any(v.get("rule") == "serve-ready" for v in o.verdicts)]
+    counted = [o for o in outcomes if o.counts()]
+    if ran["never_started"] or (started_none and len(started_none) == len(counted)):
+        first = next(v for v in started_none[0].verdicts if v.get("rule") == "serve-ready")
+        rec.update(error=f"could not start: {first.get('summary')}", gradable=False)
+    elif ran["timed_out"]:  # what the rest would show depends on the machine's speed: not a grade
+        named = [o for o in outcomes if o.name != STATEFUL]
+        finished = sum(1 for o in named if o.outcome in ("passed", "failed", "error"))
+        rec.update(gradable=False, error=f"{CUT}: the grading budget of {opts.budget_s:g} s ended after {finished} "
+                                         f"of {len(named)} scenarios (a grade cut short is not scored: the "
+                                         "instructor regrades it with a larger --budget-s)")
     elif any(o.name != STATEFUL for o in outcomes) and \
             all(o.outcome in ("error", "not-run") for o in outcomes if o.name != STATEFUL):
-        record["error"] = "could not run: no scenario finished; see the first scenario's report"
+        rec["error"] = "could not run: no scenario finished; see the first scenario's report"
     machine = next((s for s in ran["scenarios"] if name_of(s["nodeid"])[0] == STATEFUL), None)
     info = (machine or {}).get("stateful") or {}
-    record["stateful"] = {"ran": machine is not None, "shrunk": bool(info.get("shrunk")), "examples": info.get("examples"),
-                          "shrink_s": info.get("shrink_s"), "slowest_example_s": info.get("slowest_example_s"),
-                          "why_not": ran["machine_why"] or (None if machine else "not run")}
-    record["notes"] = sorted({n for s in ran["scenarios"] for n in s.get("notes", [])})
-    return _save(record, out)
+    rec["stateful"] = {"ran": machine is not None, "shrunk": bool(info.get("shrunk")), "examples": info.get("examples"),
+                       "shrink_s": info.get("shrink_s"), "slowest_example_s": info.get("slowest_example_s"),
+                       "why_not": MACHINE_SKIPPED if ran["machine_why"] else (None if machine else "not run")}
+    rec["notes"] = sorted({*sub.notes, *(clean(n, {}, _places(sub, out)) for s in ran["scenarios"]
+                                         for n in s.get("notes", []))})
+    return graded.save(rec, out)
 
 
-def provisional(sub: Submission, opts: Options, done: list[dict], elapsed_s: float) -> dict:
+CUT = "ran out of time"  # the error of a grade cut at its wall budget begins so
+
+
+def _check_manifest(sub: Submission) -> None:
+    """HarnessError when the submission has no usable relay.toml, or its code lies outside its folder."""
+    from relaychaos.errors import HarnessError
+    from relaychaos.stack import manifest
+
+    if sub.manifest is None:
+        raise HarnessError("no relay.toml in the submission's folder", fix="a submission is a folder holding "
+                                                                          "relay.toml (the relay contract, section 1)")
+    loaded = manifest.load(sub.manifest)
+    inside = loaded.code == sub.folder.resolve() or sub.folder.resolve() in loaded.code.parents
+    if not inside and loaded.code != paths.bundled_relays():  # the bundled relays share their package
+        raise HarnessError("relay.toml's root lies outside the submission", where="relay.toml",
+                           fix="a submission holds all its code: drop `root`, or name a folder inside the submission")
+
+
+def _places(sub: Submission, out: Path) -> dict[str, str]:
+    """Folders a student's text may name, as the student knows them (see reports.student_text)."""
+    places = {str(sub.folder): "", str(out): "", str(paths.suite()): "relaychaos/scenarios"}
+    if sub.manifest is not None:
+        places[str(sub.manifest.parent)] = ""
+    return places
+
+
+def provisional(sub: Submission, opts: Options, done: list[dict], elapsed_s: float, out: Path) -> dict:
     """A record of what is known while the submission runs (what has not finished counts as not run yet),
     for graders that want results even when they stop the run: Gradescope kills at its own time-out."""
-    outcomes = _outcomes({"scenarios": done, "machine_why": None}, opts)
-    return _record(sub, opts, timed_out=True, execution_time_s=round(elapsed_s, 2), **_scored(outcomes, opts),
-                   notes=["partial: the grading run was still going when these results were written"],
-                   stateful={"ran": False, "shrunk": False, "why_not": "still running"})
+    outcomes = _outcomes({"scenarios": done, "machine_why": None}, opts, sub, out)
+    return graded.record(sub, opts.rubric, opts.seed, timed_out=True, execution_time_s=round(elapsed_s, 2),
+                         **graded.scored(outcomes, opts.rubric),
+                         notes=["partial: the grading run was still going when these results were written"],
+                         stateful={"ran": False, "shrunk": False, "why_not": "still running"})
 
 
-def _record(sub: Submission, opts: Options, **fields) -> dict:
-    """A record's fields for one submission (see relaychaos.reports.grade_record), `fields` on top."""
-    return {"submission": sub.name, "path": str(sub.folder), "manifest": str(sub.manifest) if sub.manifest else None,
-            "seed": opts.seed, "gradable": True, "error": None, "timed_out": False, "sandbox": {},
-            "rubric": opts.rubric.describe(), "max_score": opts.rubric.max_score, "notes": [],
-            "stateful": {"ran": False, "shrunk": False, "why_not": None}, **fields}
-
-
-def _scored(outcomes: list[Outcome], opts: Options) -> dict:
-    """The record's score, rules and scenarios for these outcomes."""
-    from relaychaos.checkers import RULES
-
-    total, rules = score(outcomes, opts.rubric, {r.id: r.text for r in RULES.values()})
-    return {"score": total, "rules": rules, "scenarios": [o.to_dict() for o in outcomes]}
-
-
-def _outcomes(ran: dict, opts: Options) -> list[Outcome]:
+def _outcomes(ran: dict, opts: Options, sub: Submission, out: Path) -> list[Outcome]:
     by_name = {name_of(s["nodeid"])[0]: s for s in ran["scenarios"]}
-    out = []
+    places = _places(sub, out)
+    result = []
     for name, set_name in expected(opts):
         s = by_name.get(name)
         if s is None:
             skipped = name == STATEFUL and ran["machine_why"]
-            out.append(Outcome(name, set_name, "skipped" if skipped else "not-run", cut=not skipped))
+            result.append(Outcome(name, set_name, "skipped" if skipped else "not-run", cut=not skipped))
             continue
-        message = s.get("message")
-        if name == STATEFUL and (s.get("stateful") or {}).get("first_report"):
-            message = _machine_message(s["stateful"])
-        out.append(Outcome(name, set_name, s["outcome"], s.get("verdicts", []), message, s.get("duration_s", 0.0)))
-    return out
-
-
-def _machine_message(info: dict) -> str:
-    """What a student reads of the machine's failure: the shrunk story, or the first found if none was kept.
-
-    The grade counts the first failing example as found (the same on every regrade); the story
-    shown is the shortest that shrinking reached within its time budget, said so when it was cut.
-    """
-    last = info.get("last_report")
-    if not last or info.get("shrink_s") is None:
-        return info["first_report"] + "\n\n(not shrunk: this is the failing example as first found)"
-    how = ("shrunk to its end" if info.get("shrunk") else
-           f"not fully shrunk: the time budget ended the shrinking after {info['shrink_s']:g} s, so the story "
-           "may be longer than it needs to be")
-    first = info["first_report"].split("\n", 1)[0]
-    return f"{last}\n\n({how}; the grade counts the first failing example, {first.split(': ', 1)[-1]})"
-
-
-def _zero(opts: Options, rules) -> list[dict]:
-    return [{"rule": r, "group": opts.rubric.group_of[r], "what": rules[r].text, "set": "visible", "points": 0.0,
-             "max_points": p, "held_in": 0, "scenarios": 0, "broken_in": [], "incidents": []}
-            for r, p in opts.rubric.points.items()]
-
-
-def _save(record: dict, out: Path) -> dict:
-    write_text(out / "grade.json", json.dumps(record, indent=2, ensure_ascii=False))
-    return record
+        result.append(graded.outcome(name, set_name, s, out, places))
+    return result

@@ -1,28 +1,35 @@
-"""Scoring: a submission's scenario outcomes, weighed by a rubric, as points per rule and set.
+"""Scoring: a submission's scenario outcomes, weighed by a rubric (v2), as points per behaviour and set.
 
 A pure function of its inputs, so that the same outcomes always give the same score.
-Per scenario, a rule held unless a verdict names it, except that a scenario which
-showed nothing counts against every rule: one that could not run (`error`), one
-where the relay would not start (`serve-ready` broken), one the wall budget cut
-off (`not-run` with `cut=True`). Scenarios skipped on purpose (`skipped`, or the
-stateful machine not run because a named scenario had already shown a bug) count
-for nothing. A rule's points are split across the visibility sets in proportion
-to the weight of the scenarios each holds; within a set its partial credit is the
-weighted share of scenarios in which it held.
+A failure (a verdict of rule R in scenario S) counts against one item, the rubric's
+item_for(R, S). A scenario that could not run (`error`) or that the wall budget cut off
+(`not-run` with `cut=True`) counts against every item whose scenarios it is among; one where
+the relay would not start (`serve-ready` broken) against the items that name it (not by "*")
+and the item holding `serve-ready`: the other scenarios show the rest.
+Scenarios skipped on purpose (`skipped`, or the stateful machine not run because a named
+scenario had already shown a bug) count for nothing. An item's points are split across the
+visibility sets in proportion to the weight of its scenarios in each (an item no scenario run
+exercises, as in a run narrowed to a few scenarios, keeps its points: nothing showed it
+broken); within a set, an item
+with partial "none" is lost whole when any of its scenarios there shows it broken, one with
+"share" keeps the weighted share of them in which it held. A cap whose rules any counted
+scenario broke bounds the total.
+
+Each failing scenario is one incident (its report, once); an item names the incidents
+that cost it, with the one-line summaries of the verdicts it lost them to.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from relaychaos.grading.rubric import SETS, Rubric
+from relaychaos.grading.rubric import SETS, Item, Rubric
 
-INCIDENTS_PER_RULE = 2
-INCIDENT_CHARS = 4000
+SHOWED_NOTHING = "serve-ready"  # the relay would not start: the scenario showed nothing else
 
 
 @dataclass
 class Outcome:
-    """One scenario's result for a submission."""
+    """One scenario's result for a submission (its texts already as a student reads them)."""
 
     name: str
     set: str  # visible | hidden | after_due_date
@@ -30,56 +37,110 @@ class Outcome:
     verdicts: list[dict] = field(default_factory=list)
     message: str | None = None
     seconds: float = 0.0
-    cut: bool = False  # not run because the wall budget ran out: counts against every rule
+    cut: bool = False  # not run because the wall budget ran out: counts against every item
 
     def counts(self) -> bool:
         return self.outcome in ("passed", "failed", "error") or (self.outcome == "not-run" and self.cut)
 
-    def broke(self, rule: str) -> bool:
-        if self.outcome in ("error", "not-run"):
+    def showed_nothing(self) -> bool:
+        return self.outcome in ("error", "not-run") or any(v.get("rule") == SHOWED_NOTHING for v in self.verdicts)
+
+    def failures_of(self, item: Item, rubric: Rubric) -> list[dict]:
+        """The verdicts of this scenario that count against `item`."""
+        return [v for v in self.verdicts if rubric.item_for(v.get("rule", ""), self.name) == item]
+
+    def broke(self, item: Item, rubric: Rubric) -> bool:
+        """The scenario shows `item` broken: a verdict counts against it, the scenario could not run or was cut
+        (every item it is among), or the relay would not start there (the items naming the scenario)."""
+        if not item.matches(self.name):
+            return False
+        if self.outcome in ("error", "not-run") or self.failures_of(item, rubric):
             return True
-        rules = {v.get("rule") for v in self.verdicts}
-        return rule in rules or "serve-ready" in rules
+        return self.showed_nothing() and item.names(self.name)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "set": self.set, "outcome": self.outcome, "seconds": round(self.seconds, 3),
-                "verdicts": self.verdicts, "message": self.message, "cut": self.cut}
+                "verdicts": self.verdicts, "cut": self.cut}
 
 
-def score(outcomes: list[Outcome], rubric: Rubric, what: dict[str, str]) -> tuple[float, list[dict]]:
-    """(total points, one entry per rubric rule and set with points, held_in, scenarios, broken_in, incidents)."""
+def score(outcomes: list[Outcome], rubric: Rubric) -> dict:
+    """{'score', 'items': one entry per item and set, 'incidents': one per failing scenario, 'cap': or None}."""
     counted = [o for o in outcomes if o.counts()]
-    set_weight = {s: sum(rubric.weight(o.name) for o in counted if o.set == s) for s in SETS}
-    total_weight = sum(set_weight.values())
-    entries, total = [], 0.0
-    for rule, points in rubric.points.items():
-        for s in SETS:
-            if not set_weight[s]:
-                continue
-            mine = [o for o in counted if o.set == s]
-            held = [o for o in mine if not o.broke(rule)]
-            max_points = points * set_weight[s] / total_weight
-            got = max_points * sum(rubric.weight(o.name) for o in held) / set_weight[s]
-            broken = [o for o in mine if o.broke(rule)]
-            entries.append({"rule": rule, "group": rubric.group_of[rule], "what": what.get(rule, ""), "set": s,
-                            "points": round(got, 4), "max_points": round(max_points, 4), "held_in": len(held),
-                            "scenarios": len(mine), "broken_in": [o.name for o in broken],
-                            "incidents": [_incident(o, rule) for o in broken[:INCIDENTS_PER_RULE]]})
-            total += got
-    return round(total, 4), entries
+    entries = [e for item in rubric.items for e in _entries(item, counted, rubric)]
+    total = sum(e.pop("exact") for e in entries)
+    cap = _cap(counted, rubric)
+    if cap is not None and total > cap["at_most"]:
+        cap["lost"] = round(total - cap["at_most"], 2)
+        total = cap["at_most"]
+    elif cap is not None:
+        cap["lost"] = 0.0
+    return {"score": round(total, 2), "items": entries, "cap": cap, "incidents": incidents(counted)}
 
 
-def _incident(o: Outcome, rule: str) -> str:
-    """What a student reads about one scenario that broke `rule`: why it counts, then the incident report."""
+def _entries(item: Item, counted: list[Outcome], rubric: Rubric) -> list[dict]:
+    mine = [o for o in counted if item.matches(o.name)]
+    item_weight = sum(rubric.weight(o.name) for o in mine)
+    if not mine:  # no scenario run exercises it (a run narrowed with --scenarios): nothing showed it broken
+        return [{"item": item.id, "title": item.title, "rules": list(item.rules), "contract": list(item.contract),
+                 "partial": item.partial, "set": "visible", "points": item.points, "max_points": item.points,
+                 "exact": item.points, "held_in": 0, "scenarios": 0, "broken_in": [], "failures": []}]
+    out = []
+    for s in SETS:
+        here = [o for o in mine if o.set == s]
+        if not here:
+            continue
+        weight = sum(rubric.weight(o.name) for o in here)
+        max_points = item.points * weight / item_weight
+        broken = [o for o in here if o.broke(item, rubric)]
+        if item.partial == "share":
+            got = max_points * (weight - sum(rubric.weight(o.name) for o in broken)) / weight
+        else:
+            got = 0.0 if broken else max_points
+        out.append({"item": item.id, "title": item.title, "rules": list(item.rules), "contract": list(item.contract),
+                    "partial": item.partial, "set": s, "points": round(got, 4), "max_points": round(max_points, 4),
+                    "exact": got,
+                    "held_in": len(here) - len(broken), "scenarios": len(here),
+                    "broken_in": [o.name for o in broken],
+                    "failures": [_failure(o, item, rubric) for o in broken]})
+    return out
+
+
+def _failure(o: Outcome, item: Item, rubric: Rubric) -> dict:
+    """Why one scenario cost an item: the incident's name and the verdicts' one-line summaries."""
     if o.outcome == "not-run":
-        return f"scenario {o.name}: not run, the submission's time budget ran out first"
-    if o.outcome == "error":
-        head = f"scenario {o.name} could not run"
-    elif rule not in {v.get("rule") for v in o.verdicts}:
-        head = f"scenario {o.name}: the relay would not start (serve-ready), so nothing could be shown for {rule}"
+        why = ["not run: the submission's time budget ran out first"]
+    elif o.outcome == "error":
+        why = ["the scenario could not run"]
+    elif any(v.get("rule") == SHOWED_NOTHING for v in o.verdicts) and not o.failures_of(item, rubric):
+        why = ["the relay would not start, so nothing could be shown"]
     else:
-        head = f"scenario {o.name} broke {rule}"
-    text = (o.message or "").strip()
-    if len(text) > INCIDENT_CHARS:
-        text = text[:INCIDENT_CHARS] + "\n... (cut; the full report is in the submission's results)"
-    return f"{head}\n\n{text}" if text else head
+        why = [f"[{v.get('rule')}] {_who(v)}{v.get('summary', '')}" for v in o.failures_of(item, rubric)]
+    return {"incident": o.name, "why": why}
+
+
+def _who(verdict: dict) -> str:
+    return f"GUID {verdict['label']}: " if verdict.get("label") else ""
+
+
+def incidents(counted: list[Outcome]) -> list[dict]:
+    """One incident per scenario that did not hold: its name, set, outcome, the rules it broke, its report."""
+    out = []
+    for o in counted:
+        if o.outcome == "passed":
+            continue
+        rules = list(dict.fromkeys(v.get("rule") for v in o.verdicts if v.get("rule")))
+        text = o.message or ("not run: the submission's time budget ran out first" if o.outcome == "not-run"
+                             else "the scenario could not run")
+        out.append({"id": o.name, "scenario": o.name, "set": o.set, "outcome": o.outcome, "rules": rules,
+                    "text": text})
+    return out
+
+
+def _cap(counted: list[Outcome], rubric: Rubric) -> dict | None:
+    """The lowest cap whose rules some counted scenario broke, with where."""
+    hit = []
+    for cap in rubric.caps:
+        where = [o.name for o in counted if any(v.get("rule") in cap.rules for v in o.verdicts)]
+        if where:
+            hit.append({"at_most": cap.at_most, "why": cap.why, "rules": list(cap.rules), "broken_in": where})
+    return min(hit, key=lambda c: c["at_most"]) if hit else None

@@ -25,6 +25,7 @@ class Submission:
     name: str
     folder: Path
     manifest: Path | None
+    notes: tuple[str, ...] = ()  # what a student should know of how it was found (relay.toml one level down)
 
     @property
     def slug(self) -> str:
@@ -34,45 +35,68 @@ class Submission:
         return f"{words}-{hashlib.sha256(str(self.folder).encode()).hexdigest()[:8]}"
 
 
+SKIPPED_NAMES = ("lost+found", "__pycache__", "__MACOSX")
+
+
 def find(args: list[str], notice=lambda text: None) -> list[Submission]:
     """The submissions named by args (folders, relay.toml paths, or globs), sorted by path, each once.
 
-    A glob's matches leave out bytecode and hidden folders, and a folder without relay.toml whose
-    subfolders hold some (a folder *of* submissions), each said through `notice`; a folder named
-    outright is always a submission, graded as one without relay.toml if it has none.
+    Only folders are submissions: plain files (a roster.csv), hidden entries, `lost+found` and
+    a folder of submissions (several subfolders holding relay.toml) are left out, and said once
+    through `notice`. A relay.toml path stands for its folder. A folder whose only relay.toml is
+    one level down is graded from there, with a note saying so.
     """
     paths: list[Path] = []
+    left_out: list[str] = []
     for arg in args:
         matches = sorted(glob.glob(arg)) if glob.has_magic(arg) else [arg]
-        if glob.has_magic(arg):
-            kept = [m for m in matches if not _not_a_submission(Path(m))]
-            for m in sorted(set(matches) - set(kept)):
-                notice(f"{m} left out: {_not_a_submission(Path(m))}")
-            matches = kept
         if not matches:
             raise HarnessError(f"no submission matches {arg!r}", fix="give folders holding relay.toml, manifest "
                                                                      "paths, or a glob that matches some")
         for m in matches:
-            p = Path(m).expanduser().resolve()
+            p = Path(m).expanduser()
             if not p.exists():
-                raise HarnessError(f"no submission at {p}", fix="check the path")
-            if p.is_file() or p.is_dir():
-                paths.append(p)
+                raise HarnessError(f"no submission at {p.resolve()}", fix="check the path")
+            why = _not_a_submission(p)
+            if why:
+                left_out.append(f"{m} ({why})")
+            else:
+                paths.append(p.resolve())
+    if left_out:
+        notice("left out, not submissions: " + "; ".join(left_out))
+    if not paths:
+        raise HarnessError("no submission folder among the arguments", fix="give the folders of the submissions, "
+                                                                            "e.g. class/*/")
     subs: dict[Path, Submission] = {}
     for p in paths:
-        folder, manifest = (p.parent, p) if p.is_file() else (p, p / "relay.toml")
-        subs.setdefault(folder, Submission(folder.name, folder, manifest if manifest.is_file() else None))
+        folder = p.parent if p.is_file() else p
+        subs.setdefault(folder, located(folder.name, folder) if p.is_dir() else Submission(folder.name, folder, p))
     ordered = [subs[k] for k in sorted(subs)]
     names = [s.name for s in ordered]
-    return [Submission(f"{s.folder.parent.name}/{s.name}", s.folder, s.manifest) if names.count(s.name) > 1 else s
-            for s in ordered]
+    return [Submission(f"{s.folder.parent.name}/{s.name}", s.folder, s.manifest, s.notes)
+            if names.count(s.name) > 1 else s for s in ordered]
+
+
+def located(name: str, folder: Path) -> Submission:
+    """The submission in `folder`: its relay.toml, or the one relay.toml one level down (with a note)."""
+    if (folder / "relay.toml").is_file():
+        return Submission(name, folder, folder / "relay.toml")
+    below = sorted(p for p in folder.glob("*/relay.toml") if not p.parent.name.startswith((".", "__")))
+    if len(below) == 1:
+        sub = below[0].parent.name
+        return Submission(name, folder, below[0], (f"relay.toml was not at the top of the submission but in its "
+                                                   f"folder {sub}/: graded from there (put relay.toml at the top "
+                                                   f"next time)",))
+    return Submission(name, folder, None)
 
 
 def _not_a_submission(path: Path) -> str | None:
-    """Why a glob's match is no submission (None: it is one)."""
-    if path.name.startswith((".", "__")):
-        return "a hidden or bytecode folder"
-    if path.is_dir() and not (path / "relay.toml").is_file() and any(path.glob("*/relay.toml")):
+    """Why an argument is no submission (None: it is one)."""
+    if path.name.startswith(".") or path.name in SKIPPED_NAMES:
+        return "a hidden or system folder"
+    if path.is_file():
+        return None if path.suffix == ".toml" else "a plain file"
+    if not (path / "relay.toml").is_file() and len(list(path.glob("*/relay.toml"))) > 1:
         return "a folder of submissions, not one (give its subfolders, e.g. its/*/)"
     return None
 

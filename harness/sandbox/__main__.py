@@ -100,7 +100,7 @@ def confine(plan: dict, notify: bool) -> int | None:
     if not plan["seccomp"]:
         return None
     try:
-        return seccomp.install(notify)
+        return seccomp.install(notify, slow_locks=notify and plan.get("lock_delay_ms", 0) > 0)
     except OSError as e:
         raise LayerError("seccomp", str(e)) from None
 
@@ -144,7 +144,7 @@ def _spawn_relay(plan: dict, argv: list[str]) -> tuple[int, int | None]:
     return pid, (fds[0] if fds else None)
 
 
-def _supervise(relay: int, listener_fd: int | None, rules: dict | None) -> int:
+def _supervise(relay: int, listener_fd: int | None, rules: dict | None, lock_delay_ms: int = 0) -> int:
     """Answer refusals, forward stop signals, reap; the relay's exit status once it has exited."""
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -162,7 +162,8 @@ def _supervise(relay: int, listener_fd: int | None, rules: dict | None) -> int:
     for sig in STOP_SIGNALS:
         signal.signal(sig, forward)
     ports = {"bind": tuple(rules["bind"]), "connect": tuple(rules["connect"])} if rules else {}
-    listener = seccomp.Listener(listener_fd, _say, **ports) if listener_fd is not None else None
+    listener = seccomp.Listener(listener_fd, _say, lock_delay_s=lock_delay_ms / 1000, **ports) \
+        if listener_fd is not None else None
     poller = select.poll()
     poller.register(wake_r, select.POLLIN)
     if listener is not None:
@@ -177,7 +178,7 @@ def _supervise(relay: int, listener_fd: int | None, rules: dict | None) -> int:
                 break
             if pid == relay:
                 return _exit_code(status)
-        for fd, _ in poller.poll():
+        for fd, _ in poller.poll(listener.timeout_ms() if listener is not None else None):
             if fd != wake_r:
                 listener.answer()
                 continue
@@ -186,6 +187,8 @@ def _supervise(relay: int, listener_fd: int | None, rules: dict | None) -> int:
                     pass
             except BlockingIOError:
                 pass
+        if listener is not None:
+            listener.release_due()
 
 
 def _init(plan: dict, argv: list[str], go: int) -> None:
@@ -198,7 +201,7 @@ def _init(plan: dict, argv: list[str], go: int) -> None:
     except LayerError as e:
         _refuse(e, argv)
     os._exit(_supervise(relay, listener_fd, plan["landlock"] if plan["landlock"] and plan["landlock"]["abi"] >= 4
-                        else None))
+                        else None, plan.get("lock_delay_ms", 0)))
 
 
 # -- outer: the harness's own child --------------------------------------------------------------------

@@ -22,13 +22,13 @@ from relaychaos.stack.processes import Child, spawn
 
 def start(sandbox: Sandbox, manifest: Manifest, command: str, *, copy: WorkingCopy, contract: dict[str, str],
           log_path: Path, ledger_dir: Path, tmp_dir: Path | None, connect: tuple[int, ...], args: tuple[str, ...] = (),
-          port: int | None = None, relaxed: bool = False) -> Child:
+          port: int | None = None, relaxed: bool = False, lock_delay_ms: int = 0) -> Child:
     """Start `command` of the relay with `args` appended, in its sandbox (see the module doc)."""
     argv = [*manifest.commands[command], *args]
     env = sandbox.env(contract, copy, tmp_dir)
     executable(manifest, command, copy, env["PATH"])  # a missing program is said before anything starts
     plan = sandbox.plan(command, copy=copy, ledger_dir=ledger_dir, tmp_dir=tmp_dir, connect=connect,
-                        bind=(port,) if port else (), relaxed=relaxed)
+                        bind=(port,) if port else (), relaxed=relaxed, lock_delay_ms=lock_delay_ms)
     return spawn(f"{manifest.name}:{command}", argv, log_path=log_path, cwd=copy.cwd, env=env, plan=plan)
 
 

@@ -76,6 +76,7 @@ class Plan:
     seccomp: bool = False
     isolation: Isolation | None = None
     log: LogBudget | None = None
+    lock_delay_ms: int = 0  # each file lock held this long by init (seccomp.Listener; isolated plans only)
 
     def dumps(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))

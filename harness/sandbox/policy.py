@@ -185,8 +185,10 @@ class Sandbox:
 
     # -- plans ---------------------------------------------------------------------------
     def plan(self, command: str, *, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path | None,
-             connect: tuple[int, ...], bind: tuple[int, ...], relaxed: bool = False) -> Plan:
-        """The plan of one command; `relaxed` (a diagnosis) drops the rlimits and nothing else."""
+             connect: tuple[int, ...], bind: tuple[int, ...], relaxed: bool = False, lock_delay_ms: int = 0) -> Plan:
+        """The plan of one command; `relaxed` (a diagnosis) drops the rlimits and nothing else; `lock_delay_ms`
+        holds each of its file locks that long (relaychaos.sandbox.seccomp: only where init answers the filter,
+        the isolated plans; elsewhere nothing is held)."""
         if not self.on:
             return Plan(cwd=str(copy.cwd))
         rlimits = {} if relaxed else self.limits.rlimits(command, own_uid=self.separate_uid)
@@ -204,7 +206,7 @@ class Sandbox:
                               cgroup_procs=self.cgroups.procs() if self.cgroups else ())
         return Plan(uid=self.slot.uid, gid=self.slot.gid, rlimits=rlimits, cwd=str(copy.cwd), umask=0o077,
                     landlock=rules if self.abi else None, seccomp="seccomp" not in self.lacks, isolation=isolation,
-                    log=log)
+                    log=log, lock_delay_ms=lock_delay_ms)
 
     def _view(self, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path) -> View:
         links, system = system_tree()

@@ -23,16 +23,23 @@ filter answers the errno itself. With notify, init also looks at every bind and 
 address of an IP socket's size, and every listen: one on a port the plan does not allow (a
 listen on an unbound socket, which would take an ephemeral port, included) is refused with
 EACCES and said in the log with its address; the others go on, and Landlock, which a relay
-cannot race, decides a bind or connect. Stdlib only (the exec wrapper imports it by path).
+cannot race, decides a bind or connect. With `slow_locks` (a plan's lock_delay_ms), init also
+holds every record lock a relay takes or lets go with fcntl (SQLite's locks on its ledger) for
+that long before it goes on, as storage shared across machines would: a scenario's way to force
+two relays' copies to interleave inside a check-then-insert, which on a local tmpfs lasts
+microseconds. A relay cannot tell it from a slow disk; a correct one is correct at any speed.
+Stdlib only (the exec wrapper imports it by path).
 """
 from __future__ import annotations
 
 import ctypes
 import errno
 import fcntl
+import heapq
 import os
 import socket
 import struct
+import time
 
 AUDIT_ARCH_X86_64 = 0xC000003E
 X32_SYSCALL_BIT = 0x40000000
@@ -50,6 +57,7 @@ NAMESPACE_FLAGS = 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000
 SOCKET, SOCKETPAIR, CLONE, UNSHARE, CLONE3, CONNECT, BIND, LISTEN = 41, 53, 56, 272, 435, 42, 49, 50
 SENDTO, SENDMSG, SENDMMSG, FCNTL = 44, 46, 307, 72
 MSG_FASTOPEN, F_SETLEASE = 0x20000000, 1024
+LOCKS = (6, 7, 37, 38)  # fcntl F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW: a record lock taken or let go (SQLite's)
 SEND_FLAGS = {SENDTO: 3, SENDMSG: 2, SENDMMSG: 3}  # which argument holds the flags
 MIN_INET_ADDRLEN = 16  # sizeof(struct sockaddr_in); sockaddr_in6 is 28
 # Refused outright: number -> (name, errno).
@@ -138,8 +146,9 @@ class _Asm:
         return b"".join(out)
 
 
-def program(notify: bool) -> bytes:
-    """The filter (see the module doc); refusals answered by the listener when `notify`."""
+def program(notify: bool, slow_locks: bool = False) -> bytes:
+    """The filter (see the module doc); refusals answered by the listener when `notify`, and record locks held
+    there too when `slow_locks` (only with `notify`)."""
     a = _Asm()
     a.op(_LD_ABS, _ARCH)
     a.op(_JEQ, AUDIT_ARCH_X86_64, 0, "kill")
@@ -160,12 +169,12 @@ def program(notify: bool) -> bytes:
     for nr, (_, err) in sorted(REFUSED.items()):
         a.op(_JEQ, nr, f"deny{err}")
     a.op(_RET, RET_ALLOW)
-    _argument_checks(a, notify)
+    _argument_checks(a, notify, slow_locks and notify)
     _returns(a, notify)
     return a.assemble()
 
 
-def _argument_checks(a: _Asm, notify: bool) -> None:
+def _argument_checks(a: _Asm, notify: bool, slow_locks: bool = False) -> None:
     """The calls refused for their arguments: sockets, namespaces, fast open, leases, and (notify) addresses."""
     a.at("socket")
     a.op(_LD_ABS, _arg(0))
@@ -192,7 +201,11 @@ def _argument_checks(a: _Asm, notify: bool) -> None:
         a.op(_JSET, MSG_FASTOPEN, f"deny{errno.EACCES}", "allow")
     a.at("fcntl")
     a.op(_LD_ABS, _arg(1))
-    a.op(_JEQ, F_SETLEASE, f"deny{errno.EPERM}", "allow")
+    a.op(_JEQ, F_SETLEASE, f"deny{errno.EPERM}", 0 if slow_locks else "allow")
+    if slow_locks:
+        for cmd in LOCKS:
+            a.op(_JEQ, cmd, "look")
+        a.op(_RET, RET_ALLOW)
     if notify:
         a.at("inet_address")
         a.op(_LD_ABS, _arg(2))
@@ -220,11 +233,11 @@ class _Fprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def install(notify: bool) -> int | None:
+def install(notify: bool, slow_locks: bool = False) -> int | None:
     """Install the filter on this thread (no_new_privs must be set); the listener's fd when `notify`."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    code = program(notify)
+    code = program(notify, slow_locks)
     buf = ctypes.create_string_buffer(code, len(code))
     prog = _Fprog(len(code) // 8, ctypes.addressof(buf))
     flags = FLAG_NEW_LISTENER if notify else FLAG_LOG
@@ -239,10 +252,28 @@ class Listener:
     """The init process's end of the filter: answers each refusal with its errno and says it once in the log;
     looks at TCP binds and connects (see the module doc), given the ports the plan allows."""
 
-    def __init__(self, fd: int, write, bind: tuple[int, ...] | None = None, connect: tuple[int, ...] = ()) -> None:
-        """`bind` None: the plan has no port rules (no Landlock network rules), so nothing is looked at."""
+    def __init__(self, fd: int, write, bind: tuple[int, ...] | None = None, connect: tuple[int, ...] = (),
+                 lock_delay_s: float = 0.0) -> None:
+        """`bind` None: the plan has no port rules (no Landlock network rules), so nothing is looked at.
+        `lock_delay_s`: how long each record lock is held before it goes on (the filter sends them when
+        slow_locks)."""
         self.fd, self.write, self.said = fd, write, set()
         self.allowed = {BIND: set(bind), LISTEN: set(bind), CONNECT: set(connect)} if bind is not None else {}
+        self.lock_delay_s = lock_delay_s
+        self.held: list[tuple[float, int]] = []  # (when it goes on, notification id), in order
+
+    def timeout_ms(self) -> int | None:
+        """How long init may wait for the next event before a held lock is due (None: nothing is held)."""
+        if not self.held:
+            return None
+        return max(0, int((self.held[0][0] - time.monotonic()) * 1000) + 1)
+
+    def release_due(self) -> None:
+        """Let every held lock whose time has come go on."""
+        now = time.monotonic()
+        while self.held and self.held[0][0] <= now:
+            _, ident = heapq.heappop(self.held)
+            self._send(NOTIF_RESP.pack(ident, 0, 0, FLAG_CONTINUE))
 
     def answer(self) -> None:
         """Take one notification (the fd is readable) and answer it."""
@@ -252,6 +283,13 @@ class Listener:
         except OSError:
             return  # the caller was interrupted by a signal meanwhile: nothing to answer
         ident, pid, _, nr, _, _, *args = NOTIF.unpack(buf)
+        if nr == FCNTL and args[1] in LOCKS:  # only the filter's slow_locks sends these: held, then on
+            if "locks" not in self.said:
+                self.said.add("locks")
+                self.write(f"relaychaos sandbox: this scenario delays each file lock by "
+                           f"{self.lock_delay_s * 1000:g} ms, as slow shared storage would\n")
+            heapq.heappush(self.held, (time.monotonic() + self.lock_delay_s, ident))
+            return
         found = self._address(ident, pid, nr, args) if nr in self.allowed else refusal(nr, tuple(args))
         if found is None:  # not refused here: the call goes on as asked (Landlock still decides a bind or connect)
             resp = NOTIF_RESP.pack(ident, 0, 0, FLAG_CONTINUE)
@@ -262,6 +300,9 @@ class Listener:
                 self.write(f"relaychaos sandbox: seccomp refused {call} (pid {pid} in the relay's namespace): "
                            f"{errno.errorcode.get(err, err)}; {_why(nr, call, self.allowed)}\n")
             resp = NOTIF_RESP.pack(ident, 0, -err, 0)
+        self._send(resp)
+
+    def _send(self, resp: bytes) -> None:
         try:
             fcntl.ioctl(self.fd, NOTIF_SEND, bytearray(resp), True)
         except OSError:

@@ -147,11 +147,14 @@ class Channel:
         self._record(process, outcome)
         return outcome
 
-    async def race(self, request: dict, n: int) -> list[Outcome]:
+    async def race(self, request: dict, n: int, release: asyncio.Event | None = None,
+                   ready: Callable[[], None] | None = None) -> list[Outcome]:
         """Send n copies of one transfer at the same instant, each on its own fresh connection.
 
         The connections are opened first, paced to the relay's accept queue (see accept_queue);
-        then every request is written in one event-loop turn. A racer waits up to `delivery_cap_s` for the relay to take its request (its accept queue
+        then every request is written in one event-loop turn: when this channel's connections
+        are open (or, given `release`, once it is set: `ready()` says this channel's are open, so
+        that races on several relays are released in the same turn). A racer waits up to `delivery_cap_s` for the relay to take its request (its accept queue
         may be full), then `timeout_s` for the answer; one never taken is aborted with a reset,
         so no request of this run reaches the relay after the run has moved on.
         """
@@ -160,7 +163,7 @@ class Channel:
         data = raw_http.request_bytes(host, port, "/transfer", request)
         guid = str(request.get("guid"))
         conns = await accept_queue.open_paced(port, n, lambda: raw_http.connect(host, port), netns=self.netns)
-        barrier = asyncio.Event()
+        barrier = release or asyncio.Event()
 
         async def racer(conn) -> Outcome:
             process = self._process()
@@ -191,7 +194,10 @@ class Channel:
 
         tasks = [asyncio.create_task(racer(c)) for c in conns]
         await asyncio.sleep(0)  # let every racer reach the barrier
-        barrier.set()
+        if release is None:
+            barrier.set()
+        elif ready is not None:
+            ready()
         return list(await asyncio.gather(*tasks))
 
     def _record(self, process: str, o: Outcome) -> None:

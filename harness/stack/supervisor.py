@@ -102,8 +102,10 @@ class Supervisor:
         self.account_url, self.account_timeout_ms = account_url, account_timeout_ms
         self.ledger_path = ledger_path or workdir / "ledger.sqlite"
         self.relays: dict[str, RelayProcess] = {}
+        self.lock_delay_ms = 0  # each file lock of every command started from now on is held this long (a scenario's)
         self._batch_seq = 0
         self._batches: list[Child] = []
+        self._batch_port: int | None = None  # the RELAY_PORT batch commands get (section 1: every command has one)
         workdir.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -112,7 +114,8 @@ class Supervisor:
         return self.copy.cwd
 
     def contract_env(self, port: int | None = None) -> dict[str, str]:
-        """The contract's variables (section 1) for one command."""
+        """The contract's variables (section 1) for one command: every command gets all of them, a batch command
+        a RELAY_PORT of its own too (a free port it may ignore)."""
         return {"RELAY_HOST": "127.0.0.1", "RELAY_PORT": str(port) if port is not None else "",
                 "ACCOUNT_URL": self.account_url, "LEDGER_PATH": str(self.ledger_path),
                 "ACCOUNT_TIMEOUT_MS": str(self.account_timeout_ms)}
@@ -121,7 +124,8 @@ class Supervisor:
                relaxed: bool = False) -> Child:
         return launch.start(self.sandbox, self.manifest, command, copy=self.copy, contract=self.contract_env(port),
                             log_path=log_path, ledger_dir=self.ledger_path.parent, tmp_dir=self.tmp_dir,
-                            connect=(urlsplit(self.account_url).port,), args=args, port=port, relaxed=relaxed)
+                            connect=(urlsplit(self.account_url).port,), args=args, port=port, relaxed=relaxed,
+                            lock_delay_ms=self.lock_delay_ms)
 
     # -- serve -------------------------------------------------------------------------
     def start(self, slot: str = "a", port: int | None = None) -> RelayProcess:
@@ -216,8 +220,10 @@ class Supervisor:
         self._batch_seq += 1
         seq = self._batch_seq
         wall = time.time()
+        if self._batch_port is None:
+            self._batch_port = lease_port()
         child = self._start(command, self.workdir / f"batch-{seq:03d}-{command}.log",
-                            args=(BATCH_FLAGS[command], seconds_text(argument)))
+                            args=(BATCH_FLAGS[command], seconds_text(argument)), port=self._batch_port)
         self._batches.append(child)
         return BatchRun(seq, command, float(argument), tuple(child.argv), child, time.monotonic(), wall)
 
@@ -243,6 +249,9 @@ class Supervisor:
         for child in self._batches:
             child.kill()
         self._batches.clear()
+        if self._batch_port is not None:
+            release_port(self._batch_port)
+            self._batch_port = None
         if not self._closed:
             self._closed = True
             self.sandbox.leave()

@@ -31,6 +31,22 @@ class CheckThenInsert(Relay):
         return await super().handle(req, text)
 
 
+class ProcessLock(Relay):
+    """Guards its check-then-insert with a lock of its own process, not an atomic claim: two relays on one ledger both send."""
+
+    def __init__(self, ledger: Ledger, account: Account):
+        super().__init__(ledger, account)
+        self.lock = asyncio.Lock()  # every copy this process receives waits here: safe on one relay
+
+    async def handle(self, req: dict, text: str) -> str:
+        async with self.lock:  # between the SELECT and the INSERT, another relay's copy may read "no row" too
+            claimed = self.ledger.get(req["guid"]) is None
+            if claimed:
+                self.ledger.db.execute("INSERT OR REPLACE INTO ledger (guid, status, request, attempts, updated_at) "
+                                       "VALUES (?, 'SENT', ?, 1, ?)", (req["guid"], text, time.time()))
+        return await (self.send(req) if claimed else super().handle(req, text))
+
+
 class WriteAfterCall(Relay):
     """Calls the account system first and writes the ledger after: a crash or a duplicate in between re-sends."""
 
@@ -219,6 +235,7 @@ class PurgeIgnoresRetention(Relay):
 # name -> the keyword arguments of reference main() that make the mutant
 MUTANTS: dict[str, dict[str, type]] = {
     "check_then_insert": {"relay_cls": CheckThenInsert},
+    "process_lock": {"relay_cls": ProcessLock},
     "write_after_call": {"relay_cls": WriteAfterCall},
     "memory_ledger": {"ledger_cls": MemoryLedger},
     "timeout_as_failed": {"account_cls": TimeoutAsFailed},

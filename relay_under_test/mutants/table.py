@@ -42,6 +42,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("base", "Forwards every request it receives, with no duplicate protection: a resend is a second debit.",
            ("dropped-response-to-channel", "race-32-one-relay"), ("one-account-call",), True),
     _m("check_then_insert", ("race-32-one-relay",), ("one-account-call",), True),
+    _m("process_lock", ("race-pairs-two-relays",), ("one-account-call",)),
     _m("write_after_call", ("happy-path", "kill-after-applied-before-done"), ("write-before-send",), True),
     _m("memory_ledger", ("restart-keeps-the-ledger", "race-32-two-relays"), ("one-account-call",), True),
     _m("timeout_as_failed", ("dropped-response-downstream", "latency-beyond-timeout"),

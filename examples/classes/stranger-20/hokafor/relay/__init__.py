@@ -1,0 +1,1 @@
+"""Henry Okafor's relay for the payment-systems course."""

@@ -1,0 +1,66 @@
+"""One submission's own page: what an instructor hands a student (one self-contained HTML file, no network).
+
+    page = html(record)       # a record as reports.grade_record describes it; written beside it as report.html
+
+The score (or why there is none, with what the relay printed last), each rubric item with
+its points and, when lost, the scenarios that showed it and the one-line verdicts; then each
+incident once, with its timeline. Only what the record holds, every text as a student reads
+it (reports.student_text), every piece of it escaped. All scenario sets are shown: the page
+is the instructor's to hand out, after the due date or with the hidden scenarios removed.
+"""
+from __future__ import annotations
+
+from html import escape
+
+from .grade_summary import facts, headline, num, output_tail
+from .html import STYLE
+
+EXTRA_STYLE = """
+pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tr.lost td:first-child { border-left: 4px solid #b3261e; } tr.kept td:first-child { border-left: 4px solid #176b2c; }
+"""
+
+
+def _e(text) -> str:
+    return escape(str(text), quote=True)
+
+
+def html(record: dict) -> str:
+    name = record["submission"]
+    out = [f"<!doctype html><meta charset=utf-8><title>relaychaos: {_e(name)}</title>",
+           f"<style>{STYLE}{EXTRA_STYLE}</style>", f"<h1>{_e(name)}: {_e(headline(record))}</h1>",
+           f"<p class=lede>Graded {_e(record.get('graded_at') or '')} with rubric "
+           f"{_e((record.get('rubric') or {}).get('name', '?'))}, seed {_e(record.get('seed'))}, relaychaos "
+           f"{_e((record.get('harness') or {}).get('version', '?'))}.</p>",
+           "<ul>" + "".join(f"<li>{_e(f)}</li>" for f in facts(record)) + "</ul>"]
+    if output_tail(record):
+        out += ["<h2>What the relay printed last</h2>", f"<pre>{_e(output_tail(record))}</pre>"]
+    if record.get("gradable", True):
+        out += ["<h2>Rubric</h2>", items_table(record)]
+        incidents = record.get("incidents", [])
+        if incidents:
+            out.append(f"<h2>Incidents ({len(incidents)})</h2>")
+            out += [incident(i) for i in incidents]
+    return "\n".join(out)
+
+
+def items_table(record: dict) -> str:
+    rows = ["<table><tr><th>behaviour</th><th>points</th><th>checked by</th><th>what broke it</th></tr>"]
+    for item in record.get("items", []):
+        lost = bool(item.get("broken_in"))
+        why = "".join(f"<li><a href='#{_e(f['incident'])}'>{_e(f['incident'])}</a>: {_e(w)}</li>"
+                      for f in item.get("failures", []) for w in f.get("why", []))
+        label = "" if item["set"] == "visible" else f" ({item['set'].replace('_', ' ')} scenarios)"
+        rows.append(f"<tr class={'lost' if lost else 'kept'}><td>{_e(item['title'])}{_e(label)}</td>"
+                    f"<td class=num>{num(item['points'])} / {num(item['max_points'])}</td>"
+                    f"<td><code>{_e(', '.join(item.get('rules', [])))}</code></td>"
+                    f"<td>{'<ul class=verdicts>' + why + '</ul>' if why else 'held in every scenario'}</td></tr>")
+    rows.append("</table>")
+    return "\n".join(rows)
+
+
+def incident(i: dict) -> str:
+    rules = ", ".join(i.get("rules", []))
+    return (f"<div class=card id='{_e(i['id'])}'><h3>Scenario <code>{_e(i['scenario'])}</code>"
+            f"{': ' + _e(rules) if rules else ''}</h3><pre>{_e(i['text'])}</pre></div>")
