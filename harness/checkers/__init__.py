@@ -20,7 +20,7 @@ __all__ = ["RULES", "Rule", "Verdict", "check", "notes"]
 
 
 def check(history: Iterable[Event]) -> list[Verdict]:
-    """Every verdict of every checker on this history, ordered by the rule book.
+    """Every verdict of every checker on this history, ordered by the rule book, then by GUID label.
 
     `history`: a History, a list of events, or a relaychaos.history.HistoryFile (a saved
     file, read in one pass and never held in memory whole).
@@ -28,8 +28,8 @@ def check(history: Iterable[Event]) -> list[Verdict]:
     with no_collection():
         facts = Facts(history)
         verdicts = [v for r in RULES.values() for v in r.check(facts)]
-    order = list(RULES)
-    return sorted(verdicts, key=lambda v: order.index(v.rule) if v.rule in order else len(order))
+    order = {rule: n for n, rule in enumerate(RULES)}
+    return sorted(verdicts, key=lambda v: (order.get(v.rule, len(order)), facts.guid_order(v.guid)))
 
 
 def notes(history: Iterable[Event]) -> list[str]:

@@ -11,6 +11,7 @@ a relaychaos.history.HistoryFile); it is iterated again only if `events` is aske
 from __future__ import annotations
 
 import gc
+import re
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
@@ -27,6 +28,7 @@ from relaychaos.tolerances import Tolerances
 DEFINITE = {"0000", "B201", "B202", "B203", "E500"}
 KNOWN_CODES = DEFINITE | {"E400", "E901", "E902", "E903", "E904"}
 BATCH_COMMANDS = ("resolve", "reprocess", "purge")
+_DIGITS = re.compile(r"(\d+)")
 DISTURBING = ("kill", "server-fault", "add-toxic", "disable-proxy")  # faults that may change a first send's answer
 
 
@@ -195,6 +197,16 @@ class Facts:
         out = {real: label for label, real in self.scenario.get("guids", {}).items()}
         out.update(self._labels)
         return out
+
+    def guid_order(self, guid: str | None) -> tuple:
+        """A sort key putting GUIDs in their labels' natural order (g2 before g10; no GUID first).
+
+        Real GUIDs carry a random run tag, so ordering by them would list the same GUIDs
+        differently on every run; ordered by label, a regrade lists them alike."""
+        if guid is None:
+            return ()
+        label = self.labels.get(guid, guid) if isinstance(guid, str) else str(guid)
+        return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(label) if part)
 
     @cached_property
     def intents(self) -> dict[str, set[str]]:

@@ -140,9 +140,9 @@ def balances(f: Facts) -> list[Verdict]:
     if actual != expected:
         off = {a: (expected.get(a), actual.get(a)) for a in sorted(set(actual) | set(expected))
                if expected.get(a) != actual.get(a)}
-        extra = sorted(g for g, s in f.stats.get("guids", {}).items()
-                       if (s.get("debits", 0) > 1 and _debits_per_life(f, g) > 1)
-                       or (s.get("debits", 0) and g not in f.channel_guids))
+        extra = sorted((g for g, s in f.stats.get("guids", {}).items()
+                        if (s.get("debits", 0) > 1 and _debits_per_life(f, g) > 1)
+                        or (s.get("debits", 0) and g not in f.channel_guids)), key=f.guid_order)
         extras = set(extra)
         seqs = tuple(c["seq"] for c in f.account_calls if c.get("guid") in extras and c.get("applied"))
         out.append(Verdict("balances", extra[0] if len(extra) == 1 else None,
@@ -162,13 +162,14 @@ def one_debit_per_payment(f: Facts) -> list[Verdict]:
     for intent, sent in sorted(f.intents.items()):
         if len(sent) < 2:
             continue
-        debited = sorted(g for g in sent if guids.get(g, {}).get("debits", 0))
+        debited = sorted((g for g in sent if guids.get(g, {}).get("debits", 0)), key=f.guid_order)
         if len(debited) > 1:
             events = tuple(sorted({i for g in sent for i in f.events_for(g)}))
             seqs = tuple(sorted(s for g in sent for s in f.call_seqs(g)))
+            listed = ", ".join(sorted(sent, key=f.guid_order))
             out.append(Verdict("one-debit-per-payment", debited[0],
                                f"the client's one payment {intent!r} went out under {len(sent)} GUIDs "
-                               f"({', '.join(sorted(sent))}) and {len(debited)} of them were debited: the client "
+                               f"({listed}) and {len(debited)} of them were debited: the client "
                                "minted a new GUID instead of resending the same one", events, seqs,
                                clause="3.claim-new"))
     return out
