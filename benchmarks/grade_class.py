@@ -11,8 +11,10 @@ against the targets (20 s and 30 s), and the load average when it ended (these m
 shared: compare rounds at a like load); then, over every round, each submission's score, the
 rubric items it lost, and whether every round gave it the same score and the same words
 (its Gradescope results.json, the execution time left out and timings masked:
-reports.student_text.masked). `--also` adds the gradebooks of earlier rounds (e.g. of an
-earlier commit) to the comparison. Exit 1 when a correct relay
+reports.student_text.masked), and the same timelines: a timeline lists a scenario's events in the
+order they happened, and under a race that order is itself a timing, so the words are compared
+with the timelines' event lines aside, and the timelines apart. `--also` adds the gradebooks of
+earlier rounds (e.g. of an earlier commit) to the comparison. Exit 1 when a correct relay
 lacks full marks, a broken one has them, or a regrade differed.
 """
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -29,18 +32,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CORRECT = {"reference", "go", "stdlib", "java"}
 BURN = "while True: pass"
+TIMELINE_LINE = re.compile(r"^\s*<t>\s.*$\n?|^\.\.\. \(\d+ more lines of this report left out\)$\n?", re.M)
 
 
 def load_record(path: Path) -> dict:
     """One grade.json, with `_words`: what its student reads (Gradescope's results.json, the execution time
-    left out, timings masked), as a regrade must give it again."""
+    left out, timings masked, the timelines' event lines aside), as a regrade must give it again; and
+    `_timelines`: the same with the timelines kept."""
     from relaychaos.reports import gradescope
     from relaychaos.reports.student_text import masked
 
     r = json.loads(path.read_text())
     data = gradescope.results(r)
     data.pop("execution_time")
-    r["_words"] = masked(json.dumps(data, sort_keys=True, ensure_ascii=False))
+    r["_timelines"] = masked(json.dumps(data, sort_keys=True, ensure_ascii=False))
+    for part in [data, *data.get("tests", [])]:
+        if "output" in part:
+            part["output"] = TIMELINE_LINE.sub("", masked(part["output"]))
+    r["_words"] = json.dumps(data, sort_keys=True, ensure_ascii=False)
     return r
 
 
@@ -81,21 +90,25 @@ def compare(rounds: list[dict[str, dict]]) -> list[str]:
     """Print the class table over every round; the problems found."""
     last = rounds[-1]
     print(f"\n{len(rounds)} rounds compared\n")
-    print("| submission | score | items lost | seconds (last round) | same score | same words |\n|---|---|---|---|---|---|")
+    print("| submission | score | items lost | seconds (last round) | same score | same words | same timelines |\n"
+          "|---|---|---|---|---|---|---|")
     problems = []
     for name in sorted(last, key=lambda n: (n not in CORRECT, n)):
         scores = [r[name]["score"] for r in rounds if name in r]
         same_words = len({r[name]["_words"] for r in rounds if name in r}) == 1
+        same_lines = len({r[name]["_timelines"] for r in rounds if name in r}) == 1
         same = len(set(scores)) == 1
         print(f"| {name} | {scores[0]:g} | {lost(last[name])} | {last[name]['execution_time_s']:.1f} | "
-              f"{'yes' if same else 'NO: ' + str(scores)} | {'yes' if same_words else 'NO'} |")
+              f"{'yes' if same else 'NO: ' + str(scores)} | {'yes' if same_words else 'NO'} | "
+              f"{'yes' if same_lines else 'no (a race)'} |")
         problems += [f"{name}: regrades differ {scores}"] * (not same) + [f"{name}: words differ"] * (not same_words)
         if (name in CORRECT) != (scores[0] == last[name]["max_score"]):
             problems.append(f"{name}: {scores[0]} of {last[name]['max_score']}")
     identical = sum(1 for n in last if len({r[n]["score"] for r in rounds if n in r}) == 1)
     words = sum(1 for n in last if len({r[n]["_words"] for r in rounds if n in r}) == 1)
+    lines = sum(1 for n in last if len({r[n]["_timelines"] for r in rounds if n in r}) == 1)
     print(f"\n{identical} of {len(last)} submissions got the same score in every round; {words} of {len(last)} the "
-          "same words")
+          f"same words; {lines} of {len(last)} the same timelines too")
     return problems
 
 

@@ -1,11 +1,12 @@
 """Benchmark: the bundled class graded one submission at a time inside Gradescope's smallest container (emulated).
 
     .venv/bin/python -m benchmarks.gradescope_class [--rounds 1] [--cpus 0.5] [--memory-mib 768]
-        [--baseline DIR] [--out runs/gradescope-bench]
+        [--budget-s auto] [--parallel 1] [--baseline DIR] [--out runs/gradescope-bench]
 
 Each submission (relay_under_test/*/ and relay_under_test/mutants/*/) is graded by
 scripts/gradescope_emulation.py: `relaychaos grade --gradescope` in a cgroup of `--cpus` CPU and
-`--memory-mib` MiB, killed at 600 s as Gradescope would. Prints per submission (the correct relays
+`--memory-mib` MiB, killed at 600 s as Gradescope would; `--parallel` containers side by side,
+as a Gradescope host runs several (each keeps its own CPU quota). Prints per submission (the correct relays
 first) its score, its wall time, peak memory, OOM kills and CPU throttling; then the class's total
 time, the medians, the ratio of the medians to the baseline's, and the load average. The baseline
 is the class on free cores: the gradebook of a `benchmarks.grade_class` round given with
@@ -19,6 +20,7 @@ baseline as benchmarks.grade_class compares its rounds: the same score and the s
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import statistics
@@ -41,10 +43,10 @@ def submissions() -> list[Path]:
     return sorted(found, key=lambda f: f.name not in CORRECT)
 
 
-def emulate(folder: Path, root: Path, cpus: float, memory_mib: int, budget_s: float) -> dict:
+def emulate(folder: Path, root: Path, cpus: float, memory_mib: int, budget_s: str) -> dict:
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gradescope_emulation.py"), str(folder), "--root",
                            str(root), "--cpus", str(cpus), "--memory-mib", str(memory_mib), "--timeout-s",
-                           str(LIMIT_S), "--", "--budget-s", str(budget_s)], cwd=ROOT, capture_output=True, text=True)
+                           str(LIMIT_S), "--", "--budget-s", budget_s], cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"the emulation of {folder.name} failed:\n{done.stdout}\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -55,7 +57,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--cpus", type=float, default=0.5)
     parser.add_argument("--memory-mib", type=int, default=768)
-    parser.add_argument("--budget-s", type=float, default=300.0, help="relaychaos grade's --budget-s inside")
+    parser.add_argument("--budget-s", default="auto", help="relaychaos grade's --budget-s inside")
+    parser.add_argument("--parallel", type=int, default=1, help="emulated containers side by side")
     parser.add_argument("--baseline", type=Path, help="a gradebook of the class graded on free cores")
     parser.add_argument("--out", default="runs/gradescope-bench")
     args = parser.parse_args()
@@ -70,8 +73,13 @@ def main() -> None:
         print(f"\nround {n}: | submission | score | wall s | peak MiB | OOM kills | throttled s |\n"
               "|---|---|---|---|---|---|", flush=True)
         started, rows = time.monotonic(), []
-        for folder in submissions():
-            row = emulate(folder, out / f"round{n}" / folder.name, args.cpus, args.memory_mib, args.budget_s)
+        with concurrent.futures.ThreadPoolExecutor(max(1, args.parallel)) as pool:
+            running = {pool.submit(emulate, folder, out / f"round{n}" / folder.name, args.cpus, args.memory_mib,
+                                   args.budget_s): folder for folder in submissions()}
+            finished = [(running[f], f.result()) for f in concurrent.futures.as_completed(running)]
+        order = [f.name for f in submissions()]
+        finished.sort(key=lambda pair: order.index(pair[0].name))
+        for folder, row in finished:
             rows.append({**row, "name": folder.name})
             print(f"| {folder.name} | {row['score']} | {row['wall_s']} | {row['peak_mib']} | "
                   f"{row['oom_kills']} | {row['throttled_s']} |", flush=True)
@@ -81,7 +89,8 @@ def main() -> None:
         baseline = load_records(Path(where))
         free_med = statistics.median(r["execution_time_s"] for r in baseline.values())
         print(f"round {n}: class of {len(rows)} in {time.monotonic() - started:.0f} s at {args.cpus:g} CPU and "
-              f"{args.memory_mib} MiB; per submission median {statistics.median(walls):.1f} s (correct relays "
+              f"{args.memory_mib} MiB, {args.parallel} side by side; per submission median "
+              f"{statistics.median(walls):.1f} s (correct relays "
               f"{statistics.median(r['wall_s'] for r in rows if r['name'] in CORRECT):.1f} s), max {max(walls):.1f} s; "
               f"ratio of medians to free cores {statistics.median(walls) / free_med:.2f}; peak memory max "
               f"{max(r['peak_mib'] for r in rows)} MiB; OOM kills {sum(r['oom_kills'] for r in rows)}; load average "
