@@ -1,9 +1,11 @@
-"""Print the README's generated tables: the rules, the contract's coverage, the kill matrix.
+"""Print the docs' generated tables: the rules, the contract's coverage, the kill matrix.
 
     .venv/bin/python scripts/readme_tables.py
 
-tests/test_citations.py and tests/test_kill_matrix.py fail until the README holds exactly these.
+The rules and coverage tables belong in docs/rules.md, the kill matrix in docs/relays.md;
+tests/test_citations.py and tests/test_kill_matrix.py fail until those pages hold exactly these.
 """
+
 from relaychaos import contract
 from relaychaos.checkers import RULES
 from relaychaos.relay_under_test.mutants.table import readme_table
