@@ -1,17 +1,18 @@
 """Packaging's one dynamic part: every folder under the mapped design folders is a `relaychaos.*` package.
 
-The metadata is in pyproject.toml. The repository keeps the design's top-level folders and
-maps them under one import name (harness/ is `relaychaos`, fixtures/ is
-`relaychaos.fixtures`, ...). Folders holding only data (a mutant's relay.toml, the
-regression files, the stdlib and Go relays) are listed too, so that they ship.
+The metadata and the mapping (`[tool.setuptools.package-dir]`: harness/ is `relaychaos`,
+fixtures/ is `relaychaos.fixtures`, ...) are in pyproject.toml. Folders holding only data (a
+mutant's relay.toml, the regression files, the stdlib and Go relays) are listed too, so that
+they ship.
 """
+
+import tomllib
 from pathlib import Path
 
 from setuptools import setup
 
 ROOT = Path(__file__).resolve().parent
-MAPPED = {"relaychaos": "harness", "relaychaos.fixtures": "fixtures", "relaychaos.reports": "reports",
-          "relaychaos.scenarios": "scenarios", "relaychaos.relay_under_test": "relay_under_test"}
+MAPPED: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
 SKIP = {"__pycache__", "bin"}  # bytecode; the Go relay's build output
 
 
@@ -27,4 +28,4 @@ def packages() -> list[str]:
     return found
 
 
-setup(package_dir=MAPPED, packages=packages())
+setup(packages=packages())

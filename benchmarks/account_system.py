@@ -7,6 +7,7 @@ constant JSON body — the baseline, measured in the same run — and (2) the
 fixture, peeking at a real ledger file on every transfer. It prints the
 median rate of each and their ratio. Needs nothing else running.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,10 @@ web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), access_log=None, print
 def make_ledger(path: Path) -> None:
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
-    db.execute("CREATE TABLE ledger (guid TEXT PRIMARY KEY, status TEXT NOT NULL, resp_code TEXT, "
-               "request TEXT NOT NULL, response TEXT, attempts INTEGER NOT NULL, updated_at REAL NOT NULL)")
+    db.execute(
+        "CREATE TABLE ledger (guid TEXT PRIMARY KEY, status TEXT NOT NULL, resp_code TEXT, "
+        "request TEXT NOT NULL, response TEXT, attempts INTEGER NOT NULL, updated_at REAL NOT NULL)"
+    )
     db.close()
 
 
@@ -57,28 +60,38 @@ def main() -> None:
     p99: list[float] = []
     try:
         for rnd in range(args.rounds):
-            body = lambda i: {"guid": f"r{rnd}-{i}", "from": "a", "to": "b", "amount": 1}  # noqa: E731
-            base = asyncio.run(closed_loop(f"http://127.0.0.1:{port}/transfer", body, args.requests,
-                                           args.concurrency))
+            body = lambda i, rnd=rnd: {"guid": f"r{rnd}-{i}", "from": "a", "to": "b", "amount": 1}  # noqa: E731
+            base = asyncio.run(closed_loop(f"http://127.0.0.1:{port}/transfer", body, args.requests, args.concurrency))
             fixture.reset(ledger_path=work / "ledger.sqlite", accounts={"a": 10**12, "b": 0})
-            fix = asyncio.run(closed_loop(f"{fixture.url}/transfer", body, args.requests, args.concurrency,
-                                          check=lambda s, b: b.get("code") == "0000"))
+            fix = asyncio.run(
+                closed_loop(
+                    f"{fixture.url}/transfer",
+                    body,
+                    args.requests,
+                    args.concurrency,
+                    check=lambda s, b: b.get("code") == "0000",
+                )
+            )
             stats = fixture.stats()
             assert sum(g["debits"] for g in stats["guids"].values()) == args.requests and fix.errors == 0
             assert all(c["ledger_error"] is None for c in stats["calls"][:10]), "the ledger peek must work"
             rates["bare aiohttp (baseline)"].append(base.rate)
             rates["account system"].append(fix.rate)
             p99.append(fix.percentile(99))
-            print(f"round {rnd + 1}: baseline {base.rate:,.0f}/s, account system {fix.rate:,.0f}/s "
-                  f"(p99 {fix.percentile(99):.1f} ms)", flush=True)
+            print(
+                f"round {rnd + 1}: baseline {base.rate:,.0f}/s, account system {fix.rate:,.0f}/s "
+                f"(p99 {fix.percentile(99):.1f} ms)",
+                flush=True,
+            )
     finally:
         fixture.close()
         bare.stop()
     b, f = median(rates["bare aiohttp (baseline)"]), median(rates["account system"])
     print(f"\nmedian of {args.rounds} rounds, {args.requests} transfers each, concurrency {args.concurrency}:")
     print(f"  bare aiohttp server (baseline): {b:,.0f} req/s")
-    print(f"  account system fixture:         {f:,.0f} transfers/s  (p99 {median(p99):.1f} ms; "
-          f"{f / b:.2f}x the baseline)")
+    print(
+        f"  account system fixture:         {f:,.0f} transfers/s  (p99 {median(p99):.1f} ms; {f / b:.2f}x the baseline)"
+    )
 
 
 if __name__ == "__main__":

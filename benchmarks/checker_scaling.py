@@ -25,6 +25,7 @@ is printed beside them with the load average.
 With PYTHONPATH at an older checkout (no HistoryFile), the history is loaded whole into a
 History instead: that is how the figures before the linear checkers were taken.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,6 +49,7 @@ def peak_rss_mib() -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     import resource
+
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -58,19 +60,11 @@ def child(path: str) -> None:
     import time
 
     from relaychaos import checkers
-    try:
-        from relaychaos.history import HistoryFile
-        source, streamed = HistoryFile(path), True
-    except ImportError:  # an older checkout: the history in memory
-        import gzip
+    from relaychaos.history import HistoryFile
 
-        from relaychaos.history import History
-        with gzip.open(path, "rt") as f:
-            source, streamed = History.loads(f.read()), False
+    source = HistoryFile(path)
 
-    def read_cpu() -> float | None:
-        if not streamed:
-            return None
+    def read_cpu() -> float:
         cpu = time.process_time()
         for _ in source:
             pass
@@ -81,14 +75,28 @@ def child(path: str) -> None:
     verdicts = checkers.check(source)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     rss, read_after = peak_rss_mib(), read_cpu()
-    read = (read_before + read_after) / 2 if read_before is not None and read_after is not None else None
-    print(json.dumps({"seconds": seconds, "cpu": cpu, "read_cpu": read, "rss_mib": rss, "base_mib": before,
-                      "verdicts": sorted({(v.rule, v.guid) for v in verdicts})}))
+    read = (read_before + read_after) / 2
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "cpu": cpu,
+                "read_cpu": read,
+                "rss_mib": rss,
+                "base_mib": before,
+                "verdicts": sorted({(v.rule, v.guid) for v in verdicts}),
+            }
+        )
+    )
 
 
 def check_once(path: Path) -> dict:
-    out = subprocess.run([sys.executable, "-m", "benchmarks.checker_scaling", "--child", str(path)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.checker_scaling", "--child", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -96,7 +104,7 @@ def slope(points: list[tuple[int, float]]) -> float:
     """Least-squares slope of log(time) against log(size)."""
     xs, ys = [math.log(n) for n, _ in points], [math.log(t) for _, t in points]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=False)) / sum((x - mx) ** 2 for x in xs)
 
 
 def main() -> int:
@@ -117,8 +125,11 @@ def main() -> int:
         path = work / f"synthetic-{size}.jsonl.gz"
         injected, skipped = build(path, size, tuple(args.templates.split(",")))
         runs = [check_once(path) for _ in range(args.rounds)]
-        seconds, cpu, rss = (median(r["seconds"] for r in runs), median(r["cpu"] for r in runs),
-                             max(r["rss_mib"] for r in runs))
+        seconds, cpu, rss = (
+            median(r["seconds"] for r in runs),
+            median(r["cpu"] for r in runs),
+            max(r["rss_mib"] for r in runs),
+        )
         reads = median(r["cpu"] / r["read_cpu"] for r in runs) if all(r["read_cpu"] for r in runs) else None
         points.append((size, seconds, cpu, reads))
         wanted = sorted({(rule, guid) for rule, guid, _ in injected})
@@ -126,23 +137,30 @@ def main() -> int:
         missed, extra = sorted(set(wanted) - set(found)), sorted(set(found) - set(wanted))
         each = ", ".join(f"{r['seconds']:.2f}" for r in runs)
         cost = f" = {reads:.2f} reads of the file" if reads is not None else ""
-        print(f"{size:>9,} events: {seconds:7.2f} s wall (median of {args.rounds}: {each}), {cpu:.2f} s CPU{cost}, "
-              f"peak RSS {rss:.0f} MiB "
-              f"(interpreter and imports {runs[0]['base_mib']:.0f} MiB); {len(found)} of {len(wanted)} injected "
-              f"violations found{', no other verdict' if not extra else ''}", flush=True)
+        print(
+            f"{size:>9,} events: {seconds:7.2f} s wall (median of {args.rounds}: {each}), {cpu:.2f} s CPU{cost}, "
+            f"peak RSS {rss:.0f} MiB "
+            f"(interpreter and imports {runs[0]['base_mib']:.0f} MiB); {len(found)} of {len(wanted)} injected "
+            f"violations found{', no other verdict' if not extra else ''}",
+            flush=True,
+        )
         for what in skipped:
             print(f"    not injected (no copy could take it): {what}")
         failures += [f"{size}: missed {m}" for m in missed] + [f"{size}: unexpected verdict {x}" for x in extra]
         if size >= 1_000_000 and ((reads is not None and reads > READS_LIMIT) or rss >= MEMORY_LIMIT_MIB):
-            failures.append(f"{size}: {reads or 0:.2f} reads of the file and {rss:.0f} MiB (limits {READS_LIMIT} "
-                            f"reads, {MEMORY_LIMIT_MIB} MiB)")
+            failures.append(
+                f"{size}: {reads or 0:.2f} reads of the file and {rss:.0f} MiB (limits {READS_LIMIT} "
+                f"reads, {MEMORY_LIMIT_MIB} MiB)"
+            )
     if len(points) > 1:
         k, w = slope([(n, c) for n, _, c, _ in points]), slope([(n, s) for n, s, _, _ in points])
         judged = k
         if all(r for *_, r in points):  # the cost in reads of one event: the machine's speed of the moment divided out
             judged = slope([(n, r * n) for n, _, _, r in points])
-        print(f"\nscaling exponent (log-log slope of time against events): {judged:.2f} on the cost in reads of "
-              f"one event (limit {SLOPE_LIMIT}), {k:.2f} on CPU time, {w:.2f} on wall time")
+        print(
+            f"\nscaling exponent (log-log slope of time against events): {judged:.2f} on the cost in reads of "
+            f"one event (limit {SLOPE_LIMIT}), {k:.2f} on CPU time, {w:.2f} on wall time"
+        )
         if judged > SLOPE_LIMIT:
             failures.append(f"slope {judged:.2f} > {SLOPE_LIMIT}")
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")

@@ -18,6 +18,7 @@
 
 Each line is printed as it is measured, with the load average.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,16 +42,25 @@ def load() -> str:
 def run(checkout: Path, relay: Path, out: Path, *extra: str, env: dict | None = None) -> tuple[float, int, dict]:
     """(wall seconds, exit status, what results.json says of the machine) of one `relaychaos run`."""
     t0 = time.perf_counter()
-    done = subprocess.run([str(checkout / ".venv" / "bin" / "relaychaos"), "run", "--relay", str(relay), "--out",
-                           str(out), *extra], cwd=checkout, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        [str(checkout / ".venv" / "bin" / "relaychaos"), "run", "--relay", str(relay), "--out", str(out), *extra],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     wall = time.perf_counter() - t0
     try:
         data = json.loads((out / "results.json").read_text())
         stateful = next((s for s in data["scenarios"] if "test_random_stories" in s["nodeid"]), {})
         info = stateful.get("stateful") or {}
-        machine = {"outcome": stateful.get("outcome"), "failed": data["summary"]["failed"],
-                   "examples": info.get("examples"), "shrink_s": info.get("shrink_s"), "shrunk": info.get("shrunk")}
+        machine = {
+            "outcome": stateful.get("outcome"),
+            "failed": data["summary"]["failed"],
+            "examples": info.get("examples"),
+            "shrink_s": info.get("shrink_s"),
+            "shrunk": info.get("shrunk"),
+        }
     except (OSError, ValueError, KeyError):
         machine = {}
     return wall, done.returncode, machine
@@ -58,11 +68,17 @@ def run(checkout: Path, relay: Path, out: Path, *extra: str, env: dict | None = 
 
 def line(label: str, wall: float, rc: int, machine: dict) -> None:
     examples = machine.get("examples")
-    shrunk = "" if machine.get("shrink_s") is None else \
-        f"  shrunk {machine['shrink_s']:g} s ({'to its end' if machine.get('shrunk') else 'cut by the budget'})"
-    print(f"{label:<34} {wall:6.1f} s  exit {rc}  failed {machine.get('failed', '?'):>2}  machine "
-          f"{machine.get('outcome') or '-':<8} examples {'-' if examples is None else examples:<4}{shrunk}  "
-          f"load {load()}", flush=True)
+    shrunk = (
+        ""
+        if machine.get("shrink_s") is None
+        else f"  shrunk {machine['shrink_s']:g} s ({'to its end' if machine.get('shrunk') else 'cut by the budget'})"
+    )
+    print(
+        f"{label:<34} {wall:6.1f} s  exit {rc}  failed {machine.get('failed', '?'):>2}  machine "
+        f"{machine.get('outcome') or '-':<8} examples {'-' if examples is None else examples:<4}{shrunk}  "
+        f"load {load()}",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in CORRECT:
             relay = ROOT / "relay_under_test" / name / "relay.toml"
             pairs = [("now", ROOT, correct)] + ([("today", args.today, today)] if args.today else [])
-            for label, checkout, into in (pairs if rnd % 2 == 0 else pairs[::-1]):
+            for label, checkout, into in pairs if rnd % 2 == 0 else pairs[::-1]:
                 wall, rc, machine = run(checkout, relay, work / f"{label}-{name}-{rnd}")
                 into[name].append(wall)
                 line(f"round {rnd + 1} {name} ({label})", wall, rc, machine)
@@ -122,15 +138,21 @@ def summarize(correct: dict, today: dict, broken: dict, beside: list[float]) -> 
     for name, walls in correct.items():
         if not walls:
             continue
-        vs = f"; today {statistics.median(today[name]):.1f} s, ratio now/today " \
-             f"{statistics.median(walls) / statistics.median(today[name]):.2f}" if today[name] else ""
+        vs = (
+            f"; today {statistics.median(today[name]):.1f} s, ratio now/today "
+            f"{statistics.median(walls) / statistics.median(today[name]):.2f}"
+            if today[name]
+            else ""
+        )
         print(f"  {name:<10} median {statistics.median(walls):.1f} s over {len(walls)} runs{vs}")
     if broken:
         walls, base = sorted(broken.values()), statistics.median(beside)
         worst = max(broken, key=broken.get)
-        print(f"broken relays ({len(walls)}): median {statistics.median(walls):.1f} s, max {walls[-1]:.1f} s "
-              f"({worst}); the correct runs beside them: median {base:.1f} s, max {max(beside):.1f} s; ratio "
-              f"broken / correct {statistics.median(walls) / base:.2f} (medians), {walls[-1] / base:.2f} (max)")
+        print(
+            f"broken relays ({len(walls)}): median {statistics.median(walls):.1f} s, max {walls[-1]:.1f} s "
+            f"({worst}); the correct runs beside them: median {base:.1f} s, max {max(beside):.1f} s; ratio "
+            f"broken / correct {statistics.median(walls) / base:.2f} (medians), {walls[-1] / base:.2f} (max)"
+        )
     print(f"load average at the end: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
 
 

@@ -17,6 +17,7 @@ with the timelines' event lines aside, and the timelines apart. `--also` adds th
 earlier rounds (e.g. of an earlier commit) to the comparison. Exit 1 when a correct relay
 lacks full marks, a broken one has them, or a regrade differed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,15 +72,31 @@ def timing(records: dict[str, dict]) -> str:
     times = {name: r["execution_time_s"] for name, r in records.items()}
     good = [t for name, t in times.items() if name in CORRECT]
     bad = [t for name, t in times.items() if name not in CORRECT]
-    return (f"correct relays median {statistics.median(good):.1f} s, max {max(good):.1f} s (target 20 s); broken "
-            f"relays median {statistics.median(bad):.1f} s, max {max(bad):.1f} s (target 30 s)")
+    return (
+        f"correct relays median {statistics.median(good):.1f} s, max {max(good):.1f} s (target 20 s); broken "
+        f"relays median {statistics.median(bad):.1f} s, max {max(bad):.1f} s (target 30 s)"
+    )
 
 
 def one_round(out: Path, seed: int) -> tuple[float, dict[str, dict]]:
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "relaychaos.cli", "grade", "relay_under_test/*/",
-                           "relay_under_test/mutants/*/", "--out", str(out), "--seed", str(seed)], cwd=ROOT,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "relaychaos.cli",
+            "grade",
+            "relay_under_test/*/",
+            "relay_under_test/mutants/*/",
+            "--out",
+            str(out),
+            "--seed",
+            str(seed),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t0
     if done.returncode != 0:
         sys.exit(f"grade failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
@@ -90,25 +107,31 @@ def compare(rounds: list[dict[str, dict]]) -> list[str]:
     """Print the class table over every round; the problems found."""
     last = rounds[-1]
     print(f"\n{len(rounds)} rounds compared\n")
-    print("| submission | score | items lost | seconds (last round) | same score | same words | same timelines |\n"
-          "|---|---|---|---|---|---|---|")
+    print(
+        "| submission | score | items lost | seconds (last round) | same score | same words | same timelines |\n"
+        "|---|---|---|---|---|---|---|"
+    )
     problems = []
     for name in sorted(last, key=lambda n: (n not in CORRECT, n)):
         scores = [r[name]["score"] for r in rounds if name in r]
         same_words = len({r[name]["_words"] for r in rounds if name in r}) == 1
         same_lines = len({r[name]["_timelines"] for r in rounds if name in r}) == 1
         same = len(set(scores)) == 1
-        print(f"| {name} | {scores[0]:g} | {lost(last[name])} | {last[name]['execution_time_s']:.1f} | "
-              f"{'yes' if same else 'NO: ' + str(scores)} | {'yes' if same_words else 'NO'} | "
-              f"{'yes' if same_lines else 'no (a race)'} |")
+        print(
+            f"| {name} | {scores[0]:g} | {lost(last[name])} | {last[name]['execution_time_s']:.1f} | "
+            f"{'yes' if same else 'NO: ' + str(scores)} | {'yes' if same_words else 'NO'} | "
+            f"{'yes' if same_lines else 'no (a race)'} |"
+        )
         problems += [f"{name}: regrades differ {scores}"] * (not same) + [f"{name}: words differ"] * (not same_words)
         if (name in CORRECT) != (scores[0] == last[name]["max_score"]):
             problems.append(f"{name}: {scores[0]} of {last[name]['max_score']}")
     identical = sum(1 for n in last if len({r[n]["score"] for r in rounds if n in r}) == 1)
     words = sum(1 for n in last if len({r[n]["_words"] for r in rounds if n in r}) == 1)
     lines = sum(1 for n in last if len({r[n]["_timelines"] for r in rounds if n in r}) == 1)
-    print(f"\n{identical} of {len(last)} submissions got the same score in every round; {words} of {len(last)} the "
-          f"same words; {lines} of {len(last)} the same timelines too")
+    print(
+        f"\n{identical} of {len(last)} submissions got the same score in every round; {words} of {len(last)} the "
+        f"same words; {lines} of {len(last)} the same timelines too"
+    )
     return problems
 
 
@@ -126,8 +149,11 @@ def main() -> None:
         for n in range(args.rounds):
             wall, records = one_round((ROOT / args.out / f"round{n + 1}").resolve(), args.seed)
             rounds.append(records)
-            print(f"round {n + 1}/{args.rounds}: class of {len(records)} in {wall:.0f} s; {timing(records)}; load "
-                  f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {args.burners} burner(s)", flush=True)
+            print(
+                f"round {n + 1}/{args.rounds}: class of {len(records)} in {wall:.0f} s; {timing(records)}; load "
+                f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {args.burners} burner(s)",
+                flush=True,
+            )
     finally:
         for b in burners:
             b.kill()

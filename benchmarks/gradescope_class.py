@@ -17,6 +17,7 @@ The records of each round land in OUT/roundN/<name>/results/ (each named "submis
 Gradescope: they are known here by their folder); then every round is compared with the
 baseline as benchmarks.grade_class compares its rounds: the same score and the same words.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,9 +45,27 @@ def submissions() -> list[Path]:
 
 
 def emulate(folder: Path, root: Path, cpus: float, memory_mib: int, budget_s: str) -> dict:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gradescope_emulation.py"), str(folder), "--root",
-                           str(root), "--cpus", str(cpus), "--memory-mib", str(memory_mib), "--timeout-s",
-                           str(LIMIT_S), "--", "--budget-s", budget_s], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "gradescope_emulation.py"),
+            str(folder),
+            "--root",
+            str(root),
+            "--cpus",
+            str(cpus),
+            "--memory-mib",
+            str(memory_mib),
+            "--timeout-s",
+            str(LIMIT_S),
+            "--",
+            "--budget-s",
+            budget_s,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         sys.exit(f"the emulation of {folder.name} failed:\n{done.stdout}\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -65,39 +84,59 @@ def main() -> None:
     out = (ROOT / args.out).resolve()
     if not args.baseline:
         wall, _ = one_round(out / "baseline", 0)
-        print(f"baseline on free cores: class of {len(_)} in {wall:.0f} s, load average "
-              f"{os.getloadavg()[0]:.1f}", flush=True)
+        print(
+            f"baseline on free cores: class of {len(_)} in {wall:.0f} s, load average {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
     where = args.baseline or out / "baseline"  # read once the rounds are done: it may be graded meanwhile
     rounds, problems = [], []
     for n in range(1, args.rounds + 1):
-        print(f"\nround {n}: | submission | score | wall s | peak MiB | OOM kills | throttled s |\n"
-              "|---|---|---|---|---|---|", flush=True)
+        print(
+            f"\nround {n}: | submission | score | wall s | peak MiB | OOM kills | throttled s |\n"
+            "|---|---|---|---|---|---|",
+            flush=True,
+        )
         started, rows = time.monotonic(), []
         with concurrent.futures.ThreadPoolExecutor(max(1, args.parallel)) as pool:
-            running = {pool.submit(emulate, folder, out / f"round{n}" / folder.name, args.cpus, args.memory_mib,
-                                   args.budget_s): folder for folder in submissions()}
+            running = {
+                pool.submit(
+                    emulate, folder, out / f"round{n}" / folder.name, args.cpus, args.memory_mib, args.budget_s
+                ): folder
+                for folder in submissions()
+            }
             finished = [(running[f], f.result()) for f in concurrent.futures.as_completed(running)]
         order = [f.name for f in submissions()]
         finished.sort(key=lambda pair: order.index(pair[0].name))
         for folder, row in finished:
             rows.append({**row, "name": folder.name})
-            print(f"| {folder.name} | {row['score']} | {row['wall_s']} | {row['peak_mib']} | "
-                  f"{row['oom_kills']} | {row['throttled_s']} |", flush=True)
+            print(
+                f"| {folder.name} | {row['score']} | {row['wall_s']} | {row['peak_mib']} | "
+                f"{row['oom_kills']} | {row['throttled_s']} |",
+                flush=True,
+            )
             problems += [f"round {n} {folder.name}: {row['oom_kills']} OOM kill(s)"] * bool(row["oom_kills"])
             problems += [f"round {n} {folder.name}: killed at {LIMIT_S:g} s"] * row["killed_at_limit"]
         walls = [r["wall_s"] for r in rows]
         baseline = load_records(Path(where))
         free_med = statistics.median(r["execution_time_s"] for r in baseline.values())
-        print(f"round {n}: class of {len(rows)} in {time.monotonic() - started:.0f} s at {args.cpus:g} CPU and "
-              f"{args.memory_mib} MiB, {args.parallel} side by side; per submission median "
-              f"{statistics.median(walls):.1f} s (correct relays "
-              f"{statistics.median(r['wall_s'] for r in rows if r['name'] in CORRECT):.1f} s), max {max(walls):.1f} s; "
-              f"ratio of medians to free cores {statistics.median(walls) / free_med:.2f}; peak memory max "
-              f"{max(r['peak_mib'] for r in rows)} MiB; OOM kills {sum(r['oom_kills'] for r in rows)}; load average "
-              f"{os.getloadavg()[0]:.1f}", flush=True)
+        print(
+            f"round {n}: class of {len(rows)} in {time.monotonic() - started:.0f} s at {args.cpus:g} CPU and "
+            f"{args.memory_mib} MiB, {args.parallel} side by side; per submission median "
+            f"{statistics.median(walls):.1f} s (correct relays "
+            f"{statistics.median(r['wall_s'] for r in rows if r['name'] in CORRECT):.1f} s), max {max(walls):.1f} s; "
+            f"ratio of medians to free cores {statistics.median(walls) / free_med:.2f}; peak memory max "
+            f"{max(r['peak_mib'] for r in rows)} MiB; OOM kills {sum(r['oom_kills'] for r in rows)}; load average "
+            f"{os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
         # in Gradescope's folders every record is named "submission": each is known by its folder here
-        rounds.append({r["name"]: load_record(out / f"round{n}" / r["name"] / "results" / "grade.json")
-                       for r in rows if (out / f"round{n}" / r["name"] / "results" / "grade.json").exists()})
+        rounds.append(
+            {
+                r["name"]: load_record(out / f"round{n}" / r["name"] / "results" / "grade.json")
+                for r in rows
+                if (out / f"round{n}" / r["name"] / "results" / "grade.json").exists()
+            }
+        )
     for name, record in rounds[-1].items():
         free = baseline.get(name, {}).get("score")
         problems += [f"{name}: {record['score']} here, {free} on free cores"] * (record["score"] != free)

@@ -21,6 +21,7 @@ up to 2x from one minute to the next, so seconds and µs a line are printed, not
 4.9 to 6.7 reads; a small bundle costs more reads, its start-up being a larger part). The wall time also
 counts the waits for a core, and is printed beside them with the load average.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,19 @@ READS_LIMIT, MEMORY_LIMIT_MIB = 10.0, 1024
 def bundle(folder: Path, lines: int) -> int:
     """Write a bundle of about `lines` lines (in a process of its own: a child forked from a process holding the
     generator's gigabytes would count them in its peak memory); returns the lines written."""
-    subprocess.run([sys.executable, str(GENERATOR), str(folder), "--transfers", str(max(lines // LINES_PER_TRANSFER,
-                    10)), "--noise", "2"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            sys.executable,
+            str(GENERATOR),
+            str(folder),
+            "--transfers",
+            str(max(lines // LINES_PER_TRANSFER, 10)),
+            "--noise",
+            "2",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return sum(sum(1 for _ in open(p, "rb")) for p in folder.iterdir() if p.suffix in (".jsonl", ".csv"))
 
 
@@ -76,16 +88,36 @@ def one_round(folder: Path, out: Path) -> dict:
     load0 = os.getloadavg()[0]
     t0 = time.monotonic()
     with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
-        proc = subprocess.Popen([sys.executable, "-m", "relaychaos.cli", "incident", "import", str(folder), "--out",
-                                 str(out), "--no-shrink"], stdout=stdout, stderr=stderr, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "relaychaos.cli",
+                "incident",
+                "import",
+                str(folder),
+                "--out",
+                str(out),
+                "--no-shrink",
+            ],
+            stdout=stdout,
+            stderr=stderr,
+            text=True,
+        )
         _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage: its CPU time and peak memory
         proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.monotonic() - t0
         stdout.seek(0)
         stderr.seek(0)
-        return {"ok": proc.returncode == 0, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
-                "peak_mib": usage.ru_maxrss / 1024, "load": (load0, os.getloadavg()[0]), "stdout": stdout.read(),
-                "stderr": stderr.read()}
+        return {
+            "ok": proc.returncode == 0,
+            "wall_s": wall,
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "peak_mib": usage.ru_maxrss / 1024,
+            "load": (load0, os.getloadavg()[0]),
+            "stdout": stdout.read(),
+            "stderr": stderr.read(),
+        }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,23 +142,29 @@ def main(argv: list[str] | None = None) -> int:
                 r = one_round(folder, work / f"out-{size}")
                 r["reads"] = r["cpu_s"] / ((before + read_cpu(folder)) / 2)
                 rounds.append(r)
-                print(f"  round {n + 1}: {'ok' if r['ok'] else 'FAILED'}; wall {r['wall_s']:.1f} s, CPU "
-                      f"{r['cpu_s']:.1f} s = {r['reads']:.1f} reads of the logs, peak {r['peak_mib']:.0f} MiB; load {r['load'][0]:.1f} → "
-                      f"{r['load'][1]:.1f}", flush=True)
+                print(
+                    f"  round {n + 1}: {'ok' if r['ok'] else 'FAILED'}; wall {r['wall_s']:.1f} s, CPU "
+                    f"{r['cpu_s']:.1f} s = {r['reads']:.1f} reads of the logs, peak {r['peak_mib']:.0f} MiB; "
+                    f"load {r['load'][0]:.1f} → "
+                    f"{r['load'][1]:.1f}",
+                    flush=True,
+                )
                 if not r["ok"]:
                     print(r["stderr"][-2000:], file=sys.stderr)
                     failed = True
             cpu, peak, wall, reads = (median(r[k] for r in rounds) for k in ("cpu_s", "peak_mib", "wall_s", "reads"))
             loads = median(r["load"][0] for r in rounds)
-            print(f"{lines:,} lines: median CPU {cpu:.1f} s ({cpu / lines * 1e6:.1f} µs a line, {reads:.1f} reads of "
-                  f"the logs), wall {wall:.1f} s "
-                  f"at load {loads:.1f}, peak {peak:.0f} MiB", flush=True)
+            print(
+                f"{lines:,} lines: median CPU {cpu:.1f} s ({cpu / lines * 1e6:.1f} µs a line, {reads:.1f} reads of "
+                f"the logs), wall {wall:.1f} s "
+                f"at load {loads:.1f}, peak {peak:.0f} MiB",
+                flush=True,
+            )
             progress = [line for r in rounds for line in r["stderr"].splitlines() if "reading" in line]
             if progress:
                 print(f"  progress line, e.g.: {progress[0]}")
             if reads > READS_LIMIT or peak > MEMORY_LIMIT_MIB:
-                print(f"over the limit: {READS_LIMIT:g} reads of the logs, and {MEMORY_LIMIT_MIB} MiB",
-                      file=sys.stderr)
+                print(f"over the limit: {READS_LIMIT:g} reads of the logs, and {MEMORY_LIMIT_MIB} MiB", file=sys.stderr)
                 failed = True
     finally:
         if not args.keep:

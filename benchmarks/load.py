@@ -3,13 +3,14 @@
 Used by the benchmark scripts only (not by tests): it reports throughput and
 latency percentiles for a fixed number of requests.
 """
+
 from __future__ import annotations
 
 import asyncio
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import aiohttp
 
@@ -30,14 +31,20 @@ class LoadResult:
         return data[min(len(data) - 1, int(p / 100 * len(data)))]
 
 
-async def closed_loop(url: str, make_body: Callable[[int], dict], total: int, concurrency: int,
-                      check: Callable[[int, dict], bool] = lambda status, body: status < 500) -> LoadResult:
+async def closed_loop(
+    url: str,
+    make_body: Callable[[int], dict],
+    total: int,
+    concurrency: int,
+    check: Callable[[int, dict], bool] = lambda status, body: status < 500,
+) -> LoadResult:
     """Send `total` POSTs of make_body(i) to url from `concurrency` workers; time them."""
     counter = iter(range(total))
     latencies: list[float] = []
     errors = 0
     conn = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=30)) as session:
+
         async def worker() -> None:
             nonlocal errors
             for i in counter:
@@ -47,6 +54,7 @@ async def closed_loop(url: str, make_body: Callable[[int], dict], total: int, co
                     ok = check(resp.status, body)
                 latencies.append((time.perf_counter() - t0) * 1000)
                 errors += not ok
+
         t0 = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         elapsed = time.perf_counter() - t0

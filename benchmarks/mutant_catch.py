@@ -10,6 +10,7 @@ scripts/gradescope_emulation.py (0.5 CPU, 768 MB). With `--also-correct`, the re
 is graded the same way after each run and must hold every time. Prints a line per run with
 the load average, then the counts; exit 1 unless every run caught it (and every correct run held).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,22 +27,42 @@ BURN = "while True: pass"
 
 
 def broke(record: dict, scenario: str, rule: str) -> bool:
-    return any(v.get("rule") == rule for s in record.get("scenarios", []) if s["name"] == scenario
-               for v in s.get("verdicts", []))
+    return any(
+        v.get("rule") == rule
+        for s in record.get("scenarios", [])
+        if s["name"] == scenario
+        for v in s.get("verdicts", [])
+    )
 
 
 def one_grade(folder: Path, scenario: str, emulate: bool) -> dict:
     """The grade record of one run: a batch of one, or Gradescope's folders inside the emulation."""
     work = Path(tempfile.mkdtemp(prefix="mutant-catch-"))
     if emulate:
-        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gradescope_emulation.py"), str(folder),
-                               "--root", str(work / "autograder"), "--", "--scenarios", scenario],
-                              cwd=ROOT, capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "scripts" / "gradescope_emulation.py"),
+                str(folder),
+                "--root",
+                str(work / "autograder"),
+                "--",
+                "--scenarios",
+                scenario,
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             sys.exit(f"the emulation failed:\n{done.stdout}\n{done.stderr}")
         return json.loads((work / "autograder" / "results" / "grade.json").read_text())
-    subprocess.run([sys.executable, "-m", "relaychaos.cli", "grade", str(folder), "--out", str(work),
-                    "--scenarios", scenario], cwd=ROOT, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "relaychaos.cli", "grade", str(folder), "--out", str(work), "--scenarios", scenario],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     (path,) = work.glob("submissions/*/grade.json")
     return json.loads(path.read_text())
 
@@ -76,8 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         for b in burners:
             b.kill()
     where = "inside the Gradescope emulation" if args.emulate else f"beside {args.burners} CPU burner(s)"
-    print(f"\n{args.mutant}: caught by {scenario} ({rule}) in {caught} of {args.runs} runs {where}"
-          + (f"; the reference held in {held} of {args.runs}" if args.also_correct else ""))
+    print(
+        f"\n{args.mutant}: caught by {scenario} ({rule}) in {caught} of {args.runs} runs {where}"
+        + (f"; the reference held in {held} of {args.runs}" if args.also_correct else "")
+    )
     return 0 if caught == args.runs and (not args.also_correct or held == args.runs) else 1
 
 

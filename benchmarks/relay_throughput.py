@@ -9,6 +9,7 @@ in the same run: the baseline (the same load sent straight through Toxiproxy to
 the fixture, no relay), relay_base (no dedup) and the reference relay. It checks
 that the reference made exactly one account call per distinct GUID.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,17 +18,17 @@ import random
 import tempfile
 from pathlib import Path
 
-from relaychaos.stack import manifest
-
-from relaychaos.stack import toxiproxy_server
+from relaychaos.stack import manifest, toxiproxy_server
 from relaychaos.stack.account_system import AccountSystem
 from relaychaos.stack.world import Stack
 
 from .load import closed_loop, median
 
 ROOT = Path(__file__).resolve().parent.parent
-RELAYS = {"base": ROOT / "relay_under_test/base/relay.toml",
-          "reference": ROOT / "relay_under_test/reference/relay.toml"}
+RELAYS = {
+    "base": ROOT / "relay_under_test/base/relay.toml",
+    "reference": ROOT / "relay_under_test/reference/relay.toml",
+}
 
 
 def guid_plan(total: int, dup_share: float, seed: int) -> list[str]:
@@ -51,40 +52,56 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-relay-"))
     server = toxiproxy_server.acquire(work)
     account = AccountSystem.start(work)
-    results: dict[str, dict[str, list[float]]] = {k: {"rate": [], "p50": [], "p99": []}
-                                                   for k in ("baseline (no relay)", *RELAYS)}
+    results: dict[str, dict[str, list[float]]] = {
+        k: {"rate": [], "p50": [], "p99": []} for k in ("baseline (no relay)", *RELAYS)
+    }
     try:
         for rnd in range(args.rounds):
             plan = guid_plan(args.requests, 0.10, rnd)
-            body = lambda i: {"guid": plan[i], "from": "a", "to": "b", "amount": 1}  # noqa: E731
+            body = lambda i, plan=plan: {"guid": plan[i], "from": "a", "to": "b", "amount": 1}  # noqa: E731
             for label, path in [("baseline (no relay)", RELAYS["reference"]), *RELAYS.items()]:
-                with Stack(toxiproxy=server.control, account=account, manifest=manifest.load(path),
-                           workdir=work / f"r{rnd}-{label.split()[0]}", name=f"bench-{rnd}",
-                           accounts={"a": 10**12, "b": 0}, account_timeout_ms=2000) as stack:
+                with Stack(
+                    toxiproxy=server.control,
+                    account=account,
+                    manifest=manifest.load(path),
+                    workdir=work / f"r{rnd}-{label.split()[0]}",
+                    name=f"bench-{rnd}",
+                    accounts={"a": 10**12, "b": 0},
+                    account_timeout_ms=2000,
+                ) as stack:
                     if label.startswith("baseline"):
                         url = stack.proxies["account"].url + "/transfer"
                     else:
                         url = stack.start_relay().url + "/transfer"
-                    res = asyncio.run(closed_loop(url, body, args.requests, args.concurrency,
-                                                  check=lambda s, b: s == 200))
+                    res = asyncio.run(
+                        closed_loop(url, body, args.requests, args.concurrency, check=lambda s, b: s == 200)
+                    )
                     if label == "reference":
                         guids = stack.account.stats()["guids"]
-                        assert set(guids) == set(plan) and all(g["calls"] == 1 for g in guids.values()), \
+                        assert set(guids) == set(plan) and all(g["calls"] == 1 for g in guids.values()), (
                             "the reference relay must call once per distinct GUID"
+                        )
                     assert res.errors == 0, f"{label}: {res.errors} requests failed"
                 for key, value in (("rate", res.rate), ("p50", res.percentile(50)), ("p99", res.percentile(99))):
                     results[label][key].append(value)
-                print(f"round {rnd + 1} {label:>20}: {res.rate:7,.0f} transfers/s  p50 {res.percentile(50):5.1f} ms"
-                      f"  p99 {res.percentile(99):5.1f} ms", flush=True)
+                print(
+                    f"round {rnd + 1} {label:>20}: {res.rate:7,.0f} transfers/s  p50 {res.percentile(50):5.1f} ms"
+                    f"  p99 {res.percentile(99):5.1f} ms",
+                    flush=True,
+                )
     finally:
         account.close()
         server.close()
     base = median(results["baseline (no relay)"]["rate"])
-    print(f"\nmedian of {args.rounds} rounds, {args.requests} transfers each (10% duplicate GUIDs), "
-          f"concurrency {args.concurrency}:")
+    print(
+        f"\nmedian of {args.rounds} rounds, {args.requests} transfers each (10% duplicate GUIDs), "
+        f"concurrency {args.concurrency}:"
+    )
     for label, r in results.items():
-        print(f"  {label:>20}: {median(r['rate']):7,.0f} transfers/s ({median(r['rate']) / base:.2f}x baseline)"
-              f"  p50 {median(r['p50']):5.1f} ms  p99 {median(r['p99']):5.1f} ms")
+        print(
+            f"  {label:>20}: {median(r['rate']):7,.0f} transfers/s ({median(r['rate']) / base:.2f}x baseline)"
+            f"  p50 {median(r['p50']):5.1f} ms  p99 {median(r['p99']):5.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ For each relay, with the sandbox on (auto, as root: a uid of its own):
 2. the smallest data limit (`--sandbox-limit data_mib`, in steps of 8 MiB) with
    which `serve` still starts and answers /health, found by bisection.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,7 +19,9 @@ import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = "race-32-two-relays,dropped-response-downstream,kill-after-applied-before-done,reprocess-races-channel-resend"
+SCENARIOS = (
+    "race-32-two-relays,dropped-response-downstream,kill-after-applied-before-done,reprocess-races-channel-resend"
+)
 
 
 def sample(uid: int, stop: threading.Event, peaks: dict[str, int]) -> None:
@@ -49,8 +52,16 @@ def peaks_under_scenarios(relay: Path, names: list[str], server, account) -> dic
     try:
         for name in names:
             sc = ALL[name]
-            with Stack(toxiproxy=server.control, account=account, manifest=manifest.load(relay), workdir=work / name,
-                       name=name, accounts=sc.accounts, account_timeout_ms=sc.account_timeout_ms, sandbox=box) as st:
+            with Stack(
+                toxiproxy=server.control,
+                account=account,
+                manifest=manifest.load(relay),
+                workdir=work / name,
+                name=name,
+                accounts=sc.accounts,
+                account_timeout_ms=sc.account_timeout_ms,
+                sandbox=box,
+            ) as st:
                 result = run_and_check(st, sc)
                 if not result.ok:
                     print(f"  note: {relay.parent.name} broke a rule in {name}: {result.verdicts[0].summary}")
@@ -70,8 +81,14 @@ def smallest_data_limit(relay: Path) -> int:
     def starts(mib: int) -> bool:
         box = Sandbox.create("auto", Limits(data_mib=mib))
         work = Path(tempfile.mkdtemp(prefix="bench-mem-min-"))
-        sup = Supervisor(manifest.load(relay), workdir=work, account_url="http://127.0.0.1:9", account_timeout_ms=300,
-                         ledger_path=box.ledger_dir(work) / "ledger.sqlite", sandbox=box)
+        sup = Supervisor(
+            manifest.load(relay),
+            workdir=work,
+            account_url="http://127.0.0.1:9",
+            account_timeout_ms=300,
+            ledger_path=box.ledger_dir(work) / "ledger.sqlite",
+            sandbox=box,
+        )
         sup._diagnose = lambda argv, port: None  # only whether it starts
         try:
             sup.start("a")
@@ -101,14 +118,18 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-mem-"))
     server, account = toxiproxy_server.acquire(work), AccountSystem.start(work)
-    print("| relay | peak VmData (one process) | peak resident (VmHWM) | peak tasks of the uid | smallest data_mib "
-          "that starts |\n|---|---|---|---|---|")
+    print(
+        "| relay | peak VmData (one process) | peak resident (VmHWM) | peak tasks of the uid | smallest data_mib "
+        "that starts |\n|---|---|---|---|---|"
+    )
     try:
         for name in args.relays.split(","):
             relay = ROOT / "relay_under_test" / name / "relay.toml"
             p = peaks_under_scenarios(relay, args.scenarios.split(","), server, account)
-            print(f"| {name} | {p['VmData']} MiB | {p['VmHWM']} MiB | {p['tasks']} | "
-                  f"{smallest_data_limit(relay)} MiB |", flush=True)
+            print(
+                f"| {name} | {p['VmData']} MiB | {p['VmHWM']} MiB | {p['tasks']} | {smallest_data_limit(relay)} MiB |",
+                flush=True,
+            )
     finally:
         account.close()
         server.close()

@@ -9,6 +9,7 @@
 2. The suite (`pytest scenarios -n 2`) with RELAYCHAOS_SANDBOX=off and =auto, alternating;
    medians and their ratio.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,14 @@ def start_times(relay: Path, starts: int) -> dict[str, list[float]]:
         for i in range(starts):
             for mode, box in boxes.items():
                 ledger = box.ledger_dir(work / f"{mode}-{i}") / "ledger.sqlite"
-                sup = Supervisor(m, workdir=work / f"{mode}-{i}", account_url=f"http://{box.account_host}:9",
-                                 account_timeout_ms=300, ledger_path=ledger, sandbox=box)
+                sup = Supervisor(
+                    m,
+                    workdir=work / f"{mode}-{i}",
+                    account_url=f"http://{box.account_host}:9",
+                    account_timeout_ms=300,
+                    ledger_path=ledger,
+                    sandbox=box,
+                )
                 t0 = time.perf_counter()
                 sup.start("a")
                 times[mode].append(time.perf_counter() - t0)
@@ -54,9 +61,25 @@ def suite_times(rounds: int, relay: Path) -> dict[str, list[float]]:
         for mode in times:
             env = dict(os.environ, RELAYCHAOS_SANDBOX=mode)
             t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "pytest", "scenarios", "-n", "2", "-q", "-p",
-                                   "no:cacheprovider", "--relay", str(relay)], cwd=ROOT, env=env,
-                                  capture_output=True, text=True)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "scenarios",
+                    "-n",
+                    "2",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "--relay",
+                    str(relay),
+                ],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             if proc.returncode != 0:
                 sys.exit(f"the suite failed with --sandbox {mode}:\n{proc.stdout[-3000:]}")
             times[mode].append(time.perf_counter() - t0)
@@ -76,13 +99,18 @@ def main() -> None:
         relay = ROOT / "relay_under_test" / name / "relay.toml"
         t = start_times(relay, args.starts)
         off, auto = (statistics.median(t[k]) for k in ("off", "auto"))
-        print(f"| {name} | {args.starts} | {off * 1000:.0f} ms | {auto * 1000:.0f} ms | {(auto - off) * 1000:+.0f} ms |",
-              flush=True)
+        print(
+            f"| {name} | {args.starts} | {off * 1000:.0f} ms | {auto * 1000:.0f} ms | {(auto - off) * 1000:+.0f} ms |",
+            flush=True,
+        )
     for name in args.suite_relays.split(",") if args.suite_rounds else ():
         t = suite_times(args.suite_rounds, ROOT / "relay_under_test" / name / "relay.toml")
         off, auto = statistics.median(t["off"]), statistics.median(t["auto"])
-        print(f"suite (pytest scenarios -n 2, {name}), {args.suite_rounds} rounds each: off {off:.1f} s, "
-              f"auto {auto:.1f} s, ratio {auto / off:.3f}", flush=True)
+        print(
+            f"suite (pytest scenarios -n 2, {name}), {args.suite_rounds} rounds each: off {off:.1f} s, "
+            f"auto {auto:.1f} s, ratio {auto / off:.3f}",
+            flush=True,
+        )
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 

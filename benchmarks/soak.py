@@ -9,6 +9,7 @@ the exit status, transfers/s achieved of those asked, violations, the first one'
 rule and time, the check's time, the harness's peak memory. Exit 0 when the
 reference held and every mutant was caught within a minute.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,22 +25,42 @@ CAUGHT_WITHIN_S = 60.0
 
 
 def soak(relay: Path, duration: str, args: argparse.Namespace, out: Path) -> dict:
-    argv = [sys.executable, "-m", "relaychaos.cli", "soak", "--relay", str(relay), "--duration", duration,
-            "--rate", str(args.rate), "--seed", str(args.seed), "--out", str(out)]
+    argv = [
+        sys.executable,
+        "-m",
+        "relaychaos.cli",
+        "soak",
+        "--relay",
+        str(relay),
+        "--duration",
+        duration,
+        "--rate",
+        str(args.rate),
+        "--seed",
+        str(args.seed),
+        "--out",
+        str(out),
+    ]
     t0 = time.monotonic()
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
     summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
-    return {"exit": proc.returncode, "wall_s": round(time.monotonic() - t0, 1), **summary,
-            "tail": proc.stdout.strip().splitlines()[-4:] + proc.stderr.strip().splitlines()[-4:]}
+    return {
+        "exit": proc.returncode,
+        "wall_s": round(time.monotonic() - t0, 1),
+        **summary,
+        "tail": proc.stdout.strip().splitlines()[-4:] + proc.stderr.strip().splitlines()[-4:],
+    }
 
 
 def row(name: str, r: dict) -> str:
     fv = r.get("first_violation") or {}
     first = f"{fv['rule']} after {fv['after_s']:g} s" if fv else "-"
-    return (f"| {name} | {r['exit']} | {r.get('duration_s', '?')} s | {r.get('rate_achieved', '?')} of "
-            f"{r.get('rate_asked', '?')} | {r.get('transfers_sent', '?')} | {r.get('faults_done', '?')} | "
-            f"{r.get('violations', '?')} | {first} | {r.get('history_events', '?')} events in "
-            f"{r.get('check_s', '?')} s | {r.get('peak_rss_mib', '?')} MiB |")
+    return (
+        f"| {name} | {r['exit']} | {r.get('duration_s', '?')} s | {r.get('rate_achieved', '?')} of "
+        f"{r.get('rate_asked', '?')} | {r.get('transfers_sent', '?')} | {r.get('faults_done', '?')} | "
+        f"{r.get('violations', '?')} | {first} | {r.get('history_events', '?')} events in "
+        f"{r.get('check_s', '?')} s | {r.get('peak_rss_mib', '?')} MiB |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,12 +74,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out).resolve()
     relays = {"reference": (ROOT / "relay_under_test" / "reference" / "relay.toml", args.duration)}
-    relays.update({m: (ROOT / "relay_under_test" / "mutants" / m / "relay.toml", args.mutant_duration)
-                   for m in MUTANTS})
+    relays.update(
+        {m: (ROOT / "relay_under_test" / "mutants" / m / "relay.toml", args.mutant_duration) for m in MUTANTS}
+    )
     if args.only:
         relays = {k: v for k, v in relays.items() if k in args.only.split(",")}
-    print("| relay | exit | soaked | transfers/s achieved of asked | transfers | faults | violations | first "
-          "violation | check | peak memory |\n|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    print(
+        "| relay | exit | soaked | transfers/s achieved of asked | transfers | faults | violations | first "
+        "violation | check | peak memory |\n|---|---|---|---|---|---|---|---|---|---|",
+        flush=True,
+    )
     results, ok = {}, True
     for name, (relay, duration) in relays.items():
         results[name] = r = soak(relay, duration, args, out / name)

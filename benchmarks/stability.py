@@ -9,6 +9,7 @@ spinning `while True: pass` for the whole loop. Prints one line per run and a
 summary (runs green, the tests that failed and how often, median wall time); exit
 0 when every run was green. The burners are killed however the loop ends.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
             b.kill()
             b.wait()
     what = "kill matrix" if args.kill_matrix else f"suite against {args.relay}"
-    print(f"\n{what}, {args.burners} CPU burners: {green}/{len(walls)} runs green, "
-          f"median {statistics.median(walls):.1f} s")
+    print(
+        f"\n{what}, {args.burners} CPU burners: {green}/{len(walls)} runs green, "
+        f"median {statistics.median(walls):.1f} s"
+    )
     for name, n in failures.most_common():
         print(f"  {n}x {name}")
     return 0 if green == len(walls) else 1

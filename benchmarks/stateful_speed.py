@@ -10,9 +10,11 @@
    each mutant whose bug needs an interleaving, the examples and seconds to the first failure
    and the length of the shrunk scenario file.
 """
+
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import tempfile
 import time
@@ -21,15 +23,16 @@ from pathlib import Path
 from hypothesis import HealthCheck, errors, settings
 from hypothesis.stateful import rule, run_state_machine_as_test
 
-ROOT = Path(__file__).resolve().parent.parent
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
 from relaychaos.relay_under_test.mutants.table import MUTANTS
-from relaychaos.scenarios.machine import ACCOUNTS, TIMEOUT_MS, ChaosMachine, Context, bind
+from relaychaos.scenarios.machine import ACCOUNTS, TIMEOUT_MS, ChaosMachine, bind
+from relaychaos.scenarios.machine_context import Context
 from relaychaos.stack import manifest, toxiproxy_server
 from relaychaos.stack.account_system import AccountSystem
 from relaychaos.stack.world import Stack
 
+ROOT = Path(__file__).resolve().parent.parent
 COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None, print_blob=False)
 POWER = [m for m in MUTANTS if m.needs_interleaving]
 
@@ -48,8 +51,15 @@ for name in [n for n, v in vars(ChaosMachine).items() if getattr(v, "hypothesis_
 
 
 def stack_for(server, account, relay: Path, work: Path) -> Stack:
-    return Stack(toxiproxy=server.control, account=account, manifest=manifest.load(relay),
-                 workdir=work / relay.parent.name, name="bench", accounts=ACCOUNTS, account_timeout_ms=TIMEOUT_MS)
+    return Stack(
+        toxiproxy=server.control,
+        account=account,
+        manifest=manifest.load(relay),
+        workdir=work / relay.parent.name,
+        name="bench",
+        accounts=ACCOUNTS,
+        account_timeout_ms=TIMEOUT_MS,
+    )
 
 
 def rate(server, account, work: Path, machine, examples: int) -> float:
@@ -74,11 +84,15 @@ def main() -> None:
         for rnd in range(args.rounds):
             base.append(rate(server, account, work, OneTransfer, args.examples))
             full.append(rate(server, account, work, ChaosMachine, args.examples))
-            print(f"round {rnd + 1}: machine {full[-1]:.2f} examples/s, baseline (one transfer) {base[-1]:.2f}/s",
-                  flush=True)
+            print(
+                f"round {rnd + 1}: machine {full[-1]:.2f} examples/s, baseline (one transfer) {base[-1]:.2f}/s",
+                flush=True,
+            )
         f, b = statistics.median(full), statistics.median(base)
-        print(f"\nreference relay, {args.examples} examples of at most 8 steps: median {f:.2f} examples/s "
-              f"(baseline {b:.2f}/s; {f / b:.2f}x)")
+        print(
+            f"\nreference relay, {args.examples} examples of at most 8 steps: median {f:.2f} examples/s "
+            f"(baseline {b:.2f}/s; {f / b:.2f}x)"
+        )
         if args.skip_power:
             return
         print("\npower check at the nightly budget (300 examples, 20 steps):")
@@ -87,19 +101,21 @@ def main() -> None:
             with stack_for(server, account, mutant.manifest, work) as stack:
                 ctx = Context(stack, work / "found" / relay)
                 t0 = time.perf_counter()
-                try:
-                    run_state_machine_as_test(bind(ctx), settings=settings(max_examples=300, stateful_step_count=20,
-                                                                           **COMMON))
-                except (AssertionError, errors.Flaky):
-                    pass
+                with contextlib.suppress(AssertionError, errors.Flaky):
+                    run_state_machine_as_test(
+                        bind(ctx), settings=settings(max_examples=300, stateful_step_count=20, **COMMON)
+                    )
                 took = time.perf_counter() - t0
                 if ctx.first_failure_at is None:
                     print(f"  {relay:>28}: NOT FOUND in {ctx.examples} examples ({took:.0f} s)")
                     continue
                 steps = len(scenario_file.load(ctx.last_file).scenario.steps)
-                print(f"  {relay:>28}: first failure at example {ctx.first_failure_at[0]}, "
-                      f"{ctx.first_failure_at[1]:.1f} s; shrunk to {steps} steps ({ctx.failures[-1]}); "
-                      f"{took:.0f} s with shrinking", flush=True)
+                print(
+                    f"  {relay:>28}: first failure at example {ctx.first_failure_at[0]}, "
+                    f"{ctx.first_failure_at[1]:.1f} s; shrunk to {steps} steps ({ctx.failures[-1]}); "
+                    f"{took:.0f} s with shrinking",
+                    flush=True,
+                )
     finally:
         account.close()
         server.close()

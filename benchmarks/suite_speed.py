@@ -9,6 +9,7 @@
 2. Every broken relay against each scenario meant to catch it (tests/test_kill_matrix.py),
    one at a time: seconds from the scenario's start to its verdict.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,13 +32,12 @@ def timed(argv: list[str]) -> float:
 
 
 def catch_times() -> list[tuple[str, str, float, bool]]:
-    from relaychaos.stack import manifest
-    from relaychaos.stack import toxiproxy_server
-    from relaychaos.stack.account_system import AccountSystem
     from relaychaos.chaos import run_and_check
-    from relaychaos.stack.world import Stack
-    from relaychaos.scenarios import ALL
     from relaychaos.relay_under_test.mutants.table import MUTANTS
+    from relaychaos.scenarios import ALL
+    from relaychaos.stack import manifest, toxiproxy_server
+    from relaychaos.stack.account_system import AccountSystem
+    from relaychaos.stack.world import Stack
 
     work = Path(tempfile.mkdtemp(prefix="bench-catch-"))
     server, account = toxiproxy_server.acquire(work), AccountSystem.start(work)
@@ -47,9 +47,15 @@ def catch_times() -> list[tuple[str, str, float, bool]]:
             relay = mutant.name
             for name in mutant.caught_by:
                 sc = ALL[name]
-                with Stack(toxiproxy=server.control, account=account, manifest=manifest.load(mutant.manifest),
-                           workdir=work / f"{relay}-{name}", name=name, accounts=sc.accounts,
-                           account_timeout_ms=sc.account_timeout_ms) as stack:
+                with Stack(
+                    toxiproxy=server.control,
+                    account=account,
+                    manifest=manifest.load(mutant.manifest),
+                    workdir=work / f"{relay}-{name}",
+                    name=name,
+                    accounts=sc.accounts,
+                    account_timeout_ms=sc.account_timeout_ms,
+                ) as stack:
                     t0 = time.perf_counter()
                     result = run_and_check(stack, sc)
                     out.append((relay, name, time.perf_counter() - t0, not result.ok))
@@ -68,17 +74,22 @@ def main() -> None:
     for rnd in range(args.rounds):
         base.append(timed(py + ["-k", "happy-path"]))
         suite.append(timed(py))
-        print(f"round {rnd + 1}: whole suite {suite[-1]:.1f} s, baseline (happy-path only) {base[-1]:.1f} s",
-              flush=True)
+        print(
+            f"round {rnd + 1}: whole suite {suite[-1]:.1f} s, baseline (happy-path only) {base[-1]:.1f} s", flush=True
+        )
     catches = catch_times()
     for relay, name, secs, caught in catches:
         print(f"  {relay:>24} by {name:<32} {secs:5.2f} s {'caught' if caught else 'NOT CAUGHT'}")
     s, b = statistics.median(suite), statistics.median(base)
     secs = [c[2] for c in catches]
-    print(f"\nwhole suite against the reference, -n 2: median {s:.1f} s over {args.rounds} rounds "
-          f"(baseline {b:.1f} s; {s / b:.1f}x)")
-    print(f"broken relays caught: {sum(c[3] for c in catches)}/{len(catches)} pairs; seconds from scenario start to "
-          f"verdict: median {statistics.median(secs):.2f}, max {max(secs):.2f}")
+    print(
+        f"\nwhole suite against the reference, -n 2: median {s:.1f} s over {args.rounds} rounds "
+        f"(baseline {b:.1f} s; {s / b:.1f}x)"
+    )
+    print(
+        f"broken relays caught: {sum(c[3] for c in catches)}/{len(catches)} pairs; seconds from scenario start to "
+        f"verdict: median {statistics.median(secs):.2f}, max {max(secs):.2f}"
+    )
 
 
 if __name__ == "__main__":

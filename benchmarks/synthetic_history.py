@@ -12,6 +12,7 @@ The copies' own snapshots are left out: a snapshot shows the whole ledger, and t
 copies' ledgers were not one. So the ledger-transition and batch-window rules meet no
 snapshot pairs here; everything else is judged as in the recorded runs.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -21,10 +22,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "recorded"
-TEMPLATES = ("race-32-two-relays", "race-32-one-relay", "check-then-insert-short-resends", "dropped-response-downstream",
-             "dropped-request-upstream", "dropped-response-to-channel", "latency-beyond-timeout", "proxy-down-refused", "reset-after-request-sent",
-             "second-relay-joins", "happy-path", "resend-after-done", "reprocess-only-failed",
-             "two-reprocess-runs-at-once", "resolve-query-fails", "malformed-requests", "account-e500")
+TEMPLATES = (
+    "race-32-two-relays",
+    "race-32-one-relay",
+    "check-then-insert-short-resends",
+    "dropped-response-downstream",
+    "dropped-request-upstream",
+    "dropped-response-to-channel",
+    "latency-beyond-timeout",
+    "proxy-down-refused",
+    "reset-after-request-sent",
+    "second-relay-joins",
+    "happy-path",
+    "resend-after-done",
+    "reprocess-only-failed",
+    "two-reprocess-runs-at-once",
+    "resolve-query-fails",
+    "malformed-requests",
+    "account-e500",
+)
 TIMES = re.compile(r'"(time|sent_at|received_at|answered_at|wall|updated_at)": (-?[0-9][0-9.eE+-]*)')
 INTENT = re.compile(r'("intent": "[^"]*)"')
 LEFT_OUT = ("scenario", "ledger-snapshot", "ledger-schema", "account-stats")
@@ -45,16 +61,26 @@ class Template:
     last: float
 
     @classmethod
-    def load(cls, name: str) -> "Template":
-        events = [json.loads(line) for line in gzip.open(DATA / f"ref-{name}.jsonl.gz", "rt")]
+    def load(cls, name: str) -> Template:
+        with gzip.open(DATA / f"ref-{name}.jsonl.gz", "rt") as f:
+            events = [json.loads(line) for line in f]
         header = next(e["value"] for e in events if e["f"] == "scenario")
         stats = next(e["value"]["stats"] for e in events if e["f"] == "account-stats")
         rows = [e["value"]["rows"] for e in events if e["f"] == "ledger-snapshot" and e["type"] == "ok"]
         kept = [e for e in events if e["f"] not in LEFT_OUT]
-        times = [e["time"] for e in events] + [t for c in stats["calls"] for t in (c["received_at"], c["answered_at"])
-                                                if t is not None]
-        return cls(name, header["tag"], header, [_split(e) for e in kept], stats, rows[-1] if rows else {},
-                   min(times), max(times))
+        times = [e["time"] for e in events] + [
+            t for c in stats["calls"] for t in (c["received_at"], c["answered_at"]) if t is not None
+        ]
+        return cls(
+            name,
+            header["tag"],
+            header,
+            [_split(e) for e in kept],
+            stats,
+            rows[-1] if rows else {},
+            min(times),
+            max(times),
+        )
 
     def copy(self, n: int, offset: float, first_index: int) -> list[str]:
         """The copy's event lines: GUIDs and intents suffixed with `n`, times shifted by `offset`."""
@@ -77,7 +103,7 @@ def _split(event: dict) -> list:
     text = INTENT.sub(lambda m: m[1] + '\x00"', text)
     parts, pos = [], 0
     for m in TIMES.finditer(text):
-        parts += [text[pos:m.start(2)], float(m[2])]
+        parts += [text[pos : m.start(2)], float(m[2])]
         pos = m.end(2)
     return parts + [text[pos:]]
 
@@ -113,8 +139,11 @@ def _first(calls: list[dict], test) -> int | None:
 
 def _told(lines: list[str], code: str) -> set[str]:
     """The GUIDs the channel was answered `code` for."""
-    return {json.loads(line)["value"]["guid"] for line in lines
-            if '"type": "ok", "f": "transfer"' in line and f'"code": "{code}"' in line}
+    return {
+        json.loads(line)["value"]["guid"]
+        for line in lines
+        if '"type": "ok", "f": "transfer"' in line and f'"code": "{code}"' in line
+    }
 
 
 def _double_debit(calls, stats, lines, rows):
@@ -136,8 +165,13 @@ def _resent_unknown(calls, stats, lines, rows):
     i = _first(calls, lambda c: c["guid"] in _told(lines, "E901"))
     if i is None:
         return None
-    c = dict(calls[i], code="E500", applied=False, received_at=calls[i]["answered_at"] + 1e-4,
-             answered_at=calls[i]["answered_at"] + 2e-4)
+    c = dict(
+        calls[i],
+        code="E500",
+        applied=False,
+        received_at=calls[i]["answered_at"] + 1e-4,
+        answered_at=calls[i]["answered_at"] + 2e-4,
+    )
     calls.insert(i + 1, c)
     s = stats["guids"][c["guid"]]
     s.update(calls=s["calls"] + 1, codes=s["codes"] + ["E500"])
@@ -197,8 +231,9 @@ def _left_unknown(calls, stats, lines, rows):
 INJECTIONS = (_double_debit, _resent_unknown, _lost, _sent_before_written, _changed_replay, _left_unknown)
 
 
-def build(path: Path, events: int, templates: tuple[str, ...] = TEMPLATES) -> tuple[list[tuple[str, str, str]],
-                                                                                  list[str]]:
+def build(
+    path: Path, events: int, templates: tuple[str, ...] = TEMPLATES
+) -> tuple[list[tuple[str, str, str]], list[str]]:
     """Write a history of about `events` events to `path` (gzipped if it ends .gz).
 
     Returns what was injected, (rule, GUID, how) for each verdict the checkers must give
@@ -208,13 +243,22 @@ def build(path: Path, events: int, templates: tuple[str, ...] = TEMPLATES) -> tu
     loaded = [Template.load(name) for name in templates]
     base = loaded[0].header
     merged = Merged({a for t in loaded for a in t.header["accounts"]})
-    header = dict(base, name=f"synthetic-{events}", description=f"{len(loaded)} recorded histories copied end to end",
-                  accounts=dict(merged.balances), guids={}, steps=[], tag="synthetic")
+    header = dict(
+        base,
+        name=f"synthetic-{events}",
+        description=f"{len(loaded)} recorded histories copied end to end",
+        accounts=dict(merged.balances),
+        guids={},
+        steps=[],
+        tag="synthetic",
+    )
     opener = gzip.open if path.suffix == ".gz" else open
     injected, todo, count, n, at = [], list(INJECTIONS), 1, 0, base.get("start", loaded[0].first)
     with opener(path, "wt", encoding="utf-8") as out:
-        out.write(json.dumps({"index": 0, "time": at, "process": "runner", "type": "ok", "f": "scenario",
-                              "value": header}) + "\n")
+        out.write(
+            json.dumps({"index": 0, "time": at, "process": "runner", "type": "ok", "f": "scenario", "value": header})
+            + "\n"
+        )
         while count < events - 2:
             t = loaded[n % len(loaded)]
             offset = at + 1.0 - t.first
@@ -232,11 +276,46 @@ def build(path: Path, events: int, templates: tuple[str, ...] = TEMPLATES) -> tu
             out.writelines(lines)
             count, n, at = count + len(lines), n + 1, t.last + offset
         at += 1.0
-        out.write(json.dumps({"index": count, "time": at, "process": "observer", "type": "ok", "f": "ledger-snapshot",
-                              "value": {"after_step": "final", "kind": "final", "wall": at, "rows": merged.rows}}) + "\n")
-        out.write(json.dumps({"index": count + 1, "time": at, "process": "observer", "type": "ok", "f": "ledger-schema",
-                              "value": {"columns": ["guid", "status", "resp_code", "request", "response", "attempts",
-                                                    "updated_at"], "error": None}}) + "\n")
-        out.write(json.dumps({"index": count + 2, "time": at, "process": "observer", "type": "ok", "f": "account-stats",
-                              "value": {"stats": merged.stats()}}) + "\n")
+        out.write(
+            json.dumps(
+                {
+                    "index": count,
+                    "time": at,
+                    "process": "observer",
+                    "type": "ok",
+                    "f": "ledger-snapshot",
+                    "value": {"after_step": "final", "kind": "final", "wall": at, "rows": merged.rows},
+                }
+            )
+            + "\n"
+        )
+        out.write(
+            json.dumps(
+                {
+                    "index": count + 1,
+                    "time": at,
+                    "process": "observer",
+                    "type": "ok",
+                    "f": "ledger-schema",
+                    "value": {
+                        "columns": ["guid", "status", "resp_code", "request", "response", "attempts", "updated_at"],
+                        "error": None,
+                    },
+                }
+            )
+            + "\n"
+        )
+        out.write(
+            json.dumps(
+                {
+                    "index": count + 2,
+                    "time": at,
+                    "process": "observer",
+                    "type": "ok",
+                    "f": "account-stats",
+                    "value": {"stats": merged.stats()},
+                }
+            )
+            + "\n"
+        )
     return injected, [f.__doc__ for f in todo]

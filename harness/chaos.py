@@ -1,11 +1,11 @@
 """Run a scenario, keep its history, check it: the one entry point the suite, the CLI and Hypothesis share.
 
 This is the API layer over the parts: the engine runs, the checkers judge, the
-reports render. Histories are saved as JSON lines beside the run's logs.
+reports render. Histories are saved (relaychaos.history.save) beside the run's logs.
 """
+
 from __future__ import annotations
 
-import gzip
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +13,7 @@ from relaychaos import checkers
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.engine.runner import run_scenario
 from relaychaos.engine.steps import Scenario
-from relaychaos.history import History, HistoryFile
+from relaychaos.history import History, HistoryFile, save
 from relaychaos.reports.incident import report
 from relaychaos.stack.world import Stack
 
@@ -50,33 +50,11 @@ class ChaosResult:
 def run_and_check(stack: Stack, scenario: Scenario, tag: str | None = None) -> ChaosResult:
     """Run scenario on a fresh stack, save the history in the stack's folder, and check it."""
     history = run_scenario(stack, scenario, tag)
-    path = save_history(history, stack.workdir / "history.jsonl")
+    path = save(history, stack.workdir / "history.jsonl")
     return ChaosResult(scenario, history, checkers.check(history), path, checkers.notes(history))
-
-
-def save_history(history: History, path: Path, compress_above: int | None = None) -> Path:
-    """Write a history as JSON lines (one event a line); returns the path written.
-
-    With `compress_above`, a text longer than that many bytes goes to `path` + `.gz` instead."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = history.dumps().encode()
-    if compress_above is not None and len(text) > compress_above:
-        path = path.with_name(path.name + ".gz")
-        path.write_bytes(gzip.compress(text, compresslevel=6))
-    else:
-        path.write_bytes(text)
-    return path
-
-
-def load_history(path: Path) -> History:
-    """A saved history (`.jsonl` or `.jsonl.gz`) in memory."""
-    return History.read(path)
 
 
 def check_path(path: Path) -> list[Verdict]:
     """Check a saved history file (`.jsonl` or `.jsonl.gz`, e.g. a StreamedHistory's), by the tolerances it
     recorded: read in one pass, event by event, never held in memory whole."""
     return checkers.check(HistoryFile(path))
-
-
-recheck = check_path  # the older name

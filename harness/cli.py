@@ -14,26 +14,24 @@ named scenario fails, the state machine's random stories do not run (the report 
 Exit status: 0 every check held, 1 a check failed, 2 the harness could not run, 130 after
 Ctrl-C (the scenarios that finished are written, marked partial, with their report).
 """
+
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from relaychaos import machine_options, paths
+from relaychaos import options, paths
 from relaychaos.errors import HarnessError
 
 # The suite's pytest configuration, written into each run folder: the run needs no checkout.
-SUITE_INI = "[pytest]\naddopts = -p no:cacheprovider\n"
 
 
 def preflight(relay: Path, out: Path) -> None:
     """Fail fast, with one message, on what would stop every scenario: the manifest, Toxiproxy."""
-    from relaychaos.stack import manifest
-    from relaychaos.stack import toxiproxy_server
+    from relaychaos.stack import manifest, toxiproxy_server
 
     for warning in manifest.load(relay).warnings:
         print(f"relaychaos: {relay}: {warning}", file=sys.stderr)
@@ -57,18 +55,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2
-    ini = out / "pytest.ini"
-    ini.write_text(SUITE_INI)
-    suite = paths.suite()
-    argv = [sys.executable, "-m", "pytest", str(suite), "--rootdir", str(suite), "-c", str(ini),
-            "--relay", str(relay), "--junitxml", str(out / "junit.xml"),
-            "--relaychaos-results", str(out / "results.json"), "-q", "--sandbox", args.sandbox]
-    argv += ["--sandbox-limit", args.sandbox_limit] if args.sandbox_limit else []
-    argv += machine_options.pytest_args(vars(args))
-    if args.workers != "0":
-        argv += ["-n", args.workers]
-    argv += args.pytest_args
-    argv += ["--color=yes"] if sys.stdout.isatty() else []
+    argv = _suite_argv(args, relay, out)
     print(f"relaychaos: running the suite against {relay} -> {out}\nrelaychaos: {sandbox_summary}", flush=True)
     from relaychaos.suite_process import run_suite
 
@@ -80,26 +67,46 @@ def cmd_run(args: argparse.Namespace) -> int:
     if interrupted:
         print(end="\n" if mid_line else "")  # pytest's progress dots end without a newline
         return _interrupted(relay, out)
-    if rc in (0, 1) and results.exists():
-        from relaychaos.reports.html import write as write_html
+    return _reported(rc, results, out)
 
-        write_html(results)
-        data = json.loads(results.read_text())
-        summary, machine = data["summary"], data.get("random_stories") or {}
-        if machine.get("why_not"):
-            print(f"relaychaos: random stories not run: {machine['why_not']}")
-        print(f"relaychaos: {summary['passed']} passed, {summary['failed']} failed, {summary['error']} errors; "
-              f"report in {out}")
-        return 0 if rc == 0 else 1
-    print(f"relaychaos: the suite could not run (pytest exit status {rc}); see the output above", file=sys.stderr)
-    return 2
+
+def _suite_argv(args: argparse.Namespace, relay: Path, out: Path) -> list[str]:
+    """The suite's command line against `relay` (relaychaos.suite_process.suite_command), as `run` was asked."""
+    from relaychaos.suite_process import suite_command
+
+    extra = ["--junitxml", str(out / "junit.xml")]
+    extra += ["-n", args.workers] if args.workers != "0" else []
+    extra += [*args.pytest_args, *(["--color=yes"] if sys.stdout.isatty() else [])]
+    values = {o.name: getattr(args, o.name) for o in options.COMMAND_OPTIONS}
+    return suite_command(relay, out, out / "results.json", values, extra)
+
+
+def _reported(rc: int, results: Path, out: Path) -> int:
+    """After the suite ran: its HTML report and one summary line, and the exit status (2: it could not run)."""
+    if rc not in (0, 1) or not results.exists():
+        print(f"relaychaos: the suite could not run (pytest exit status {rc}); see the output above", file=sys.stderr)
+        return 2
+    from relaychaos.reports.html import write as write_html
+
+    write_html(results)
+    from relaychaos.reports.results import RunResults
+
+    data = RunResults.load(results).as_dict()
+    summary, machine = data["summary"], data.get("random_stories") or {}
+    if machine.get("why_not"):
+        print(f"relaychaos: random stories not run: {machine['why_not']}")
+    print(
+        f"relaychaos: {summary['passed']} passed, {summary['failed']} failed, {summary['error']} errors; "
+        f"report in {out}"
+    )
+    return 0 if rc == 0 else 1
 
 
 def _interrupted(relay: Path, out: Path) -> int:
     """After Ctrl-C: what finished, written and marked partial, with its report; exit status 130."""
-    from relaychaos.pytest_plugin import manifest_name
     from relaychaos.reports.html import write as write_html
     from relaychaos.reports.results import RunResults
+    from relaychaos.results_recorder import manifest_name
 
     path = out / "results.json"
     try:
@@ -110,19 +117,20 @@ def _interrupted(relay: Path, out: Path) -> int:
     results.write(path)
     write_html(path)
     total = f" of {results.expected}" if results.expected else ""
-    print(f"relaychaos: interrupted after {len(results.scenarios)}{total} scenarios; partial results and report in "
-          f"{out}", flush=True)
+    print(
+        f"relaychaos: interrupted after {len(results.scenarios)}{total} scenarios; partial results and report in {out}",
+        flush=True,
+    )
     return 130
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run one scenario file against a relay and print the verdict with its per-GUID timeline."""
-    from relaychaos.stack import manifest
-    from relaychaos.engine import scenario_file
-    from relaychaos.stack import toxiproxy_server
-    from relaychaos.stack.account_system import AccountSystem
     from relaychaos.chaos import run_and_check
+    from relaychaos.engine import scenario_file
     from relaychaos.sandbox.policy import Limits, Sandbox
+    from relaychaos.stack import manifest, toxiproxy_server
+    from relaychaos.stack.account_system import AccountSystem
     from relaychaos.stack.world import Stack
 
     relay = Path(args.relay).resolve() if args.relay else paths.reference_relay()
@@ -138,8 +146,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
         server = toxiproxy_server.acquire(out)
         account = AccountSystem.start(out)
         sc = loaded.scenario
-        with Stack(toxiproxy=server.control, account=account, manifest=m, workdir=out, name=sc.name,
-                   accounts=sc.accounts, account_timeout_ms=sc.account_timeout_ms, sandbox=sandbox) as stack:
+        with Stack(
+            toxiproxy=server.control,
+            account=account,
+            manifest=m,
+            workdir=out,
+            name=sc.name,
+            accounts=sc.accounts,
+            account_timeout_ms=sc.account_timeout_ms,
+            sandbox=sandbox,
+        ) as stack:
             result = run_and_check(stack, sc)
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
@@ -158,22 +174,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="relaychaos", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="relaychaos", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the chaos suite against a relay and write a report")
     run.add_argument("--relay", help="the relay.toml to test (default: the bundled reference relay)")
     run.add_argument("--out", help="the run folder (default: runs/YYYYmmdd-HHMMSS)")
     run.add_argument("-n", "--workers", default="2", help="pytest-xdist workers; 0 runs in one process")
-    machine_options.add_to_argparse(run)  # --hunt, --shrink-s
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments, after --")
-    for p in (run, replay := sub.add_parser("replay", help="run one scenario file and print the verdict with its "
-                                                           "timeline")):
-        p.add_argument("--sandbox", choices=("auto", "strict", "off"), default=os.environ.get("RELAYCHAOS_SANDBOX",
-                       "auto"), help="contain the relay's commands: auto (all this machine offers, the default), "
-                                     "strict (refuse to run unless every layer can be had), off")
-        p.add_argument("--sandbox-limit", metavar="NAME=N,...", default=None,
-                       help="change sandbox limits, e.g. memory_mib=2048 (see docs/sandbox.md)")
+    options.add_to_argparse(run)  # --sandbox, --sandbox-limit, --hunt, --shrink-s
+    replay = sub.add_parser("replay", help="run one scenario file and print the verdict with its timeline")
+    options.add_to_argparse(replay, (options.SANDBOX, options.SANDBOX_LIMIT))
     run.set_defaults(func=cmd_run)
     replay.add_argument("file", help="the scenario file (YAML), e.g. an incident written down")
     replay.add_argument("--relay", help="the relay.toml to replay it on (default: the bundled reference relay)")
@@ -188,6 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     for module in (grading, soak, recheck, incidents, timeline_command):  # each command's parsers: imported lazily
         module.add_parsers(sub)
     args = parser.parse_args(argv)
+    try:
+        options.resolve_all(args)
+    except ValueError as e:
+        print(f"relaychaos: {e}", file=sys.stderr)
+        return 2
     return args.func(args)
 
 

@@ -7,6 +7,7 @@ by id; expectations inside checkers cite them too; named scenarios declare the
 clauses they exercise. `kind="permission"` marks a sentence that widens what a
 relay may do (the harness must accept it) rather than an obligation.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,59 +33,107 @@ class Clause:
 _ALL = [
     # §1 the manifest
     Clause("1.ready", "1", "serve must answer GET /health by then"),
-    Clause("1.batch-exit", "1", "A batch command exits 0 when it ran through (rows it could not settle stay as "
-                                "they are), non-zero when it could not run."),
-    Clause("1.sigkill", "1", "`serve` may be killed with SIGKILL at any moment and started again on the same "
-                             "ledger."),
+    Clause(
+        "1.batch-exit",
+        "1",
+        "A batch command exits 0 when it ran through (rows it could not settle stay as "
+        "they are), non-zero when it could not run.",
+    ),
+    Clause("1.sigkill", "1", "`serve` may be killed with SIGKILL at any moment and started again on the same ledger."),
     Clause("1.two-serves", "1", "they must not double-send between them."),
     # §3 the relay's API
     Clause("3.health", "3", "`GET /health` answers 200 once `serve` is ready."),
     Clause("3.answer", "3", "answers HTTP 200 with a JSON object holding at least `guid` and `code`."),
-    Clause("3.malformed", "3", "A malformed request gets HTTP 400 with code `E400`, no ledger row and no account "
-                               "call."),
-    Clause("3.extra-fields", "3", "Fields beyond these four are not part of the contract: a relay may ignore them "
-                                  "or answer `E400`, and the harness accepts either (v1.1).", kind="permission"),
-    Clause("3.claim-new", "3", "claim a `SENT` row atomically (one insert that tells whether *this* request won, "
-                               "e.g. `INSERT ... ON CONFLICT DO NOTHING` and the affected row count), **commit**, "
-                               "then call"),
+    Clause(
+        "3.malformed", "3", "A malformed request gets HTTP 400 with code `E400`, no ledger row and no account call."
+    ),
+    Clause(
+        "3.extra-fields",
+        "3",
+        "Fields beyond these four are not part of the contract: a relay may ignore them "
+        "or answer `E400`, and the harness accepts either (v1.1).",
+        kind="permission",
+    ),
+    Clause(
+        "3.claim-new",
+        "3",
+        "claim a `SENT` row atomically (one insert that tells whether *this* request won, "
+        "e.g. `INSERT ... ON CONFLICT DO NOTHING` and the affected row count), **commit**, "
+        "then call",
+    ),
     Clause("3.e903", "3", "`E903` | this GUID is being sent right now; answered at once, without waiting"),
-    Clause("3.e904", "3", "`E904` | this GUID was already used for a different request (different from/to/amount) "
-                          "| unchanged; nothing sent"),
+    Clause(
+        "3.e904",
+        "3",
+        "`E904` | this GUID was already used for a different request (different from/to/amount) "
+        "| unchanged; nothing sent",
+    ),
     Clause("3.done-replay", "3", "the saved response, **byte for byte** as first answered"),
     Clause("3.unknown", "3", "`UNKNOWN` | `E901` | none"),
-    Clause("3.failed-resend", "3", "claim it back to `SENT` atomically (`UPDATE ... WHERE status='FAILED'`), "
-                                   "attempts + 1, commit, call again with the **same GUID**"),
+    Clause(
+        "3.failed-resend",
+        "3",
+        "claim it back to `SENT` atomically (`UPDATE ... WHERE status='FAILED'`), "
+        "attempts + 1, commit, call again with the **same GUID**",
+    ),
     Clause("3.definite", "3", "an HTTP answer from the account system is definite (`DONE`)."),
     Clause("3.refused", "3", "A refused or impossible connection is `FAILED` (`E902`)."),
-    Clause("3.in-doubt", "3", "A time-out after `ACCOUNT_TIMEOUT_MS`, or a connection that breaks after the "
-                              "request may have gone out, is `UNKNOWN` (`E901`)."),
-    Clause("3.in-time", "3", "The relay answers the channel within `ACCOUNT_TIMEOUT_MS` + 1 s, counted from the "
-                             "moment the request has reached it on an established connection"),
-    Clause("3.accept-wait", "3", "time spent waiting for the relay to accept the connection is reported, not "
-                                 "judged", kind="permission"),
+    Clause(
+        "3.in-doubt",
+        "3",
+        "A time-out after `ACCOUNT_TIMEOUT_MS`, or a connection that breaks after the "
+        "request may have gone out, is `UNKNOWN` (`E901`).",
+    ),
+    Clause(
+        "3.in-time",
+        "3",
+        "The relay answers the channel within `ACCOUNT_TIMEOUT_MS` + 1 s, counted from the "
+        "moment the request has reached it on an established connection",
+    ),
+    Clause(
+        "3.accept-wait",
+        "3",
+        "time spent waiting for the relay to accept the connection is reported, not judged",
+        kind="permission",
+    ),
     # §4 the ledger
     Clause("4.schema", "4", "One row per GUID. Required table and columns"),
     Clause("4.readers", "4", "A relay must tolerate concurrent readers: use WAL mode or a busy timeout."),
     # §5 the batch commands
-    Clause("5.resolve-asks", "5", "for every `UNKNOWN` row, and every `SENT` row (orphaned by a crash), whose "
-                                  "`updated_at` is at least S seconds old, ask the query API."),
-    Clause("5.resolve-found", "5", "Found: `DONE`, with `resp_code` = the found code and a saved response built "
-                                   "from it."),
+    Clause(
+        "5.resolve-asks",
+        "5",
+        "for every `UNKNOWN` row, and every `SENT` row (orphaned by a crash), whose "
+        "`updated_at` is at least S seconds old, ask the query API.",
+    ),
+    Clause(
+        "5.resolve-found", "5", "Found: `DONE`, with `resp_code` = the found code and a saved response built from it."
+    ),
     Clause("5.resolve-404", "5", "Not found (404): `FAILED`."),
     Clause("5.resolve-query-fails", "5", "The query itself fails or times out: leave the row as it is."),
     Clause("5.resolve-min-age", "5", "Rows younger than S are not touched"),
-    Clause("5.reprocess", "5", "for every `FAILED` row with `attempts < N`, claim it atomically (`FAILED` → "
-                               "`SENT`, attempts + 1), resend the stored request with the **same GUID**, and record "
-                               "the outcome as above."),
+    Clause(
+        "5.reprocess",
+        "5",
+        "for every `FAILED` row with `attempts < N`, claim it atomically (`FAILED` → "
+        "`SENT`, attempts + 1), resend the stored request with the **same GUID**, and record "
+        "the outcome as above.",
+    ),
     Clause("5.reprocess-not-unknown", "5", "Never `UNKNOWN` rows."),
-    Clause("5.reprocess-races", "5", "Two reprocess runs at once, or a reprocess run racing a channel resend, must "
-                                     "not send a GUID twice."),
+    Clause(
+        "5.reprocess-races",
+        "5",
+        "Two reprocess runs at once, or a reprocess run racing a channel resend, must not send a GUID twice.",
+    ),
     Clause("5.purge", "5", "delete `DONE` rows whose `updated_at` is at least S seconds old."),
-    Clause("5.purge-keeps", "5", "Never delete `UNKNOWN`, `FAILED`, `SENT` or `RECEIVED` rows, whatever their "
-                                 "age."),
+    Clause("5.purge-keeps", "5", "Never delete `UNKNOWN`, `FAILED`, `SENT` or `RECEIVED` rows, whatever their age."),
     # §6 what the harness promises a relay
-    Clause("6.sandbox", "6", "A relay under test may be run in a sandbox: it can reach only `RELAY_PORT` (listen), "
-                             "the account proxy (connect), its own folder and the ledger's folder."),
+    Clause(
+        "6.sandbox",
+        "6",
+        "A relay under test may be run in a sandbox: it can reach only `RELAY_PORT` (listen), "
+        "the account proxy (connect), its own folder and the ledger's folder.",
+    ),
 ]
 CLAUSES: dict[str, Clause] = {c.id: c for c in _ALL}
 
@@ -109,14 +158,14 @@ def missing_quotes(contract_text: str) -> list[Clause]:
 
 
 def rules_table(rules) -> str:
-    """The README's rules table: rule, what must hold, the contract sections it enforces."""
+    """The rules table of docs/rules.md: rule, what must hold, the contract sections it enforces."""
     lines = ["| rule | what must hold | contract |", "|---|---|---|"]
     lines += [f"| `{r.id}` | {r.text} | {r.sections} |" for r in rules.values()]
     return "\n".join(lines)
 
 
 def coverage_table(scenarios, rules) -> str:
-    """The README's coverage table: each clause → the named scenarios exercising it → the rules enforcing it."""
+    """The coverage table of docs/rules.md: each clause → the scenarios exercising it → the rules enforcing it."""
     lines = ["| § | contract sentence | scenarios | rules |", "|---|---|---|---|"]
     for c in _ALL:
         names = ", ".join(f"`{s.name}`" for s in scenarios if c.id in s.covers) or "—"
@@ -126,4 +175,3 @@ def coverage_table(scenarios, rules) -> str:
             quote += " *(a permission: the harness accepts either)*"
         lines.append(f"| {c.section} | {quote} | {names} | {enforced or '—'} |")
     return "\n".join(lines)
-

@@ -3,14 +3,14 @@
 A HarnessError means the harness could not run (exit status 2 of the CLI), as
 opposed to a verdict, which means the relay under test broke a rule.
 """
+
 from __future__ import annotations
 
 
 class HarnessError(Exception):
     """Something stopped the harness from running; the message is for a person."""
 
-    def __init__(self, what: str, *, where: str | None = None, fix: str | None = None,
-                 details: str | None = None):
+    def __init__(self, what: str, *, where: str | None = None, fix: str | None = None, details: str | None = None):
         self.what, self.where, self.fix, self.details = what, where, fix, details
         super().__init__(self.render())
 

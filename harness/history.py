@@ -6,12 +6,15 @@ a monotonic time, the process that acted, a type (`invoke`, then `ok`/`fail`/
 name `f` and a value. Events are never changed or removed; verdicts and
 timelines are derived from the log alone, and a saved log can be checked again.
 
-Two logs with one `append`: `History` keeps its events in memory; `StreamedHistory`
-writes each one to a JSON-lines file as it happens (memory stays flat however long
-the run), gzipped on `close()` when large. `iter_events(path)` reads either file
-back in one pass; `HistoryFile(path)` is that reading as a source the checkers
+Two logs with one interface (`EventLog`: append, iterate, count): `History` keeps its
+events in memory; `StreamedHistory` writes each one to a JSON-lines file as it happens
+(memory stays flat however long the run), gzipped on `close()` when large. One writer of
+history files, `save(events, path)` (the same lines, the same gzip rule), and one reader,
+`iter_events(path)`, which reads either file back in one pass; `History.read(path)` holds
+what it reads in memory, and `HistoryFile(path)` is that reading as a source the checkers
 can iterate again.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -20,15 +23,16 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Protocol, TextIO
 
 import orjson
 
 from relaychaos.events import TYPES, Event
 
-__all__ = ["TYPES", "Event", "History", "StreamedHistory", "HistoryFile", "iter_events"]
+__all__ = ["TYPES", "Event", "EventLog", "History", "StreamedHistory", "HistoryFile", "iter_events", "save"]
 
 COMPRESS_OVER = 1 << 20  # bytes: a streamed history larger than this is gzipped when closed
 
@@ -43,6 +47,39 @@ def _line(event: Event) -> str:
     return json.dumps(asdict(event), default=str) + "\n"
 
 
+class EventLog(Protocol):
+    """What the recorder writes into and the checkers read: History and StreamedHistory alike."""
+
+    def append(self, process: str, type: str, f: str, at: float | None = None, **value: Any) -> Event: ...
+
+    def __iter__(self) -> Iterator[Event]: ...
+
+    def __len__(self) -> int: ...
+
+
+def save(events: Iterable[Event], path: str | Path, compress_over: int | None = None) -> Path:
+    """Write events to `path` as JSON lines, one event a line: the one writer of history files.
+
+    A file larger than `compress_over` bytes is replaced by `path + ".gz"`; returns the path written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as out:
+        for e in events:
+            out.write(_line(e))
+    return _compressed(path, compress_over)
+
+
+def _compressed(path: Path, compress_over: int | None) -> Path:
+    """`path` gzipped into `path + ".gz"` when larger than `compress_over` bytes; the path that holds it now."""
+    if compress_over is None or path.stat().st_size <= compress_over:
+        return path
+    packed = path.with_name(path.name + ".gz")
+    with open(path, "rb") as src, gzip.open(packed, "wb", compresslevel=6) as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    os.remove(path)
+    return packed
+
+
 class History:
     """An append-only, thread-safe event log; `append` is the only way in."""
 
@@ -51,7 +88,7 @@ class History:
         self._lock = threading.Lock()
 
     @classmethod
-    def streaming(cls, path: str | Path, compress_over: int = COMPRESS_OVER) -> "StreamedHistory":
+    def streaming(cls, path: str | Path, compress_over: int = COMPRESS_OVER) -> StreamedHistory:
         """A log written to `path` as it happens instead of kept in memory (see StreamedHistory)."""
         return StreamedHistory(path, compress_over)
 
@@ -71,24 +108,25 @@ class History:
     def __getitem__(self, index: int) -> Event:
         return self._events[index]
 
-    def where(self, *, f: str | None = None, type: str | None = None, guid: str | None = None,
-              process: str | None = None) -> list[Event]:
+    def where(
+        self, *, f: str | None = None, type: str | None = None, guid: str | None = None, process: str | None = None
+    ) -> list[Event]:
         """The events matching every filter given, in history order."""
-        return [e for e in self._events
-                if (f is None or e.f == f) and (type is None or e.type == type)
-                and (guid is None or e.guid == guid) and (process is None or e.process == process)]
+        return [
+            e
+            for e in self._events
+            if (f is None or e.f == f)
+            and (type is None or e.type == type)
+            and (guid is None or e.guid == guid)
+            and (process is None or e.process == process)
+        ]
 
     def dumps(self) -> str:
-        """The log as JSON lines, one event a line (what a saved history file holds)."""
+        """The log as JSON lines, one event a line (what `save` writes)."""
         return "".join(_line(e) for e in list(self._events))
 
     @classmethod
-    def loads(cls, text: str) -> "History":
-        """A history from its JSON lines."""
-        return cls([Event(**json.loads(line)) for line in text.splitlines() if line.strip()])
-
-    @classmethod
-    def read(cls, path: str | Path) -> "History":
+    def read(cls, path: str | Path) -> History:
         """A saved history file (`.jsonl` or `.jsonl.gz`) in memory; see iter_events for what is skipped."""
         return cls(list(iter_events(path)))
 
@@ -104,7 +142,7 @@ class StreamedHistory:
     def __init__(self, path: str | Path, compress_over: int = COMPRESS_OVER):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "w", encoding="utf-8")
+        self._file: TextIO | None = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 (kept open until close())
         self._count = 0
         self._compress_over = compress_over
         self._lock = threading.Lock()
@@ -127,15 +165,10 @@ class StreamedHistory:
                 return self.path
             self._file.close()
             self._file = None
-            if self.path.stat().st_size > self._compress_over:
-                packed = self.path.with_name(self.path.name + ".gz")
-                with open(self.path, "rb") as src, gzip.open(packed, "wb", compresslevel=6) as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
-                os.remove(self.path)
-                self.path = packed
+            self.path = _compressed(self.path, self._compress_over)
         return self.path
 
-    def __enter__(self) -> "StreamedHistory":
+    def __enter__(self) -> StreamedHistory:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -160,7 +193,7 @@ def iter_events(path: str | Path) -> Iterator[Event]:
         path = path.with_name(path.name + ".gz")
     with open(path, "rb") as raw:
         gzipped = raw.read(2) == b"\x1f\x8b"
-    with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as stream:
+    with gzip.open(path, "rb") if gzipped else open(path, "rb") as stream:
         tail, n = b"", 0
         while chunk := stream.read(1 << 20):
             lines = (tail + chunk).split(b"\n")
@@ -183,8 +216,10 @@ def _parsed(line: bytes, path: Path, n: int) -> Event:
         f = orjson.loads(line)
         return Event(f["index"], f["time"], f["process"], f["type"], f["f"], f.get("value", {}))
     except (ValueError, KeyError, TypeError):
-        raise ValueError(f"{path}, line {n}: not a history event ({line[:80]!r}); a history file holds one JSON "
-                         "object per line, as History.dumps or StreamedHistory writes them") from None
+        raise ValueError(
+            f"{path}, line {n}: not a history event ({line[:80]!r}); a history file holds one JSON "
+            "object per line, as History.dumps or StreamedHistory writes them"
+        ) from None
 
 
 class HistoryFile:

@@ -16,8 +16,10 @@ Patience: a gate that sees no named scenario finish for PATIENCE_S stops waiting
 
 This module is a pytest plugin (relaychaos.pytest_plugin loads it); it imports the engine lazily.
 """
+
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -30,8 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from relaychaos import machine_options
-from relaychaos.machine_options import HUNT, SHRINK_S
+from relaychaos import options
+from relaychaos.options import HUNT
 
 NAMED = "named"  # the marker of a named scenario
 WHY_NOT = "a named scenario has already shown a bug; the random stories did not run"
@@ -71,10 +73,8 @@ class Gate:
         """{node id: outcome} of the named scenarios finished so far."""
         for nodeid in self.named:
             if nodeid not in self.outcomes and self.folder is not None:
-                try:
+                with contextlib.suppress(OSError, ValueError, KeyError):
                     self.outcomes[nodeid] = json.loads(_marker(self.folder, nodeid).read_text())["outcome"]
-                except (OSError, ValueError, KeyError):
-                    pass
         return self.outcomes
 
     def failed(self) -> list[str]:
@@ -101,8 +101,10 @@ class Gate:
             elif time.monotonic() - progress > PATIENCE_S:
                 missing = [scenario_name(n) for n in self.named if n not in self.outcomes]
                 self.why_not = None
-                print(f"relaychaos: gave up waiting for named scenarios {', '.join(missing)} after "
-                      f"{PATIENCE_S:g} s without one finishing; the random stories count as run")
+                print(
+                    f"relaychaos: gave up waiting for named scenarios {', '.join(missing)} after "
+                    f"{PATIENCE_S:g} s without one finishing; the random stories count as run"
+                )
                 return
             time.sleep(0.1)
         if self.failed():
@@ -117,7 +119,8 @@ class GateWriter:
     """In the process that receives every report: the gate folder, one file per finished named scenario."""
 
     def __init__(self, folder: Path):
-        self.folder, self.failed = folder, set()
+        self.folder = folder
+        self.failed: set[str] = set()  # node ids of named scenarios that failed in some phase
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:  # xdist: hand the folder to each worker
@@ -140,13 +143,9 @@ class GateWriter:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{NAMED}: a named scenario: when one fails, the state machine does not run "
-                                       "(unless --hunt)")
-    for option in (HUNT, SHRINK_S):  # a bad value in the ini file or the environment stops the run at once
-        try:
-            machine_options.from_pytest(config, option)
-        except ValueError as e:
-            raise pytest.UsageError(str(e)) from None
+    config.addinivalue_line(
+        "markers", f"{NAMED}: a named scenario: when one fails, the state machine does not run (unless --hunt)"
+    )
     if hasattr(config, "workerinput"):
         if config.workerinput.get("relaychaos_gate"):
             config.stash[_FOLDER] = Path(config.workerinput["relaychaos_gate"])
@@ -177,8 +176,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 def relaychaos_gate(request: pytest.FixtureRequest) -> Gate:
     """The gate (see the module doc); a test that asks for it is ordered last."""
     named = tuple(i.nodeid for i in request.session.items if i.get_closest_marker(NAMED))
-    return Gate(request.config.stash.get(_FOLDER, None), named,
-                bool(machine_options.from_pytest(request.config, HUNT, default=False)))
+    return Gate(
+        request.config.stash.get(_FOLDER, None),
+        named,
+        bool(options.from_pytest(request.config, HUNT, default=False)),
+    )
 
 
 @pytest.fixture
@@ -186,6 +188,6 @@ def relaychaos_shrink_s(pytestconfig: pytest.Config) -> float:
     """Seconds of shrinking a stateful failure: --relaychaos-shrink-s, the ini value, RELAYCHAOS_SHRINK_S, else
     the budget's."""
     from relaychaos.engine.budget import SHRINK_S as BY_BUDGET
-    from relaychaos.pytest_plugin import budget_name
+    from relaychaos.run_config import budget_name
 
-    return machine_options.from_pytest(pytestconfig, SHRINK_S, default=BY_BUDGET[budget_name(pytestconfig)])
+    return options.from_pytest(pytestconfig, options.SHRINK_S, default=BY_BUDGET[budget_name(pytestconfig)])

@@ -4,6 +4,7 @@
 folders (harness/ is `relaychaos` itself), in a wheel they sit under site-packages/relaychaos/.
 Nothing here imports the subpackages: their folders are found from their import specs.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -33,9 +34,3 @@ def reference_relay() -> Path:
 def suite() -> Path:
     """scenarios/: the chaos suite that `relaychaos run` runs."""
     return folder("scenarios")
-
-
-def checkout() -> Path | None:
-    """The repository's root when running from a checkout (it has pyproject.toml), else None."""
-    root = PACKAGE.parent
-    return root if (root / "pyproject.toml").exists() and (root / "harness").is_dir() else None

@@ -1,15 +1,17 @@
 """`relaychaos recheck RUN_DIR|HISTORY`: judge kept histories again, by the tolerances each recorded.
 
-    relaychaos recheck runs/20261130-081500              # every scenario's history; results.json and the reports rewritten
+    relaychaos recheck runs/20261130-081500                  # every scenario's history; results.json and
+                                                             # the reports rewritten
     relaychaos recheck runs/.../histories/happy-path.jsonl   # one history: its verdicts printed
 
 A run folder's results.json names each scenario's histories (relaychaos.run_folder); each
-is checked again (relaychaos.chaos.recheck: the tolerances in force are read from the
+is checked again (relaychaos.chaos.check_path: the tolerances in force are read from the
 history's header, the checkers are today's). Scenarios whose verdicts changed get their
 outcome and incident report rewritten in results.json, junit.xml and report.html; a
 scenario without a history (it could not run) stays as it was.
 Exit status, as `relaychaos run`: 0 every check held, 1 a check failed, 2 nothing could be rechecked.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +24,9 @@ from relaychaos.errors import HarnessError
 
 
 def add_parsers(sub) -> None:
-    p = sub.add_parser("recheck", help="judge a run's kept histories (or one history file) again and rewrite "
-                                       "its reports")
+    p = sub.add_parser(
+        "recheck", help="judge a run's kept histories (or one history file) again and rewrite its reports"
+    )
     p.add_argument("target", help="a run folder (holding results.json) or a history file (.jsonl or .jsonl.gz)")
     p.add_argument("--limit", type=int, default=10, help="how many verdicts of a history file to print in full")
     p.set_defaults(func=cmd_recheck)
@@ -43,19 +46,28 @@ def cmd_recheck(args: argparse.Namespace) -> int:
 def judge(path: Path):
     """(history, verdicts, notes) of one saved history; HarnessError naming the file if it cannot be read."""
     from relaychaos import checkers
-    from relaychaos.chaos import load_history
+    from relaychaos.history import History
 
     try:
-        history = load_history(path)
+        history = History.read(path)
     except OSError as e:
-        raise HarnessError(f"cannot read the history: {e.strerror or e}", where=str(path),
-                           fix="give a history file kept by relaychaos run (histories/<scenario>.jsonl[.gz])") from None
+        raise HarnessError(
+            f"cannot read the history: {e.strerror or e}",
+            where=str(path),
+            fix="give a history file kept by relaychaos run (histories/<scenario>.jsonl[.gz])",
+        ) from None
     except (ValueError, TypeError, EOFError) as e:
-        raise HarnessError(f"not a history (JSON lines of events): {e}", where=str(path),
-                           fix="give a history file kept by relaychaos run (histories/<scenario>.jsonl[.gz])") from None
+        raise HarnessError(
+            f"not a history (JSON lines of events): {e}",
+            where=str(path),
+            fix="give a history file kept by relaychaos run (histories/<scenario>.jsonl[.gz])",
+        ) from None
     if not history.where(f="scenario"):
-        raise HarnessError("the file holds no scenario header", where=str(path),
-                           fix="give a whole history file, as relaychaos run keeps it")
+        raise HarnessError(
+            "the file holds no scenario header",
+            where=str(path),
+            fix="give a whole history file, as relaychaos run keeps it",
+        )
     return history, checkers.check(history), checkers.notes(history)
 
 
@@ -78,13 +90,17 @@ def _recheck_run(folder: Path) -> int:
 
     path = folder / "results.json"
     if not path.exists():
-        raise HarnessError("no results.json here", where=str(folder),
-                           fix="give the run folder relaychaos run wrote, or one history file")
+        raise HarnessError(
+            "no results.json here",
+            where=str(folder),
+            fix="give the run folder relaychaos run wrote, or one history file",
+        )
     try:
         results = RunResults.load(path)
     except (ValueError, KeyError, TypeError) as e:
-        raise HarnessError(f"results.json cannot be read: {e}", where=str(path),
-                           fix="give a run folder written by relaychaos run") from None
+        raise HarnessError(
+            f"results.json cannot be read: {e}", where=str(path), fix="give a run folder written by relaychaos run"
+        ) from None
     checked, changed = 0, {}
     for entry in results.scenarios.values():
         if not entry.histories or entry.outcome not in ("passed", "failed"):
@@ -93,7 +109,9 @@ def _recheck_run(folder: Path) -> int:
         for rel in entry.histories:
             history, found, found_notes = judge(folder / rel)
             name = history.where(f="scenario")[0].value.get("name", "?")
-            verdicts += json.loads(json.dumps([{**v.to_dict(), "scenario": name} for v in found]))  # as results.json has them
+            verdicts += json.loads(
+                json.dumps([{**v.to_dict(), "scenario": name} for v in found])
+            )  # as results.json has them
             notes += [n for n in found_notes if n not in notes]
             texts += [f"{report(history, found)}\n\nhistory: {folder / rel}"] if found else []
             checked += 1
@@ -103,8 +121,11 @@ def _recheck_run(folder: Path) -> int:
             entry.message = "\n\n".join(texts) or None
             changed[entry.nodeid] = (entry.outcome, entry.message)
     if not checked:
-        raise HarnessError("results.json names no history to recheck", where=str(path),
-                           fix="run the suite again with this version of relaychaos run, which keeps every history")
+        raise HarnessError(
+            "results.json names no history to recheck",
+            where=str(path),
+            fix="run the suite again with this version of relaychaos run, which keeps every history",
+        )
     results.extra["rechecked"] = {"at": time.time(), "histories": checked, "changed": sorted(changed)}
     results.write(path)
     write_html(path)
@@ -112,7 +133,9 @@ def _recheck_run(folder: Path) -> int:
         junit.update(folder / "junit.xml", changed)
     s = RunResults.load(path)
     counts = s.summary()
-    print(f"relaychaos: rechecked {checked} histories in {folder}: {counts['passed']} passed, {counts['failed']} "
-          f"failed, {counts['error']} errors; {len(changed)} scenario(s) judged differently than before"
-          + "".join(f"\n  {n}: now {changed[n][0]}" for n in sorted(changed)))
+    print(
+        f"relaychaos: rechecked {checked} histories in {folder}: {counts['passed']} passed, {counts['failed']} "
+        f"failed, {counts['error']} errors; {len(changed)} scenario(s) judged differently than before"
+        + "".join(f"\n  {n}: now {changed[n][0]}" for n in sorted(changed))
+    )
     return 0 if counts["failed"] == 0 and counts["error"] == 0 else 1

@@ -9,14 +9,14 @@ the test report (it writes results.json); paths are relative to the run folder. 
 is claimed by creating logs/<name>/ (mkdir is atomic), so two workers running scenarios
 of the same name get `name` and `name-2`.
 """
+
 from __future__ import annotations
 
 import re
 import shutil
 from pathlib import Path
 
-from relaychaos.chaos import save_history
-from relaychaos.history import COMPRESS_OVER, History
+from relaychaos.history import COMPRESS_OVER, History, save
 
 HISTORIES, LOGS = "histories", "logs"
 LOG_BUDGET = "relay-logs.budget"  # one submission's log bytes in all (relaychaos.sandbox.logpump)
@@ -47,7 +47,7 @@ class RunFolder:
 
     def keep_history(self, history: History, name: str) -> str:
         """Write the history under the claimed name; its path relative to the run folder."""
-        path = save_history(history, self.root / HISTORIES / f"{name}.jsonl", compress_above=COMPRESS_OVER)
+        path = save(history, self.root / HISTORIES / f"{name}.jsonl", COMPRESS_OVER)
         return str(path.relative_to(self.root))
 
     def keep_logs(self, name: str, workdirs: list[Path]) -> str:

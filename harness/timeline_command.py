@@ -8,6 +8,7 @@ A history kept in a run's histories/ folder gets its page in the run's timelines
 after it. Verdicts are re-judged from the history (relaychaos.checkers). Exit 0 when the
 page is written, 2 when the history cannot be read (one message naming the file and the fix).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,13 +32,18 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     try:
         history = History.read(path)
     except OSError as e:
-        print(f"relaychaos: {path}: cannot read the history ({e.strerror or e}); fix: give the path of a saved "
-              "history (runs/<stamp>/histories/<scenario>.jsonl[.gz], or a stack folder's history.jsonl)",
-              file=sys.stderr)
+        print(
+            f"relaychaos: {path}: cannot read the history ({e.strerror or e}); fix: give the path of a saved "
+            "history (runs/<stamp>/histories/<scenario>.jsonl[.gz], or a stack folder's history.jsonl)",
+            file=sys.stderr,
+        )
         return 2
     except (ValueError, TypeError, EOFError) as e:
-        print(f"relaychaos: {path}: not a history (JSON lines of events, plain or gzip): {e}; fix: give a file the "
-              "harness saved, unedited", file=sys.stderr)
+        print(
+            f"relaychaos: {path}: not a history (JSON lines of events, plain or gzip): {e}; fix: give a file the "
+            "harness saved, unedited",
+            file=sys.stderr,
+        )
         return 2
     if not len(history):
         print(f"relaychaos: {path}: the history is empty; fix: give the history of a run that started", file=sys.stderr)

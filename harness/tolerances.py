@@ -6,6 +6,7 @@ saved history is re-judged by the tolerances it ran under. A history written
 before tolerances were recorded is judged by `V1`, the values of that time.
 Change a value here and every newly recorded history carries the new one.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
@@ -36,7 +37,7 @@ class Tolerances:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, recorded: dict | None) -> "Tolerances":
+    def from_dict(cls, recorded: dict | None) -> Tolerances:
         """The tolerances a history recorded; V1 for a history that recorded none."""
         if not recorded:
             return V1
@@ -58,22 +59,22 @@ REASONS: dict[str, str] = {
     "e903_at_once_s": "'at once' in numbers: a duplicate's E903 needs no account call, only a ledger read",
     "e903_window_s": "a duplicate is judged only when the GUID is certainly still SENT this long after it arrived",
     "e903_wait_share": "'without waiting' in numbers: an E903 within this share of the time the relay would have "
-                       "waited for the account system (until its answer or time-out) is at once too, however "
-                       "slow the machine (e903_at_once_s is the least)",
+    "waited for the account system (until its answer or time-out) is at once too, however "
+    "slow the machine (e903_at_once_s is the least)",
     "clock_slack_s": "the relay's updated_at (its wall clock) against the harness's wall clock and rounding",
     "min_age_margin_s": "added to ACCOUNT_TIMEOUT_MS + the longest injected delay for the final resolve's "
-                        "--min-age (§6: larger than both)",
+    "--min-age (§6: larger than both)",
     "channel_timeout_margin_s": "the channel waits ACCOUNT_TIMEOUT_MS + this, more than the contract's 1 s "
-                                "plus answer_slack_s",
+    "plus answer_slack_s",
     "delivery_cap_s": "a racer waits this long for the relay's kernel to take its request (an overflowing "
-                      "accept queue retransmits for seconds), then aborts it with a reset; its answer time "
-                      "counts from delivery",
+    "accept queue retransmits for seconds), then aborts it with a reset; its answer time "
+    "counts from delivery",
     "certain_timeout_factor": "a latency toxic above this × ACCOUNT_TIMEOUT_MS certainly outlasts the relay's "
-                              "time-out, so E901 is fixed",
+    "time-out, so E901 is fixed",
     "disturbing_delay_factor": "a processing delay above this × ACCOUNT_TIMEOUT_MS may make a relay time out, "
-                               "so the answer's code is not fixed",
+    "so the answer's code is not fixed",
     "retention_slack_s": "purge is required to delete a DONE row only once it is this much older than "
-                         "--retention when purge starts",
+    "--retention when purge starts",
     "collect_timeout_s": "how long the runner waits for background sends before the final phase goes on",
 }
 

@@ -6,6 +6,7 @@ each manifest names this folder as its `root`: a sandbox copies it whole, and no
 harness is needed. The folder is imported as the package `relay_under_test`, whatever its
 name on disk, and the relay's module runs as `__main__` with the remaining arguments.
 """
+
 import importlib.util
 import os
 import runpy
@@ -17,8 +18,11 @@ PACKAGE = "relay_under_test"
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit("usage: python run.py RELAY_MODULE ARGS... (e.g. reference serve, mutants no_e904 serve)")
-    spec = importlib.util.spec_from_file_location(PACKAGE, os.path.join(HERE, "__init__.py"),
-                                                  submodule_search_locations=[HERE])
+    spec = importlib.util.spec_from_file_location(
+        PACKAGE, os.path.join(HERE, "__init__.py"), submodule_search_locations=[HERE]
+    )
+    if spec is None or spec.loader is None:
+        sys.exit(f"cannot import {os.path.join(HERE, '__init__.py')} as the package {PACKAGE}")
     sys.modules[PACKAGE] = package = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(package)
     module, sys.argv = sys.argv[1], [f"relay {sys.argv[1]}", *sys.argv[2:]]

@@ -7,6 +7,7 @@ is flushed to disk, and is then renamed over the target, which is atomic on POSI
 leaves the target as it was and removes the temporary file. The new file gets the usual
 permissions (0666 less the umask), not the 0600 of a tempfile.
 """
+
 from __future__ import annotations
 
 import os

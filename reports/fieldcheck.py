@@ -6,11 +6,13 @@ Each kind is a pair (predicate, what it must be, in words); `check` returns prob
 naming the field, what it must be and what it was, never raises. JSON has no NaN or Infinity and
 no booleans among its numbers, so NUMBER refuses them.
 """
+
 from __future__ import annotations
 
 import json
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Kind = tuple[Callable[[Any], bool], str]
 

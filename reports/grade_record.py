@@ -33,8 +33,11 @@ fields (* required; the others have the defaults in brackets when missing):
         failures           per such scenario: {incident (the incident's id), why (one line per verdict)} [[]]
     incidents          one per scenario that did not hold: {id, scenario, set, outcome, rules, text
                        (the incident report, with its timeline)} [[]]
+    review             "<scenario>: <rule>" for each rule the harness could not judge (its checker
+                       raised): it costs nothing, and the grade wants an instructor's look [[]]
     scenarios*         one entry per scenario: name, set, outcome (passed | failed | error | skipped
-                       | not-run), seconds, verdicts [{rule, label, summary, clause}]
+                       | not-run), seconds, verdicts [{rule, label, summary, clause, unknown (only
+                       when true: the rule was not judged)}]
     notes              observations that are not verdicts; "<scenario>: <note>" when a scenario
                        made them [[]]
     folder             the folder under <out>/submissions/ holding it and its own page, report.html [null]
@@ -44,32 +47,73 @@ fields (* required; the others have the defaults in brackets when missing):
                        examples, shrink_s, slowest_example_s, why_not}; its timings are the
                        grader's, never shown to the student [{}]
 """
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from .fieldcheck import (BOOL, INTEGER, LIST, NUMBER, OBJECT, STRING, STRINGS, check, one_of,
-                         optional)
+from .fieldcheck import BOOL, INTEGER, LIST, NUMBER, OBJECT, STRING, STRINGS, check, one_of, optional
 
 SETS = ("visible", "hidden", "after_due_date")
 OUTCOMES = ("passed", "failed", "error", "skipped", "not-run")
 MACHINE = "stateful"  # the scenario name of the state machine's run
 
-TOP = {"submission": STRING, "path": STRING, "manifest": optional(STRING), "seed": INTEGER,
-       "gradable": BOOL, "error": optional(STRING), "execution_time_s": NUMBER, "timed_out": BOOL,
-       "sandbox": OBJECT, "rubric": OBJECT, "score": NUMBER, "max_score": NUMBER, "items": LIST,
-       "cap": optional(OBJECT), "incidents": LIST, "scenarios": LIST, "notes": STRINGS, "stateful": OBJECT,
-       "folder": optional(STRING), "harness": OBJECT, "graded_at": optional(STRING)}
-ITEM = {"item": STRING, "title": STRING, "rules": STRINGS, "contract": STRINGS, "partial": one_of("none", "share"),
-        "set": one_of(*SETS), "points": NUMBER, "max_points": NUMBER, "held_in": INTEGER, "scenarios": INTEGER,
-        "broken_in": STRINGS, "failures": LIST}
-INCIDENT = {"id": STRING, "scenario": STRING, "set": one_of(*SETS), "outcome": one_of(*OUTCOMES), "rules": STRINGS,
-            "text": STRING}
-SCENARIO = {"name": STRING, "set": one_of(*SETS), "outcome": one_of(*OUTCOMES), "seconds": NUMBER,
-            "verdicts": LIST}
-STATEFUL = {"ran": BOOL, "shrunk": BOOL, "examples": optional(INTEGER), "shrink_s": optional(NUMBER),
-            "slowest_example_s": optional(NUMBER), "why_not": optional(STRING)}
+TOP = {
+    "submission": STRING,
+    "path": STRING,
+    "manifest": optional(STRING),
+    "seed": INTEGER,
+    "gradable": BOOL,
+    "error": optional(STRING),
+    "execution_time_s": NUMBER,
+    "timed_out": BOOL,
+    "sandbox": OBJECT,
+    "rubric": OBJECT,
+    "score": NUMBER,
+    "max_score": NUMBER,
+    "items": LIST,
+    "cap": optional(OBJECT),
+    "incidents": LIST,
+    "review": optional(STRINGS),  # "scenario: rule" of each rule not judged (its checker failed)
+    "scenarios": LIST,
+    "notes": STRINGS,
+    "stateful": OBJECT,
+    "folder": optional(STRING),
+    "harness": OBJECT,
+    "graded_at": optional(STRING),
+}
+ITEM = {
+    "item": STRING,
+    "title": STRING,
+    "rules": STRINGS,
+    "contract": STRINGS,
+    "partial": one_of("none", "share"),
+    "set": one_of(*SETS),
+    "points": NUMBER,
+    "max_points": NUMBER,
+    "held_in": INTEGER,
+    "scenarios": INTEGER,
+    "broken_in": STRINGS,
+    "failures": LIST,
+}
+INCIDENT = {
+    "id": STRING,
+    "scenario": STRING,
+    "set": one_of(*SETS),
+    "outcome": one_of(*OUTCOMES),
+    "rules": STRINGS,
+    "text": STRING,
+}
+SCENARIO = {"name": STRING, "set": one_of(*SETS), "outcome": one_of(*OUTCOMES), "seconds": NUMBER, "verdicts": LIST}
+STATEFUL = {
+    "ran": BOOL,
+    "shrunk": BOOL,
+    "examples": optional(INTEGER),
+    "shrink_s": optional(NUMBER),
+    "slowest_example_s": optional(NUMBER),
+    "why_not": optional(STRING),
+}
 EPSILON = 1e-6
 
 
@@ -87,8 +131,12 @@ def load(path: Path) -> dict:
 
 def validate(record) -> list[str]:
     """Every problem of a record, as sentences; [] when the writers can use it."""
-    problems = check(record, "record", TOP, required=("submission", "path", "seed", "gradable", "score",
-                                                      "max_score", "items", "scenarios"))
+    problems = check(
+        record,
+        "record",
+        TOP,
+        required=("submission", "path", "seed", "gradable", "score", "max_score", "items", "scenarios"),
+    )
     if not isinstance(record, dict):
         return problems
     if record.get("gradable") is False and not record.get("error"):
@@ -105,8 +153,9 @@ def validate(record) -> list[str]:
 
 
 def _item_problems(item, where: str) -> list[str]:
-    problems = check(item, where, ITEM, required=("item", "title", "set", "points", "max_points", "held_in",
-                                                  "scenarios"))
+    problems = check(
+        item, where, ITEM, required=("item", "title", "set", "points", "max_points", "held_in", "scenarios")
+    )
     if problems:
         return problems
     if not -EPSILON <= item["points"] <= item["max_points"] + EPSILON:

@@ -9,12 +9,16 @@ visible part and how many points are still to come, notes made by a scenario the
 not see are left out, and so is whether the state machine failed when its scenario is hidden.
 Formatting (Markdown or not) is the caller's.
 """
+
 from __future__ import annotations
 
 from .grade_record import MACHINE, SETS
 
-SET_LABEL = {"visible": "visible scenarios", "hidden": "hidden scenarios",
-             "after_due_date": "scenarios shown after the due date"}
+SET_LABEL = {
+    "visible": "visible scenarios",
+    "hidden": "hidden scenarios",
+    "after_due_date": "scenarios shown after the due date",
+}
 
 
 def num(x) -> str:
@@ -37,18 +41,21 @@ def output_tail(record: dict) -> str:
 def headline(record: dict, shown=SETS) -> str:
     """The score, or why there is none."""
     if not record.get("gradable", True) and record.get("timed_out"):
-        return (f"Your submission could not be graded: it {reason(record)}. This is not a score: the scenarios "
-                "that did not run would decide it. What the scenarios that ran showed is below.")
+        return (
+            f"Your submission could not be graded: it {reason(record)}. This is not a score: the scenarios "
+            "that did not run would decide it. What the scenarios that ran showed is below."
+        )
     if not record.get("gradable", True):
-        return (f"Your submission could not be graded: {reason(record)}. "
-                "No scenario ran; fix this and submit again.")
+        return f"Your submission could not be graded: {reason(record)}. No scenario ran; fix this and submit again."
     items = record.get("items", [])
     if all(i["set"] in shown for i in items):
         return f"Score: {num(record['score'])} / {num(record['max_score'])}."
-    return (f"Score on the {' and '.join(SET_LABEL[s] for s in shown)}: {num(shown_points(record, shown))} / "
-            f"{num(sum(i['max_points'] for i in items if i['set'] in shown))}; "
-            f"{num(sum(i['max_points'] for i in items if i['set'] not in shown))} more points come from "
-            "scenarios not shown here.")
+    return (
+        f"Score on the {' and '.join(SET_LABEL[s] for s in shown)}: {num(shown_points(record, shown))} / "
+        f"{num(sum(i['max_points'] for i in items if i['set'] in shown))}; "
+        f"{num(sum(i['max_points'] for i in items if i['set'] not in shown))} more points come from "
+        "scenarios not shown here."
+    )
 
 
 def shown_points(record: dict, shown=SETS) -> float:
@@ -71,17 +78,27 @@ def cap_line(record: dict, shown=SETS) -> str | None:
     seen = [n for n in (cap or {}).get("broken_in", []) if sets.get(n) in shown]
     if not cap or not cap.get("lost") or not seen:
         return None
-    return (f"Score capped at {num(cap['at_most'])}: {cap['why']} (in {', '.join(seen)}); "
-            f"{num(cap['lost'])} points above the cap do not count.")
+    return (
+        f"Score capped at {num(cap['at_most'])}: {cap['why']} (in {', '.join(seen)}); "
+        f"{num(cap['lost'])} points above the cap do not count."
+    )
 
 
 def facts(record: dict, shown=SETS) -> list[str]:
     """Every other fact a student should know, in order: partial results, sandbox, seed, machine, notes."""
     out = []
+    if record.get("review"):
+        out.append(
+            "Flagged for review: the harness could not judge "
+            + ", ".join(record["review"])
+            + " (its checker failed; no points were taken for it). An instructor will look at this grade."
+        )
     if record.get("timed_out"):
         not_run = sum(1 for s in record.get("scenarios", []) if s.get("outcome") == "not-run")
-        out.append("The time budget ran out before grading finished: these results are partial"
-                   + (f" ({not_run} scenario(s) did not run)." if not_run else "."))
+        out.append(
+            "The time budget ran out before grading finished: these results are partial"
+            + (f" ({not_run} scenario(s) did not run)." if not_run else ".")
+        )
     line = cap_line(record, shown) if record.get("gradable", True) else None
     out += [line] if line else []
     out.append(sandbox(record.get("sandbox")))
@@ -120,8 +137,11 @@ def machine(record: dict, shown=SETS) -> str:
         return "State machine: not recorded."
     if not st.get("ran"):
         why = st.get("why_not")
-        return ("State machine (randomised chaos): not run." if why in (None, "not run") else
-                f"State machine (randomised chaos): not run, {why.rstrip('.')}.")
+        return (
+            "State machine (randomised chaos): not run."
+            if why in (None, "not run")
+            else f"State machine (randomised chaos): not run, {why.rstrip('.')}."
+        )
     run = next((s for s in record.get("scenarios", []) if s.get("name") == MACHINE), None)
     if run is None or run.get("set") not in shown:
         return "State machine (randomised chaos): ran."
@@ -129,8 +149,10 @@ def machine(record: dict, shown=SETS) -> str:
         return "State machine (randomised chaos): ran and found no failure."
     if st.get("shrunk"):
         return "State machine (randomised chaos): found a failure and shrank it to its shortest story."
-    return ("State machine (randomised chaos): found a failure; the time budget ended the shrinking, so its "
-            "story may be longer than it needs to be.")
+    return (
+        "State machine (randomised chaos): found a failure; the time budget ended the shrinking, so its "
+        "story may be longer than it needs to be."
+    )
 
 
 def notes(record: dict, shown=SETS) -> list[str]:

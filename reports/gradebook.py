@@ -14,6 +14,7 @@ student's page). A text cell starting with
 than running it as a formula. The page is reports.gradebook_page; each submission's own page
 is reports.student_page.
 """
+
 from __future__ import annotations
 
 import csv
@@ -42,10 +43,18 @@ def csv_text(records: list[dict], rules_order) -> str:
         gradable = r.get("gradable", True)
         points = item_points(r)
         error = _one_line(r.get("error") or "")
-        writer.writerow([_text(" ".join(r["submission"].split())), _num(r["score"] if gradable else 0),
-                         _num(r["max_score"]), _flag(gradable), _flag(r.get("timed_out", False)), _text(error),
-                         r["seed"]]
-                        + [_num(points[rule][0] if gradable else 0) if rule in points else "" for rule in rules])
+        writer.writerow(
+            [
+                _text(" ".join(r["submission"].split())),
+                _num(r["score"] if gradable else 0),
+                _num(r["max_score"]),
+                _flag(gradable),
+                _flag(r.get("timed_out", False)),
+                _text(error),
+                r["seed"],
+            ]
+            + [_num(points[rule][0] if gradable else 0) if rule in points else "" for rule in rules]
+        )
     return out.getvalue()
 
 
@@ -71,8 +80,10 @@ def _flag(b) -> str:
 def write(records: list[dict], folder: Path, rules_order=()) -> list[Path]:
     """Write gradebook.csv and gradebook.html into `folder`, each atomically; returns their paths."""
     folder = Path(folder)
-    return [write_text(folder / "gradebook.csv", csv_text(records, rules_order)),
-            write_text(folder / "gradebook.html", html(records))]
+    return [
+        write_text(folder / "gradebook.csv", csv_text(records, rules_order)),
+        write_text(folder / "gradebook.html", html(records)),
+    ]
 
 
 def merge(dirs) -> list[dict]:
@@ -102,16 +113,22 @@ def _records_in(folder: Path) -> list[Path]:
     found = sorted(folder.glob("submissions/*/grade.json"))
     stray = sorted(set(folder.rglob("grade.json")) - set(found))
     if stray:
-        raise ValueError(f"{folder}: {stray[0]} is not where relaychaos grade writes a record "
-                         f"(<folder>/submissions/<name>/grade.json): is this the right folder?")
+        raise ValueError(
+            f"{folder}: {stray[0]} is not where relaychaos grade writes a record "
+            f"(<folder>/submissions/<name>/grade.json): is this the right folder?"
+        )
     return found
 
 
 def _same_or_refuse(first: Path, a: dict, second: Path, b: dict) -> None:
     if a["seed"] != b["seed"]:
-        raise ValueError(f"{first} and {second} grade the same submission {a['path']} with different seeds "
-                         f"({a['seed']} and {b['seed']}): the shards come from different runs; merge one run's shards")
+        raise ValueError(
+            f"{first} and {second} grade the same submission {a['path']} with different seeds "
+            f"({a['seed']} and {b['seed']}): the shards come from different runs; merge one run's shards"
+        )
     if a != b:
         fields = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-        raise ValueError(f"{first} and {second} grade the same submission {a['path']} differently "
-                         f"(fields {', '.join(fields)}): it was graded twice; keep one of them")
+        raise ValueError(
+            f"{first} and {second} grade the same submission {a['path']} differently "
+            f"(fields {', '.join(fields)}): it was graded twice; keep one of them"
+        )

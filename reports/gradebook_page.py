@@ -11,6 +11,7 @@ at full points and its most common failure, shown from that scenario's incident:
 the report about the item's own rules, never cut before it; every submission with its score
 and error. Every piece of text from a record is escaped: names and reports are the students'.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -56,30 +57,53 @@ def html(records: list[dict]) -> str:
     """The whole page."""
     records = sorted(records, key=order_key)
     graded = [r for r in records if r.get("gradable", True)]
-    return "\n".join([
-        f"<!doctype html><meta charset=utf-8><title>relaychaos gradebook: {len(records)} submissions</title>",
-        f"<style>{STYLE}{EXTRA_STYLE}</style>",
-        f"<h1>relaychaos gradebook: {len(records)} submissions</h1>", header(records),
-        "<h2>Scores</h2>", statistics(records), histogram(records),
-        "<h2>Students × rubric items</h2>", grid(records),
-        "<h2>Rubric items: share of the class at full points, and the most common failure</h2>", items_section(graded),
-        "<h2>Submissions</h2>", submissions_table(records)])
+    return "\n".join(
+        [
+            f"<!doctype html><meta charset=utf-8><title>relaychaos gradebook: {len(records)} submissions</title>",
+            f"<style>{STYLE}{EXTRA_STYLE}</style>",
+            f"<h1>relaychaos gradebook: {len(records)} submissions</h1>",
+            header(records),
+            "<h2>Scores</h2>",
+            statistics(records),
+            histogram(records),
+            "<h2>Students × rubric items</h2>",
+            grid(records),
+            "<h2>Rubric items: share of the class at full points, and the most common failure</h2>",
+            items_section(graded),
+            "<h2>Submissions</h2>",
+            submissions_table(records),
+        ]
+    )
 
 
 def header(records: list[dict]) -> str:
     """What graded: the dates, rubrics, seeds, versions and sandbox levels the records hold (each once)."""
+
     def values(get) -> str:
         found = Counter(v for v in map(get, records) if v not in (None, ""))
         return "; ".join(f"{v}" + (f" ({n})" if len(found) > 1 else "") for v, n in found.items()) or "not recorded"
+
     dates = sorted({r["graded_at"][:10] for r in records if r.get("graded_at")})
-    rows = [("graded", " to ".join(dict.fromkeys([dates[0], dates[-1]])) if dates else "not recorded"),
-            ("rubric", values(lambda r: f"{r.get('rubric', {}).get('name', '?')} (v{r.get('rubric', {}).get('version', 1)}"
-                                        f", {num(r.get('max_score'))} points)")),
-            ("seed", values(lambda r: r.get("seed"))),
-            ("relaychaos", values(lambda r: (r.get("harness") or {}).get("version"))),
-            ("sandbox", values(lambda r: sandbox(r.get("sandbox"))))]
-    return "<table class=meta>" + "".join(f"<tr><td><b>{_e(k)}</b></td><td>{_e(v)}</td></tr>" for k, v in rows) + \
-        "</table>"
+    rows = [
+        ("graded", " to ".join(dict.fromkeys([dates[0], dates[-1]])) if dates else "not recorded"),
+        (
+            "rubric",
+            values(
+                lambda r: (
+                    f"{r.get('rubric', {}).get('name', '?')} (v{r.get('rubric', {}).get('version', 1)}"
+                    f", {num(r.get('max_score'))} points)"
+                )
+            ),
+        ),
+        ("seed", values(lambda r: r.get("seed"))),
+        ("relaychaos", values(lambda r: (r.get("harness") or {}).get("version"))),
+        ("sandbox", values(lambda r: sandbox(r.get("sandbox")))),
+    ]
+    return (
+        "<table class=meta>"
+        + "".join(f"<tr><td><b>{_e(k)}</b></td><td>{_e(v)}</td></tr>" for k, v in rows)
+        + "</table>"
+    )
 
 
 def statistics(records: list[dict]) -> str:
@@ -90,11 +114,14 @@ def statistics(records: list[dict]) -> str:
     ungradable = sum(1 for r in records if not r.get("gradable", True))
     cut = sum(1 for r in records if r.get("timed_out") and not r.get("gradable", True))
     partial = sum(1 for r in records if r.get("timed_out") and r.get("gradable", True))  # written while running
-    return (f"<p>Over all {len(records)} submissions (a submission that could not be graded counts as 0): median "
-            f"{num(median)}%, mean {num(sum(pcts) / len(pcts))}%, lowest {num(pcts[0])}%, highest {num(pcts[-1])}%. "
-            f"{len(records) - ungradable} graded, {ungradable} could not be graded"
-            + (f" ({cut} of them ran out of time: regrade with a larger --budget-s)" if cut else "")
-            + (f"; {partial} partial, written while grading was still running" if partial else "") + ".</p>")
+    return (
+        f"<p>Over all {len(records)} submissions (a submission that could not be graded counts as 0): median "
+        f"{num(median)}%, mean {num(sum(pcts) / len(pcts))}%, lowest {num(pcts[0])}%, highest {num(pcts[-1])}%. "
+        f"{len(records) - ungradable} graded, {ungradable} could not be graded"
+        + (f" ({cut} of them ran out of time: regrade with a larger --budget-s)" if cut else "")
+        + (f"; {partial} partial, written while grading was still running" if partial else "")
+        + ".</p>"
+    )
 
 
 def histogram(records: list[dict]) -> str:
@@ -106,16 +133,20 @@ def histogram(records: list[dict]) -> str:
     labels = [f"{i * 10}–{(i + 1) * 10}%" for i in range(BINS)] + ["not graded"]
     top = max(counts) or 1
     width, base, tall = 56, 200, 170
-    out = [f'<svg class=histogram role=img viewBox="0 0 {40 + len(counts) * width} 240" '
-           f'width="{40 + len(counts) * width}" height=240 aria-label="histogram of {len(records)} scores">',
-           f'<line x1=30 y1={base} x2={30 + len(counts) * width} y2={base} stroke="#888"/>']
+    out = [
+        f'<svg class=histogram role=img viewBox="0 0 {40 + len(counts) * width} 240" '
+        f'width="{40 + len(counts) * width}" height=240 aria-label="histogram of {len(records)} scores">',
+        f'<line x1=30 y1={base} x2={30 + len(counts) * width} y2={base} stroke="#888"/>',
+    ]
     for i, count in enumerate(counts):
         h, x = round(tall * count / top), 34 + i * width
         fill = "#b3261e" if i == BINS else "#3b6ea5"
-        out.append(f'<rect x={x} y={base - h} width={width - 8} height={h} fill="{fill}">'
-                   f"<title>{_e(labels[i])}: {count}</title></rect>")
-        out.append(f'<text x={x + (width - 8) / 2} y={base - h - 4} text-anchor=middle>{count}</text>')
-        out.append(f'<text x={x + (width - 8) / 2} y={base + 16} text-anchor=middle>{_e(labels[i])}</text>')
+        out.append(
+            f'<rect x={x} y={base - h} width={width - 8} height={h} fill="{fill}">'
+            f"<title>{_e(labels[i])}: {count}</title></rect>"
+        )
+        out.append(f"<text x={x + (width - 8) / 2} y={base - h - 4} text-anchor=middle>{count}</text>")
+        out.append(f"<text x={x + (width - 8) / 2} y={base + 16} text-anchor=middle>{_e(labels[i])}</text>")
     out.append("</svg>")
     return "\n".join(out)
 
@@ -153,8 +184,10 @@ def grid(records: list[dict]) -> str:
                 text = num(got)
             cells.append(f'<td class={cls} title="{_e(titles[item])}">{_link(r, text)}</td>')
         score = num(r["score"]) if r.get("gradable", True) else "not graded"
-        rows.append(f"<tr><td style='text-align:left'>{_link(r, _e(r['submission']))}</td>"
-                    f"<td class=num>{_e(score)}</td>{''.join(cells)}</tr>")
+        rows.append(
+            f"<tr><td style='text-align:left'>{_link(r, _e(r['submission']))}</td>"
+            f"<td class=num>{_e(score)}</td>{''.join(cells)}</tr>"
+        )
     rows.append("</table>")
     return "\n".join(rows)
 
@@ -176,9 +209,11 @@ def items_section(graded: list[dict]) -> str:
         full = sum(1 for r in graded if _full(item_points(r).get(item)))
         share = 100.0 * full / len(graded)
         rules = next(e.get("rules", []) for r in graded for e in r.get("items", []) if e["item"] == item)
-        rows.append(f"<tr><td>{_e(title)}</td><td><code>{_e(', '.join(rules))}</code></td>"
-                    f"<td class=num>{full} of {len(graded)} ({num(share)}%)</td>"
-                    f'<td><span class=bar><span style="width:{share:.1f}%"></span></span></td></tr>')
+        rows.append(
+            f"<tr><td>{_e(title)}</td><td><code>{_e(', '.join(rules))}</code></td>"
+            f"<td class=num>{full} of {len(graded)} ({num(share)}%)</td>"
+            f'<td><span class=bar><span style="width:{share:.1f}%"></span></span></td></tr>'
+        )
         examples.append(most_common_failure(graded, item, title, rules))
     rows.append("</table>")
     return "\n".join(rows + [e for e in examples if e])
@@ -190,32 +225,42 @@ def _full(points) -> bool:
 
 def most_common_failure(graded: list[dict], item: str, title: str, rules) -> str | None:
     """The scenario that broke `item` in the most submissions, with the first such submission's incident."""
-    where = Counter(f["incident"] for r in graded for e in r.get("items", []) if e["item"] == item
-                    for f in e.get("failures", []))
+    where = Counter(
+        f["incident"] for r in graded for e in r.get("items", []) if e["item"] == item for f in e.get("failures", [])
+    )
     if not where:
         return None
     scenario, count = where.most_common(1)[0]
     lost = sum(1 for r in graded if not _full(item_points(r).get(item)))
-    first = next(r for r in graded for e in r.get("items", []) if e["item"] == item
-                 for f in e.get("failures", []) if f["incident"] == scenario)
+    first = next(
+        r
+        for r in graded
+        for e in r.get("items", [])
+        if e["item"] == item
+        for f in e.get("failures", [])
+        if f["incident"] == scenario
+    )
     incident = incidents_by_id(first).get(scenario)
     text = sections(incident["text"], rules) if incident else "(no incident report recorded)"
-    return (f"<h3>{_e(title)}: lost by {lost} of {len(graded)}</h3><p>Most often in scenario <code>{_e(scenario)}"
-            f"</code> ({count} submission(s)); from {_link(first, '<b>' + _e(first['submission']) + '</b>')}:</p>"
-            f"<pre>{_e(text)}</pre>")
+    return (
+        f"<h3>{_e(title)}: lost by {lost} of {len(graded)}</h3><p>Most often in scenario <code>{_e(scenario)}"
+        f"</code> ({count} submission(s)); from {_link(first, '<b>' + _e(first['submission']) + '</b>')}:</p>"
+        f"<pre>{_e(text)}</pre>"
+    )
 
 
 def submissions_table(records: list[dict]) -> str:
-    rows = ["<table><tr><th>submission</th><th>score</th><th>%</th><th>graded</th><th>seed</th>"
-            "<th>error</th></tr>"]
+    rows = ["<table><tr><th>submission</th><th>score</th><th>%</th><th>graded</th><th>seed</th><th>error</th></tr>"]
     for r in records:
         gradable = r.get("gradable", True)
         state = "yes" if gradable else "<span class=broken>no</span>"
         state += ", timed out" if r.get("timed_out") else ""
         score = r["score"] if gradable else 0
-        rows.append(f"<tr><td>{_link(r, _e(r['submission']))}</td><td class=num>{num(score)} / "
-                    f"{num(r['max_score'])}</td><td class=num>{num(percent(r))}</td><td>{state}</td>"
-                    f"<td class=num>{_e(r['seed'])}</td><td>{_error(r)}</td></tr>")
+        rows.append(
+            f"<tr><td>{_link(r, _e(r['submission']))}</td><td class=num>{num(score)} / "
+            f"{num(r['max_score'])}</td><td class=num>{num(percent(r))}</td><td>{state}</td>"
+            f"<td class=num>{_e(r['seed'])}</td><td>{_error(r)}</td></tr>"
+        )
     rows.append("</table>")
     return "\n".join(rows)
 

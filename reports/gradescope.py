@@ -16,6 +16,7 @@ student's total while some tests are hidden from them, so the top-level output g
 visible part of the score and leaves out notes of hidden scenarios, and the leaderboard (seen
 by the whole class) ranks by the visible points alone, rounded as the score is.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,7 @@ from pathlib import Path
 
 from . import grade_summary
 from .atomic import write_text
-from .fieldcheck import (INTEGER, LIST, NUMBER, OBJECT, STRING, STRINGS, as_json_problems, check, either,
-                         one_of)
+from .fieldcheck import INTEGER, LIST, NUMBER, OBJECT, STRING, STRINGS, as_json_problems, check, either, one_of
 from .grade_record import incidents_by_id
 
 VISIBILITY = ("hidden", "after_due_date", "after_published", "visible")
@@ -37,14 +37,23 @@ def results(record: dict, *, leaderboard: bool = True) -> dict:
     """The results.json of one submission: score, summary with each incident once, one test per item entry."""
     gradable = record.get("gradable", True)
     numbers = incident_numbers(record)
-    data = {"score": round(float(record["score"]), 2) if gradable else 0.0,
-            "execution_time": int(round(record.get("execution_time_s") or 0)),
-            "output": summary(record, numbers), "output_format": "md",
-            "visibility": "visible", "stdout_visibility": "hidden",
-            "tests": [test(record, item, numbers) for item in record.get("items", [])]}
+    data = {
+        "score": round(float(record["score"]), 2) if gradable else 0.0,
+        "execution_time": int(round(record.get("execution_time_s") or 0)),
+        "output": summary(record, numbers),
+        "output_format": "md",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": [test(record, item, numbers) for item in record.get("items", [])],
+    }
     if leaderboard:
-        data["leaderboard"] = [{"name": "points on visible scenarios",
-                                "value": grade_summary.shown_points(record, ("visible",)), "order": "desc"}]
+        data["leaderboard"] = [
+            {
+                "name": "points on visible scenarios",
+                "value": grade_summary.shown_points(record, ("visible",)),
+                "order": "desc",
+            }
+        ]
     return data
 
 
@@ -65,8 +74,7 @@ def summary(record: dict, numbers: dict[str, int] | None = None) -> str:
     by_id = incidents_by_id(record)
     for incident_id, n in numbers.items():
         incident = by_id[incident_id]
-        lines += ["", f"### Incident {n}: scenario {code(incident['scenario'])}", "",
-                  fenced(cut(incident["text"]))]
+        lines += ["", f"### Incident {n}: scenario {code(incident['scenario'])}", "", fenced(cut(incident["text"]))]
     return "\n".join(lines)
 
 
@@ -75,27 +83,39 @@ def test(record: dict, item: dict, numbers: dict[str, int] | None = None) -> dic
     gradable = record.get("gradable", True)
     full = gradable and not item.get("broken_in") and item["points"] >= item["max_points"] - 1e-9
     label = "" if item["set"] == "visible" else f" ({grade_summary.SET_LABEL[item['set']]})"
-    return {"name": f"{item['title']}{label}",
-            "score": round(float(item["points"]), 2) if gradable else 0.0,
-            "max_score": round(float(item["max_points"]), 2),
-            "status": "passed" if full else "failed",
-            "output": test_output(record, item, incident_numbers(record) if numbers is None else numbers),
-            "output_format": "md", "visibility": item["set"],
-            "tags": [item["item"], *item.get("rules", [])],
-            "extra_data": {"item": item["item"], "held_in": item["held_in"], "scenarios": item["scenarios"],
-                           "broken_in": list(item.get("broken_in", []))}}
+    return {
+        "name": f"{item['title']}{label}",
+        "score": round(float(item["points"]), 2) if gradable else 0.0,
+        "max_score": round(float(item["max_points"]), 2),
+        "status": "passed" if full else "failed",
+        "output": test_output(record, item, incident_numbers(record) if numbers is None else numbers),
+        "output_format": "md",
+        "visibility": item["set"],
+        "tags": [item["item"], *item.get("rules", [])],
+        "extra_data": {
+            "item": item["item"],
+            "held_in": item["held_in"],
+            "scenarios": item["scenarios"],
+            "broken_in": list(item.get("broken_in", [])),
+        },
+    }
 
 
 def test_output(record: dict, item: dict, numbers: dict[str, int]) -> str:
     """Markdown: where the item held, and for each scenario that broke it, what broke and where to read it."""
     if not record.get("gradable", True):
-        after = " The incidents it showed are in the summary above." if record.get("timed_out") else \
-            " What it printed is in the summary above."
+        after = (
+            " The incidents it showed are in the summary above."
+            if record.get("timed_out")
+            else " What it printed is in the summary above."
+        )
         return md(grade_summary.headline(record)) + after
     n = grade_summary.num
     rules = ", ".join(code(r) for r in item.get("rules", []))
-    lines = [f"Held in {item['held_in']} of {item['scenarios']} scenario(s): {n(item['points'])} / "
-             f"{n(item['max_points'])} points. Checked by {rules}."]
+    lines = [
+        f"Held in {item['held_in']} of {item['scenarios']} scenario(s): {n(item['points'])} / "
+        f"{n(item['max_points'])} points. Checked by {rules}."
+    ]
     by_id = incidents_by_id(record)
     for failure in item.get("failures", []):
         where = numbers.get(failure["incident"])
@@ -154,13 +174,32 @@ def write(record: dict, path: Path) -> Path:
     return write_text(Path(path), json.dumps(results(record), indent=2, ensure_ascii=False) + "\n")
 
 
-TOP = {"score": NUMBER, "execution_time": (lambda v: INTEGER[0](v) and v >= 0, "a whole number of seconds"),
-       "output": STRING, "output_format": one_of(*FORMATS), "test_output_format": one_of(*FORMATS),
-       "test_name_format": one_of(*FORMATS), "visibility": one_of(*VISIBILITY),
-       "stdout_visibility": one_of(*VISIBILITY), "extra_data": OBJECT, "tests": LIST, "leaderboard": LIST}
-TEST = {"score": NUMBER, "max_score": NUMBER, "status": one_of("passed", "failed"), "name": STRING,
-        "name_format": one_of(*FORMATS), "number": STRING, "output": STRING, "output_format": one_of(*FORMATS),
-        "tags": STRINGS, "visibility": one_of(*VISIBILITY), "extra_data": OBJECT}
+TOP = {
+    "score": NUMBER,
+    "execution_time": (lambda v: INTEGER[0](v) and v >= 0, "a whole number of seconds"),
+    "output": STRING,
+    "output_format": one_of(*FORMATS),
+    "test_output_format": one_of(*FORMATS),
+    "test_name_format": one_of(*FORMATS),
+    "visibility": one_of(*VISIBILITY),
+    "stdout_visibility": one_of(*VISIBILITY),
+    "extra_data": OBJECT,
+    "tests": LIST,
+    "leaderboard": LIST,
+}
+TEST = {
+    "score": NUMBER,
+    "max_score": NUMBER,
+    "status": one_of("passed", "failed"),
+    "name": STRING,
+    "name_format": one_of(*FORMATS),
+    "number": STRING,
+    "output": STRING,
+    "output_format": one_of(*FORMATS),
+    "tags": STRINGS,
+    "visibility": one_of(*VISIBILITY),
+    "extra_data": OBJECT,
+}
 BOARD = {"name": STRING, "value": either(NUMBER, STRING), "order": one_of("asc", "desc")}
 
 
@@ -170,13 +209,16 @@ def validate(data) -> list[str]:
     if not isinstance(data, dict):
         return problems
     problems += as_json_problems(data)
-    tests = data.get("tests") if isinstance(data.get("tests"), list) else []
+    tests = data.get("tests")
+    if not isinstance(tests, list):
+        tests = []
     if "score" not in data and not tests:
         problems.append("results: no top-level score and no tests (one of them is required)")
     for i, t in enumerate(tests):
         problems += check(t, f"tests[{i}]", TEST, closed=True)
         if isinstance(t, dict) and "score" not in data and "score" not in t and "status" not in t:
             problems.append(f"tests[{i}]: no score (nor status), and no top-level score either")
-    for i, entry in enumerate(data.get("leaderboard") if isinstance(data.get("leaderboard"), list) else []):
+    board = data.get("leaderboard")
+    for i, entry in enumerate(board if isinstance(board, list) else []):
         problems += check(entry, f"leaderboard[{i}]", BOARD, required=("name", "value"), closed=True)
     return problems

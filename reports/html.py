@@ -10,6 +10,7 @@ report, as timelines/<scenario>.html, for every failing scenario; for any other,
 one with `relaychaos timeline HISTORY` (it lands in the same folder, and the report
 links it when rewritten).
 """
+
 from __future__ import annotations
 
 import html
@@ -17,12 +18,14 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from relaychaos.checkers.verdict import Verdict
-from relaychaos.reports import plots, timeline
 from relaychaos.history import History
+from relaychaos.reports import plots, timeline
 from relaychaos.reports.atomic import write_text
 from relaychaos.reports.grade_summary import sandbox_parts
+from relaychaos.reports.results import RunResults
 from relaychaos.reports.timeline_model import build, verdict_groups
 
 STYLE = """
@@ -71,7 +74,8 @@ def _verdicts(entry: dict) -> list[Verdict]:
         key = json.dumps(v, sort_keys=True, default=str)
         if key not in seen:
             seen.add(key)
-            out.append(Verdict(**{k: tuple(v[k]) if k in ("events", "calls") else v[k] for k in keys if k in v}))
+            fields: dict[str, Any] = {k: tuple(v[k]) if k in ("events", "calls") else v[k] for k in keys if k in v}
+            out.append(Verdict(**fields))
     return out
 
 
@@ -80,13 +84,19 @@ class Scenario:
 
     def __init__(self, entry: dict, run_dir: Path):
         self.entry, self.name, self.run_dir = entry, scenario_name(entry), run_dir
-        self.history_path = run_dir / entry["history"] if entry.get("history") else None
+        self.history_path: Path | None = run_dir / entry["history"] if entry.get("history") else None
         self.timeline_rel = f"timelines/{self.name}.html"
         self.failed = entry["outcome"] in ("failed", "error")
 
     @property
     def has_history(self) -> bool:
         return self.history_path is not None and self.history_path.is_file()
+
+    def history(self) -> History:
+        """The history the run kept for it (ValueError when it recorded none)."""
+        if self.history_path is None:
+            raise ValueError(f"{self.name}: results.json names no history")
+        return History.read(self.history_path)
 
     @property
     def has_timeline(self) -> bool:
@@ -108,18 +118,19 @@ def write_timelines(scenarios: list[Scenario]) -> list[str]:
         if not (sc.failed and sc.has_history):
             continue
         try:
-            history = History.read(sc.history_path)
+            history = sc.history()
             recorded = _verdicts(sc.entry)
             timeline.write(history, sc.run_dir / sc.timeline_rel, recorded or None)
         except Exception as e:  # noqa: BLE001 - a bad history, or a drawing bug, costs its timeline, never the report
-            problems.append(f"{sc.name}: its timeline could not be drawn from {sc.entry['history']}: "
-                            f"{type(e).__name__}: {e}")
+            problems.append(
+                f"{sc.name}: its timeline could not be drawn from {sc.entry['history']}: {type(e).__name__}: {e}"
+            )
     return problems
 
 
 def _plots(sc: Scenario) -> str:
     try:
-        model = build(History.read(sc.history_path), _verdicts(sc.entry))
+        model = build(sc.history(), _verdicts(sc.entry))
     except Exception as e:  # noqa: BLE001 - as in write_timelines: the report is written all the same
         return f"<p>plots unavailable: {_e(type(e).__name__)}: {_e(e)}</p>"
     return f"<div class=plots>{plots.latency_svg(model, 520, 200)}{plots.account_rate_svg(model, 520, 200)}</div>"
@@ -137,17 +148,22 @@ def _verdict_list(entry: dict) -> str:
             who = f"GUID <code>{_e(g['guid'])}</code>" if g["guid"] else "the run"
             more = f" <i>(and {g['count'] - 1} more like it)</i>" if g["count"] > 1 else ""
             lines.append(f"<li>{who}: {_e(g['summary'])}{more}</li>")
-        items.append(f"<li><span class=rule>{_e(rule)}</span> — {_e(groups[0]['text'])} <span class=clause>"
-                     f"(contract {_e(groups[0]['clause'])})</span><ul>{''.join(lines)}</ul></li>")
+        items.append(
+            f"<li><span class=rule>{_e(rule)}</span> — {_e(groups[0]['text'])} <span class=clause>"
+            f"(contract {_e(groups[0]['clause'])})</span><ul>{''.join(lines)}</ul></li>"
+        )
     return f"<ul class=verdicts>{''.join(items)}</ul>" if items else ""
 
 
 def failing_card(sc: Scenario) -> str:
     """A failing scenario in full: its verdicts, links, plots, and the incident report as text."""
     e = sc.entry
-    out = [f"<section class=card id='{_e(sc.name)}'><h3><code>{_e(sc.name)}</code> "
-           f"<span class={_e(e['outcome'])}>{_e(e['outcome'])}</span> "
-           f"<small>({e['duration_s']:.1f} s)</small> {sc.links()}</h3>", _verdict_list(e)]
+    out = [
+        f"<section class=card id='{_e(sc.name)}'><h3><code>{_e(sc.name)}</code> "
+        f"<span class={_e(e['outcome'])}>{_e(e['outcome'])}</span> "
+        f"<small>({e['duration_s']:.1f} s)</small> {sc.links()}</h3>",
+        _verdict_list(e),
+    ]
     if sc.has_history:
         out.append(_plots(sc))
     if e.get("message"):
@@ -155,45 +171,42 @@ def failing_card(sc: Scenario) -> str:
     return "".join(out) + "</section>"
 
 
-def render(results: dict, run_dir: Path | None = None, problems: list[str] | None = None) -> str:
-    """The whole page, from a results.json as reports.results writes it (histories read from run_dir)."""
-    run_dir = run_dir or Path(".")
-    scenarios = [Scenario(entry, run_dir) for entry in results["scenarios"]]
+def _header(results: dict) -> list[str]:
+    """The page's head: the relay, whether every rule held, when it ran, the tiles counting the outcomes."""
     s = results["summary"]
     verdict = "every rule held" if results["ok"] else "rules were broken"
     started = results.get("started_at")
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else "?"
     took = f", {results['finished_at'] - started:.0f} s" if started and results.get("finished_at") else ""
-    tiles = "".join(f"<div class=tile><b class={cls}>{s.get(key, 0)}</b>{label}</div>" for key, cls, label in
-                    (("passed", "passed", "passed"), ("failed", "failed", "failed"),
-                     ("error", "error", "could not run"), ("skipped", "skipped", "skipped")))
-    out = [f"<!doctype html><html lang=en><meta charset=utf-8><title>relaychaos: {_e(results['relay_name'])}</title>",
-           f"<style>{STYLE}</style>",
-           f"<h1>relaychaos report: relay <code>{_e(results['relay_name'])}</code> — "
-           f"<span class={'held' if results['ok'] else 'broken'}>{verdict}</span></h1>",
-           f"<p class=lede>Manifest <code>{_e(results['relay'])}</code>; run started {when}{took}. Scenarios: "
-           f"{s['passed']} passed, {s['failed']} failed, {s['error']} could not run, {s['skipped']} skipped.</p>",
-           f"<div class=tiles>{tiles}</div>", sandbox_line(results.get("sandbox")), partial_line(results),
-           random_stories_line(results.get("random_stories"))]
-    out += [f"<p class=broken>{_e(p)}</p>" for p in problems or []]
-    out += ["<h2>Rules</h2>", plots.score_sheet_svg(results),
-            "<details><summary>the rules in words: what each must hold, the contract sections</summary>",
-            "<table><tr><th>rule</th><th>what must hold</th><th>contract</th><th>result</th><th>broken in</th></tr>"]
-    for rule, r in results.get("rules", {}).items():
-        state = "<span class=held>held</span>" if r["held"] else "<span class=broken>broken</span>"
-        out.append(f"<tr><td><code>{_e(rule)}</code></td><td>{_e(r['what'])}</td><td>{_e(r.get('contract', ''))}</td>"
-                   f"<td>{state}</td><td>{_e(', '.join(r['broken_in']))}</td></tr>")
-    out.append("</table></details>")
-    if results.get("notes"):
-        out += ["<h2>Notes on the relay (not verdicts)</h2>", "<ul>"]
-        out += [f"<li>{_e(n)}</li>" for n in results["notes"]]
-        out.append("</ul>")
-    failing = [sc for sc in scenarios if sc.failed]
-    if failing:
-        out.append(f"<h2>What broke ({len(failing)} scenario{'s' if len(failing) != 1 else ''})</h2>")
-        out += [failing_card(sc) for sc in failing]
-    out += ["<h2>Every scenario</h2>",
-            "<table><tr><th>scenario</th><th>outcome</th><th>seconds</th><th>verdicts</th><th></th></tr>"]
+    tiles = "".join(
+        f"<div class=tile><b class={cls}>{s.get(key, 0)}</b>{label}</div>"
+        for key, cls, label in (
+            ("passed", "passed", "passed"),
+            ("failed", "failed", "failed"),
+            ("error", "error", "could not run"),
+            ("skipped", "skipped", "skipped"),
+        )
+    )
+    return [
+        f"<!doctype html><html lang=en><meta charset=utf-8><title>relaychaos: {_e(results['relay_name'])}</title>",
+        f"<style>{STYLE}</style>",
+        f"<h1>relaychaos report: relay <code>{_e(results['relay_name'])}</code> — "
+        f"<span class={'held' if results['ok'] else 'broken'}>{verdict}</span></h1>",
+        f"<p class=lede>Manifest <code>{_e(results['relay'])}</code>; run started {when}{took}. Scenarios: "
+        f"{s['passed']} passed, {s['failed']} failed, {s['error']} could not run, {s['skipped']} skipped.</p>",
+        f"<div class=tiles>{tiles}</div>",
+        sandbox_line(results.get("sandbox")),
+        partial_line(results),
+        random_stories_line(results.get("random_stories")),
+    ]
+
+
+def _every_scenario(scenarios: list[Scenario]) -> list[str]:
+    """The table of every scenario: its outcome, seconds, verdicts and links (a passing one's plots and message)."""
+    out = [
+        "<h2>Every scenario</h2>",
+        "<table><tr><th>scenario</th><th>outcome</th><th>seconds</th><th>verdicts</th><th></th></tr>",
+    ]
     for sc in scenarios:
         e = sc.entry
         name = f"<code>{_e(sc.name)}</code>"
@@ -203,13 +216,47 @@ def render(results: dict, run_dir: Path | None = None, problems: list[str] | Non
             extra = f"<details><summary>plots</summary>{_plots(sc)}</details>"
         if not sc.failed and e.get("message"):
             extra += f"<details><summary>message</summary><pre>{_e(e['message'])}</pre></details>"
-        out.append(f"<tr><td>{name}{extra}</td><td class={_e(e['outcome'])}>{_e(e['outcome'])}</td>"
-                   f"<td>{e['duration_s']:.2f}</td><td>{len(_verdicts(e)) or ''}</td><td>{sc.links()}</td></tr>")
-    out.append("</table>")
+        out.append(
+            f"<tr><td>{name}{extra}</td><td class={_e(e['outcome'])}>{_e(e['outcome'])}</td>"
+            f"<td>{e['duration_s']:.2f}</td><td>{len(_verdicts(e)) or ''}</td><td>{sc.links()}</td></tr>"
+        )
+    return out + ["</table>"]
+
+
+def render(results: dict, run_dir: Path | None = None, problems: list[str] | None = None) -> str:
+    """The whole page, from a results.json as reports.results writes it (histories read from run_dir)."""
+    run_dir = run_dir or Path(".")
+    scenarios = [Scenario(entry, run_dir) for entry in results["scenarios"]]
+    out = _header(results)
+    out += [f"<p class=broken>{_e(p)}</p>" for p in problems or []]
+    out += [
+        "<h2>Rules</h2>",
+        plots.score_sheet_svg(results),
+        "<details><summary>the rules in words: what each must hold, the contract sections</summary>",
+        "<table><tr><th>rule</th><th>what must hold</th><th>contract</th><th>result</th><th>broken in</th></tr>",
+    ]
+    for rule, r in results.get("rules", {}).items():
+        state = "<span class=held>held</span>" if r["held"] else "<span class=broken>broken</span>"
+        out.append(
+            f"<tr><td><code>{_e(rule)}</code></td><td>{_e(r['what'])}</td><td>{_e(r.get('contract', ''))}</td>"
+            f"<td>{state}</td><td>{_e(', '.join(r['broken_in']))}</td></tr>"
+        )
+    out.append("</table></details>")
+    if results.get("notes"):
+        out += ["<h2>Notes on the relay (not verdicts)</h2>", "<ul>"]
+        out += [f"<li>{_e(n)}</li>" for n in results["notes"]]
+        out.append("</ul>")
+    failing = [sc for sc in scenarios if sc.failed]
+    if failing:
+        out.append(f"<h2>What broke ({len(failing)} scenario{'s' if len(failing) != 1 else ''})</h2>")
+        out += [failing_card(sc) for sc in failing]
+    out += _every_scenario(scenarios)
     if any(sc.has_history for sc in scenarios):
-        out.append("<p class=lede>A timeline for any scenario: <code>relaychaos timeline "
-                   "histories/&lt;scenario&gt;.jsonl[.gz]</code> in the run folder (written to timelines/), then "
-                   "<code>python -m relaychaos.reports.html results.json</code> to link it here.</p>")
+        out.append(
+            "<p class=lede>A timeline for any scenario: <code>relaychaos timeline "
+            "histories/&lt;scenario&gt;.jsonl[.gz]</code> in the run folder (written to timelines/), then "
+            "<code>python -m relaychaos.reports.html results.json</code> to link it here.</p>"
+        )
     return "\n".join(out) + "</html>"
 
 
@@ -218,8 +265,10 @@ def partial_line(results: dict) -> str:
     if not results.get("partial"):
         return ""
     total = f" of {results['expected']}" if results.get("expected") else ""
-    return (f"<p class=broken>Partial: the run was interrupted after {len(results['scenarios'])}{total} scenarios; "
-            "only those are judged here.</p>")
+    return (
+        f"<p class=broken>Partial: the run was interrupted after {len(results['scenarios'])}{total} scenarios; "
+        "only those are judged here.</p>"
+    )
 
 
 def random_stories_line(machine: dict | None) -> str:
@@ -228,9 +277,16 @@ def random_stories_line(machine: dict | None) -> str:
         return ""
     if not machine.get("ran", True):
         return f"<p class=stories><b>Random stories (the state machine):</b> {_e(machine.get('why_not'))}.</p>"
-    shrunk = "" if machine.get("shrunk") is not False or machine.get("shrink_s") is None else \
-        f"; its failing story was not fully shrunk (shrinking stopped at its budget after {machine['shrink_s']:g} s)"
-    return f"<p class=stories><b>Random stories (the state machine):</b> {machine.get('examples')} examples run{shrunk}.</p>"
+    shrunk = (
+        ""
+        if machine.get("shrunk") is not False or machine.get("shrink_s") is None
+        else "; its failing story was not fully shrunk "
+        f"(shrinking stopped at its budget after {machine['shrink_s']:g} s)"
+    )
+    return (
+        "<p class=stories><b>Random stories (the state machine):</b> "
+        f"{machine.get('examples')} examples run{shrunk}.</p>"
+    )
 
 
 def sandbox_line(level: dict | None) -> str:
@@ -247,7 +303,7 @@ def sandbox_line(level: dict | None) -> str:
 def write(results_path: Path) -> Path:
     """Write report.html beside results.json, and the failing scenarios' timelines under timelines/; its path."""
     results_path = Path(results_path)
-    results = json.loads(results_path.read_text())
+    results = RunResults.load(results_path).as_dict()
     run_dir = results_path.parent
     scenarios = [Scenario(entry, run_dir) for entry in results["scenarios"]]
     problems = write_timelines(scenarios)

@@ -5,7 +5,11 @@
 Rendering only: the verdicts and the history are the checkers' and the engine's;
 nothing here judges.
 """
+
 from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol
 
 from relaychaos.checkers import RULES
 from relaychaos.checkers.facts import Facts
@@ -14,19 +18,31 @@ from relaychaos.contract import CLAUSES
 from relaychaos.history import Event, History
 
 
+class Events(Protocol):
+    """What a timeline reads of a history: its events in order, and each by index (a History, or a soak's
+    excerpt of one)."""
+
+    def __iter__(self) -> Iterator[Event]: ...
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> Event: ...
+
+
 def report(history: History, verdicts: list[Verdict], limit: int = 5) -> str:
     """The verdicts as incident reports, the most serious first."""
     facts = Facts(history)
     name = facts.scenario.get("name", "?")
     if not verdicts:
         return f"scenario {name}: every rule held"
-    head = [f"scenario {name} against relay '{facts.scenario.get('relay', '?')}': {len(verdicts)} violation(s) "
-            f"of {len({v.rule for v in verdicts})} rule(s)"]
+    head = [
+        f"scenario {name} against relay '{facts.scenario.get('relay', '?')}': {len(verdicts)} violation(s) "
+        f"of {len({v.rule for v in verdicts})} rule(s)"
+    ]
     if facts.scenario.get("description"):
         head.append(f"  scenario: {facts.scenario['description']}")
     production = (facts.scenario.get("incident") or {}).get("guids")
-    shown = [render(v, history, facts.account_calls, facts.start, facts.labels, production)
-             for v in verdicts[:limit]]
+    shown = [render(v, history, facts.account_calls, facts.start, facts.labels, production) for v in verdicts[:limit]]
     more = [f"... and {len(verdicts) - limit} more"] if len(verdicts) > limit else []
     return "\n\n".join(["\n".join(head)] + shown + more)
 
@@ -40,8 +56,9 @@ def describe_event(e: Event) -> str:
                 return f"channel sends a raw body {v['raw'][:60]!r}"
             req = v.get("request") or {}
             race = f" (one of {v['race']} sent at once)" if v.get("race") else ""
-            return (f"channel sends {req.get('amount')} {req.get('from')}→{req.get('to')}, attempt {v.get('attempt')}"
-                    f"{race}")
+            return (
+                f"channel sends {req.get('amount')} {req.get('from')}→{req.get('to')}, attempt {v.get('attempt')}{race}"
+            )
         if e.type == "ok":
             return f"channel gets HTTP {v.get('status')} code {v.get('code')}"
         return f"channel gets no answer: {v.get('error')}"
@@ -54,8 +71,10 @@ def describe_event(e: Event) -> str:
         slot = v["slot"]
         if e.type == "fail":
             return f"relay {slot} failed to {e.f}: {str(v.get('error', '')).splitlines()[0]}"
-        return {"start": f"relay {slot} started (serve, pid {v.get('pid')})",
-                "kill": f"relay {slot} killed with SIGKILL"}.get(e.f, f"relay {slot} {e.f}")
+        return {
+            "start": f"relay {slot} started (serve, pid {v.get('pid')})",
+            "kill": f"relay {slot} killed with SIGKILL",
+        }.get(e.f, f"relay {slot} {e.f}")
     if "run" in v and "command" in v:
         if e.type == "invoke":
             return f"{' '.join(v.get('argv', [])[-3:])} starts"
@@ -69,7 +88,7 @@ def describe_event(e: Event) -> str:
     return f"{e.process} {e.type} {e.f}"
 
 
-def _ledger_moves(guid: str, history: History) -> list[tuple[float, str]]:
+def _ledger_moves(guid: str, history: Events) -> list[tuple[float, str]]:
     """The GUID's ledger row changes, as seen by the snapshots after each step."""
     out, last = [], None
     for e in history:
@@ -84,8 +103,7 @@ def _ledger_moves(guid: str, history: History) -> list[tuple[float, str]]:
     return out
 
 
-def timeline(verdict: Verdict, history: History, account_calls: list[dict], start: float,
-             limit: int = 40) -> list[str]:
+def timeline(verdict: Verdict, history: Events, account_calls: list[dict], start: float, limit: int = 40) -> list[str]:
     """The verdict's events and account calls, in time order, as lines `+0.123s  what happened`."""
     entries: list[tuple[float, str]] = []
     for i in verdict.events:
@@ -99,8 +117,12 @@ def timeline(verdict: Verdict, history: History, account_calls: list[dict], star
         row = c.get("ledger_status") or "no row"
         if c.get("ledger_error"):
             row = f"unreadable ({c['ledger_error']})"
-        entries.append((c["received_at"], f"acct#{seq:<2} account system receives the transfer "
-                                          f"(relay's ledger row at that moment: {row})"))
+        entries.append(
+            (
+                c["received_at"],
+                f"acct#{seq:<2} account system receives the transfer (relay's ledger row at that moment: {row})",
+            )
+        )
         if c.get("answered_at") is not None:
             what = "applied: debited" if c.get("applied") else "nothing applied"
             entries.append((c["answered_at"], f"acct#{seq:<2} account system answers {c.get('code')} ({what})"))
@@ -109,12 +131,18 @@ def timeline(verdict: Verdict, history: History, account_calls: list[dict], star
     entries.sort(key=lambda x: x[0])
     lines = [f"  +{t - start:7.3f}s  {text}" for t, text in entries]
     if len(lines) > limit:
-        lines = lines[: limit // 2] + [f"  ... {len(lines) - limit} more ..."] + lines[-limit // 2:]
+        lines = lines[: limit // 2] + [f"  ... {len(lines) - limit} more ..."] + lines[-limit // 2 :]
     return lines
 
 
-def render(verdict: Verdict, history: History, account_calls: list[dict], start: float,
-           labels: dict[str, str] | None = None, production: dict[str, str] | None = None) -> str:
+def render(
+    verdict: Verdict,
+    history: Events,
+    account_calls: list[dict],
+    start: float,
+    labels: dict[str, str] | None = None,
+    production: dict[str, str] | None = None,
+) -> str:
     """An incident report: rule, GUID, what went wrong, and the timeline."""
     who = "the run" if verdict.guid is None else f"GUID {verdict.guid}"
     label = (labels or {}).get(verdict.guid or "")

@@ -4,6 +4,7 @@ pytest writes junit.xml during `relaychaos run`; `relaychaos recheck` edits only
 test cases it re-judged differently (their failure element and the suite's counts), so
 everything else pytest wrote (timings, properties) stays as it was.
 """
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET

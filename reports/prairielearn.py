@@ -15,15 +15,15 @@ awards nothing and does not count the attempt). PrairieLearn shows every test to
 and has no "after the due date", so the tests of hidden and after-due-date scenarios keep their
 points but not their details, unless `reveal_hidden`.
 """
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from . import grade_summary
+from . import grade_summary, gradescope
 from .atomic import write_text
-from .fieldcheck import (BOOL, LIST, NUMBER, STRING, STRINGS, as_json_problems, check, either)
-from . import gradescope
+from .fieldcheck import BOOL, LIST, NUMBER, STRING, STRINGS, as_json_problems, check, either
 from .grade_record import SETS
 
 MAX_BYTES = 1_000_000
@@ -36,16 +36,27 @@ def results(record: dict, *, reveal_hidden: bool = False) -> dict:
     facts = grade_summary.facts(record, shown)
     if not record.get("gradable", True):
         tail = grade_summary.output_tail(record)
-        return {"gradable": False, "format_errors": [grade_summary.reason(record)], "message": head,
-                "output": "\n".join([head, *facts] + (["", "What the relay printed last:", tail] if tail else []))}
+        return {
+            "gradable": False,
+            "format_errors": [grade_summary.reason(record)],
+            "message": head,
+            "output": "\n".join([head, *facts] + (["", "What the relay printed last:", tail] if tail else [])),
+        }
     max_score = float(record["max_score"])
     score = min(1.0, max(0.0, float(record["score"]) / max_score)) if max_score > 0 else 0.0
     partial = [f for f in facts if f.startswith(("The time budget ran out", "Score capped"))]
-    incidents = [f"Incident: scenario {i['scenario']}\n{gradescope.cut(i['text'])}"
-                 for i in record.get("incidents", []) if i["set"] in shown]
-    return {"gradable": True, "score": round(score, 6), "message": " ".join([head, *partial]),
-            "output": "\n\n".join(["\n".join([head, *facts]), *incidents]),
-            "tests": [test(record, item, item["set"] in shown) for item in record.get("items", [])]}
+    incidents = [
+        f"Incident: scenario {i['scenario']}\n{gradescope.cut(i['text'])}"
+        for i in record.get("incidents", [])
+        if i["set"] in shown
+    ]
+    return {
+        "gradable": True,
+        "score": round(score, 6),
+        "message": " ".join([head, *partial]),
+        "output": "\n\n".join(["\n".join([head, *facts]), *incidents]),
+        "tests": [test(record, item, item["set"] in shown) for item in record.get("items", [])],
+    }
 
 
 def test(record: dict, item: dict, detailed: bool) -> dict:
@@ -53,12 +64,18 @@ def test(record: dict, item: dict, detailed: bool) -> dict:
     are in the results' output, once each; a test names them and says in one line per verdict what broke."""
     n = grade_summary.num
     label = "" if item["set"] == "visible" else f" ({grade_summary.SET_LABEL[item['set']]})"
-    out = {"name": f"{item['title']}{label}", "description": "checked by " + ", ".join(item.get("rules", [])),
-           "points": round(float(item["points"]), 2), "max_points": round(float(item["max_points"]), 2)}
+    out = {
+        "name": f"{item['title']}{label}",
+        "description": "checked by " + ", ".join(item.get("rules", [])),
+        "points": round(float(item["points"]), 2),
+        "max_points": round(float(item["max_points"]), 2),
+    }
     if not detailed:
         return {**out, "message": "Details of these scenarios are not shown.", "output": ""}
-    message = f"Held in {item['held_in']} of {item['scenarios']} scenario(s): {n(item['points'])} / " \
-              f"{n(item['max_points'])} points."
+    message = (
+        f"Held in {item['held_in']} of {item['scenarios']} scenario(s): {n(item['points'])} / "
+        f"{n(item['max_points'])} points."
+    )
     if item.get("broken_in"):
         message += " Broken in: " + ", ".join(item["broken_in"]) + " (incident reports in the output above)."
     lines = [f"{f['incident']}: {why}" for f in item.get("failures", []) for why in f.get("why", [])]
@@ -71,10 +88,24 @@ def write(record: dict, path: Path) -> Path:
 
 
 IMAGE = {"url": STRING, "label": STRING}
-TOP = {"gradable": BOOL, "score": NUMBER, "format_errors": either(STRING, STRINGS), "message": STRING,
-       "output": STRING, "images": LIST, "tests": LIST}
-TEST = {"name": STRING, "description": STRING, "points": NUMBER, "max_points": NUMBER, "message": STRING,
-        "output": STRING, "images": LIST}
+TOP = {
+    "gradable": BOOL,
+    "score": NUMBER,
+    "format_errors": either(STRING, STRINGS),
+    "message": STRING,
+    "output": STRING,
+    "images": LIST,
+    "tests": LIST,
+}
+TEST = {
+    "name": STRING,
+    "description": STRING,
+    "points": NUMBER,
+    "max_points": NUMBER,
+    "message": STRING,
+    "output": STRING,
+    "images": LIST,
+}
 
 
 def validate(data) -> list[str]:
@@ -92,7 +123,8 @@ def validate(data) -> list[str]:
         elif NUMBER[0](data["score"]) and not 0 <= data["score"] <= 1:
             problems.append(f"results.score must be in [0, 1], not {data['score']}")
     problems += _images(data.get("images"), "results")
-    for i, t in enumerate(data.get("tests") if isinstance(data.get("tests"), list) else []):
+    tests = data.get("tests")
+    for i, t in enumerate(tests if isinstance(tests, list) else []):
         where = f"tests[{i}]"
         problems += check(t, where, TEST)
         if isinstance(t, dict):
@@ -104,5 +136,9 @@ def _images(images, where: str) -> list[str]:
     """Each image is {url, label} or, as older graders wrote it, a bare URL string."""
     if not isinstance(images, list):
         return []
-    return [p for i, im in enumerate(images) if not isinstance(im, str)
-            for p in check(im, f"{where}.images[{i}]", IMAGE, required=("url",))]
+    return [
+        p
+        for i, im in enumerate(images)
+        if not isinstance(im, str)
+        for p in check(im, f"{where}.images[{i}]", IMAGE, required=("url",))
+    ]

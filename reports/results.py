@@ -9,6 +9,7 @@ the state machine ran and, when it did not, why (a named scenario had already sh
 relaychaos.machine_gate). `relaychaos recheck`
 loads a file with `RunResults.load` and writes it again with new verdicts.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,9 +48,18 @@ class RunResults:
     finished_at: float | None = None  # kept from the file by load(); a live run writes the time of writing
     extra: dict = field(default_factory=dict)  # keys of a loaded file this class does not produce, kept as they are
 
-    def add(self, nodeid: str, when: str, outcome: str, duration: float, message: str | None,
-            verdicts: list[dict] | None = None, notes: list[str] | None = None,
-            stateful: dict | None = None, kept: dict | None = None) -> None:
+    def add(
+        self,
+        nodeid: str,
+        when: str,
+        outcome: str,
+        duration: float,
+        message: str | None,
+        verdicts: list[dict] | None = None,
+        notes: list[str] | None = None,
+        stateful: dict | None = None,
+        kept: dict | None = None,
+    ) -> None:
         """Fold one pytest phase report in: a failing setup/teardown is an `error` of the scenario.
 
         A later phase's report repeats the earlier phases' properties: verdicts and histories are taken once."""
@@ -84,25 +94,38 @@ class RunResults:
         for s in self.scenarios.values():
             for v in s.verdicts:
                 broken.setdefault(v["rule"], set()).add(v.get("scenario") or s.nodeid)
-        return {rule.id: {"what": rule.text, "contract": rule.sections, "held": rule.id not in broken,
-                          "broken_in": sorted(broken.get(rule.id, ()))}
-                for rule in RULES.values()}
+        return {
+            rule.id: {
+                "what": rule.text,
+                "contract": rule.sections,
+                "held": rule.id not in broken,
+                "broken_in": sorted(broken.get(rule.id, ())),
+            }
+            for rule in RULES.values()
+        }
 
     def notes(self) -> list[str]:
         """Every scenario's notes on the relay, each once, with the scenario it came from."""
-        return [f"{s.nodeid.split('::')[-1]}: {n}" for s in sorted(self.scenarios.values(), key=lambda s: s.nodeid)
-                for n in s.notes]
+        return [
+            f"{s.nodeid.split('::')[-1]}: {n}"
+            for s in sorted(self.scenarios.values(), key=lambda s: s.nodeid)
+            for n in s.notes
+        ]
 
     def random_stories(self) -> dict | None:
         """{ran, why_not, examples, shrunk} of the state machine, or None when the run had none."""
-        entry = next((s for s in self.scenarios.values() if s.stateful is not None), None)
-        if entry is None:
+        info = next((s.stateful for s in self.scenarios.values() if s.stateful is not None), None)
+        if info is None:
             return None
-        info = entry.stateful
         if info.get("why_not"):
             return {"ran": False, "why_not": info["why_not"], "examples_stopped": info.get("examples")}
-        return {"ran": True, "why_not": None, "examples": info.get("examples"), "shrunk": info.get("shrunk"),
-                "shrink_s": info.get("shrink_s")}
+        return {
+            "ran": True,
+            "why_not": None,
+            "examples": info.get("examples"),
+            "shrunk": info.get("shrunk"),
+            "shrink_s": info.get("shrink_s"),
+        }
 
     def done(self) -> list[ScenarioResult]:
         """The scenarios that finished (their teardown reported), by node id: what results.json lists."""
@@ -110,28 +133,58 @@ class RunResults:
 
     def write(self, path: Path) -> None:
         """Write the results JSON atomically (a reader never sees half a file)."""
+        write_text(path, json.dumps(self.as_dict(), indent=2))
+
+    def as_dict(self) -> dict:
+        """The results JSON's content: what `write` writes, and what the reports read of a loaded file."""
         done = RunResults(self.relay, self.relay_name, scenarios={s.nodeid: s for s in self.done()})
-        data = {**self.extra, "relay": self.relay, "relay_name": self.relay_name, "sandbox": self.sandbox,
-                "started_at": self.started_at, "finished_at": self.finished_at or time.time(),
-                "expected": self.expected, "partial": self.partial, "summary": done.summary(),
-                "ok": done.summary()["failed"] == 0 and done.summary()["error"] == 0,
-                "rules": done.by_rule(), "notes": done.notes(), "random_stories": done.random_stories(),
-                "scenarios": [asdict(s) for s in done.scenarios.values()]}
+        data = {
+            **self.extra,
+            "relay": self.relay,
+            "relay_name": self.relay_name,
+            "sandbox": self.sandbox,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at or time.time(),
+            "expected": self.expected,
+            "partial": self.partial,
+            "summary": done.summary(),
+            "ok": done.summary()["failed"] == 0 and done.summary()["error"] == 0,
+            "rules": done.by_rule(),
+            "notes": done.notes(),
+            "random_stories": done.random_stories(),
+            "scenarios": [asdict(s) for s in done.scenarios.values()],
+        }
         unfinished = sorted(set(self.scenarios) - self.finished)
         if unfinished:
             data["unfinished"] = unfinished
-        write_text(path, json.dumps(data, indent=2))
+        return data
 
     @classmethod
-    def load(cls, path: Path) -> "RunResults":
+    def load(cls, path: Path) -> RunResults:
         """A results.json as written above (every scenario in it counts as finished)."""
         data = json.loads(Path(path).read_text())
         known = {f.name for f in dataclasses.fields(ScenarioResult)}
-        scenarios = {s["nodeid"]: ScenarioResult(**{k: v for k, v in s.items() if k in known})
-                     for s in data.get("scenarios", [])}
-        derived = {"summary", "ok", "rules", "notes", "scenarios", "random_stories"}  # made again; "unfinished" is kept as it was
+        scenarios = {
+            s["nodeid"]: ScenarioResult(**{k: v for k, v in s.items() if k in known}) for s in data.get("scenarios", [])
+        }
+        derived = {
+            "summary",
+            "ok",
+            "rules",
+            "notes",
+            "scenarios",
+            "random_stories",
+        }  # made again; "unfinished" is kept as it was
         own = {"relay", "relay_name", "sandbox", "started_at", "finished_at", "expected", "partial"}
-        return cls(data["relay"], data.get("relay_name", ""), data.get("sandbox") or {},
-                   data.get("started_at", time.time()), scenarios, data.get("expected"), bool(data.get("partial")),
-                   set(scenarios), data.get("finished_at"),
-                   {k: v for k, v in data.items() if k not in derived | own})
+        return cls(
+            data["relay"],
+            data.get("relay_name", ""),
+            data.get("sandbox") or {},
+            data.get("started_at", time.time()),
+            scenarios,
+            data.get("expected"),
+            bool(data.get("partial")),
+            set(scenarios),
+            data.get("finished_at"),
+            {k: v for k, v in data.items() if k not in derived | own},
+        )

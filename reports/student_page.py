@@ -8,6 +8,7 @@ incident once, with its timeline. Only what the record holds, every text as a st
 it (reports.student_text), every piece of it escaped. All scenario sets are shown: the page
 is the instructor's to hand out, after the due date or with the hidden scenarios removed.
 """
+
 from __future__ import annotations
 
 from html import escape
@@ -28,12 +29,15 @@ def _e(text) -> str:
 
 def html(record: dict) -> str:
     name = record["submission"]
-    out = [f"<!doctype html><meta charset=utf-8><title>relaychaos: {_e(name)}</title>",
-           f"<style>{STYLE}{EXTRA_STYLE}</style>", f"<h1>{_e(name)}: {_e(headline(record))}</h1>",
-           f"<p class=lede>Graded {_e(record.get('graded_at') or '')} with rubric "
-           f"{_e((record.get('rubric') or {}).get('name', '?'))}, seed {_e(record.get('seed'))}, relaychaos "
-           f"{_e((record.get('harness') or {}).get('version', '?'))}.</p>",
-           "<ul>" + "".join(f"<li>{_e(f)}</li>" for f in facts(record)) + "</ul>"]
+    out = [
+        f"<!doctype html><meta charset=utf-8><title>relaychaos: {_e(name)}</title>",
+        f"<style>{STYLE}{EXTRA_STYLE}</style>",
+        f"<h1>{_e(name)}: {_e(headline(record))}</h1>",
+        f"<p class=lede>Graded {_e(record.get('graded_at') or '')} with rubric "
+        f"{_e((record.get('rubric') or {}).get('name', '?'))}, seed {_e(record.get('seed'))}, relaychaos "
+        f"{_e((record.get('harness') or {}).get('version', '?'))}.</p>",
+        "<ul>" + "".join(f"<li>{_e(f)}</li>" for f in facts(record)) + "</ul>",
+    ]
     if output_tail(record):
         out += ["<h2>What the relay printed last</h2>", f"<pre>{_e(output_tail(record))}</pre>"]
     if record.get("gradable", True):
@@ -49,18 +53,25 @@ def items_table(record: dict) -> str:
     rows = ["<table><tr><th>behaviour</th><th>points</th><th>checked by</th><th>what broke it</th></tr>"]
     for item in record.get("items", []):
         lost = bool(item.get("broken_in"))
-        why = "".join(f"<li><a href='#{_e(f['incident'])}'>{_e(f['incident'])}</a>: {_e(w)}</li>"
-                      for f in item.get("failures", []) for w in f.get("why", []))
+        why = "".join(
+            f"<li><a href='#{_e(f['incident'])}'>{_e(f['incident'])}</a>: {_e(w)}</li>"
+            for f in item.get("failures", [])
+            for w in f.get("why", [])
+        )
         label = "" if item["set"] == "visible" else f" ({item['set'].replace('_', ' ')} scenarios)"
-        rows.append(f"<tr class={'lost' if lost else 'kept'}><td>{_e(item['title'])}{_e(label)}</td>"
-                    f"<td class=num>{num(item['points'])} / {num(item['max_points'])}</td>"
-                    f"<td><code>{_e(', '.join(item.get('rules', [])))}</code></td>"
-                    f"<td>{'<ul class=verdicts>' + why + '</ul>' if why else 'held in every scenario'}</td></tr>")
+        rows.append(
+            f"<tr class={'lost' if lost else 'kept'}><td>{_e(item['title'])}{_e(label)}</td>"
+            f"<td class=num>{num(item['points'])} / {num(item['max_points'])}</td>"
+            f"<td><code>{_e(', '.join(item.get('rules', [])))}</code></td>"
+            f"<td>{'<ul class=verdicts>' + why + '</ul>' if why else 'held in every scenario'}</td></tr>"
+        )
     rows.append("</table>")
     return "\n".join(rows)
 
 
 def incident(i: dict) -> str:
     rules = ", ".join(i.get("rules", []))
-    return (f"<div class=card id='{_e(i['id'])}'><h3>Scenario <code>{_e(i['scenario'])}</code>"
-            f"{': ' + _e(rules) if rules else ''}</h3><pre>{_e(i['text'])}</pre></div>")
+    return (
+        f"<div class=card id='{_e(i['id'])}'><h3>Scenario <code>{_e(i['scenario'])}</code>"
+        f"{': ' + _e(rules) if rules else ''}</h3><pre>{_e(i['text'])}</pre></div>"
+    )

@@ -11,6 +11,7 @@ sandbox's copies of a relay to the relay's own folder name, and what is left of 
 to its last two parts. Timeline times stay: they are what the student needs, and a
 regrade comparison sets them aside (`masked`).
 """
+
 from __future__ import annotations
 
 import re

@@ -11,6 +11,7 @@ the selected verdict's events are highlighted. Hover a box for what it was; clic
 for the events' fields. The data is relaychaos.reports.timeline_model; the drawing is
 timeline_page.js, inlined.
 """
+
 from __future__ import annotations
 
 import html
@@ -69,13 +70,15 @@ svg.focus .box:not(.hit), svg.focus .mark:not(.hit), svg.focus .label:not(.hit) 
 .plots { display: flex; flex-wrap: wrap; gap: 1em; margin: 1em 1.2em; }
 """
 
-LEGEND = ("<span class=key style='background:#b3f3b5'></span> ok &nbsp;"
-          "<span class=key style='background:#feb5da'></span> definite failure &nbsp;"
-          "<span class=key style='background:#fffdb9'></span> indeterminate (info, E901) &nbsp;"
-          "<span class=key style='background:#f4a24d88'></span> fault on a channel-side proxy &nbsp;"
-          "<span class=key style='background:#9b7fd488'></span> on the account proxy &nbsp;"
-          "<span class=key style='background:#5aa0d888'></span> in the account system &nbsp;"
-          "<b style='color:#b3261e'>✕</b> kill &nbsp;<b style='color:#2e8b3e'>▲</b> start")
+LEGEND = (
+    "<span class=key style='background:#b3f3b5'></span> ok &nbsp;"
+    "<span class=key style='background:#feb5da'></span> definite failure &nbsp;"
+    "<span class=key style='background:#fffdb9'></span> indeterminate (info, E901) &nbsp;"
+    "<span class=key style='background:#f4a24d88'></span> fault on a channel-side proxy &nbsp;"
+    "<span class=key style='background:#9b7fd488'></span> on the account proxy &nbsp;"
+    "<span class=key style='background:#5aa0d888'></span> in the account system &nbsp;"
+    "<b style='color:#b3261e'>✕</b> kill &nbsp;<b style='color:#2e8b3e'>▲</b> start"
+)
 
 
 def _e(text) -> str:
@@ -97,13 +100,18 @@ def _verdict_cards(model: Model) -> str:
         groups.setdefault(v["rule"], []).append((i, v))
     out = []
     for rule, items in groups.items():
-        buttons = [f"<button class=verdict data-v={i} title='{_e(v['summary'])}'>{_e(_who(v))}</button>"
-                   for i, v in items]
+        buttons = [
+            f"<button class=verdict data-v={i} title='{_e(v['summary'])}'>{_e(_who(v))}</button>" for i, v in items
+        ]
         if len(buttons) > SHOWN_PER_RULE:  # a soak breaks a rule for hundreds of GUIDs: the rest on demand
-            buttons[SHOWN_PER_RULE:] = [f"<details class=more><summary>{len(buttons) - SHOWN_PER_RULE} more"
-                                        f"</summary>{''.join(buttons[SHOWN_PER_RULE:])}</details>"]
-        out.append(f"<div class=rulegroup><span class=rule>{_e(rule)}</span> — {_e(items[0][1]['text'])} "
-                   f"{''.join(buttons)}</div>")
+            buttons[SHOWN_PER_RULE:] = [
+                f"<details class=more><summary>{len(buttons) - SHOWN_PER_RULE} more"
+                f"</summary>{''.join(buttons[SHOWN_PER_RULE:])}</details>"
+            ]
+        out.append(
+            f"<div class=rulegroup><span class=rule>{_e(rule)}</span> — {_e(items[0][1]['text'])} "
+            f"{''.join(buttons)}</div>"
+        )
     return "<div id=verdicts>" + "".join(out) + "</div><p id=selected></p>"
 
 
@@ -113,23 +121,31 @@ def render(history: History, verdicts: list[Verdict] | None = None) -> str:
     sc = model.scenario
     name, relay = sc.get("name", "history"), sc.get("relay", "?")
     n = len(model.verdicts)
-    head = (f"<h1>{_e(name)} <span style='font-weight:400'>on relay <code>{_e(relay)}</code></span></h1>"
-            f"<p class=sub>{_e(sc.get('description', ''))} — {len(history)} events over {model.end:.2f} s; "
-            f"{n} verdict{'s' if n != 1 else ''}{': pick one to highlight its events' if n else ''}.</p>")
-    controls = ("<div id=controls><button id=zoomout title='zoom out'>−</button><button id=zoomin title='zoom in'>+"
-                "</button><label>x axis <select id=scale><option value=0.35 selected>mixed: time and event order"
-                "</option><option value=1>real time</option><option value=0>event order</option></select></label>"
-                "<button id=all>show all</button><span id=guidnote></span><span>" + LEGEND + "</span></div>")
-    body = ("<div id=timeline><svg id=lanes xmlns='http://www.w3.org/2000/svg' width=130></svg><div id=scroll>"
-            "<svg id=chart xmlns='http://www.w3.org/2000/svg'></svg></div></div>"
-            "<noscript><p>The timeline is drawn by a script in this page; enable JavaScript to see it.</p></noscript>"
-            "<div id=tip></div><aside id=detail></aside>")
+    head = (
+        f"<h1>{_e(name)} <span style='font-weight:400'>on relay <code>{_e(relay)}</code></span></h1>"
+        f"<p class=sub>{_e(sc.get('description', ''))} — {len(history)} events over {model.end:.2f} s; "
+        f"{n} verdict{'s' if n != 1 else ''}{': pick one to highlight its events' if n else ''}.</p>"
+    )
+    controls = (
+        "<div id=controls><button id=zoomout title='zoom out'>−</button><button id=zoomin title='zoom in'>+"
+        "</button><label>x axis <select id=scale><option value=0.35 selected>mixed: time and event order"
+        "</option><option value=1>real time</option><option value=0>event order</option></select></label>"
+        "<button id=all>show all</button><span id=guidnote></span><span>" + LEGEND + "</span></div>"
+    )
+    body = (
+        "<div id=timeline><svg id=lanes xmlns='http://www.w3.org/2000/svg' width=130></svg><div id=scroll>"
+        "<svg id=chart xmlns='http://www.w3.org/2000/svg'></svg></div></div>"
+        "<noscript><p>The timeline is drawn by a script in this page; enable JavaScript to see it.</p></noscript>"
+        "<div id=tip></div><aside id=detail></aside>"
+    )
     graphs = f"<section class=plots>{plots.latency_svg(model)}{plots.account_rate_svg(model)}</section>"
-    return ("<!doctype html><html lang=en><meta charset=utf-8><meta name=viewport content='width=device-width'>"
-            f"<title>timeline: {_e(name)} on {_e(relay)}</title><style>{STYLE}</style><header>{head}</header>"
-            f"{_verdict_cards(model)}{controls}{body}{graphs}"
-            f"<script id=data type='application/json'>{model.to_json()}</script>"
-            f"<script>{SCRIPT.read_text()}</script></html>")
+    return (
+        "<!doctype html><html lang=en><meta charset=utf-8><meta name=viewport content='width=device-width'>"
+        f"<title>timeline: {_e(name)} on {_e(relay)}</title><style>{STYLE}</style><header>{head}</header>"
+        f"{_verdict_cards(model)}{controls}{body}{graphs}"
+        f"<script id=data type='application/json'>{model.to_json()}</script>"
+        f"<script>{SCRIPT.read_text()}</script></html>"
+    )
 
 
 def write(history: History, path: Path, verdicts: list[Verdict] | None = None) -> Path:

@@ -12,6 +12,7 @@ a failure, to DONE as ok, the rest as indeterminate. For a history of an importe
 production), every verdict and box names the production GUID beside the label, and the
 first verdict production also broke is preselected. Rendering only: nothing here judges.
 """
+
 from __future__ import annotations
 
 from relaychaos.checkers.facts import Facts
@@ -21,7 +22,8 @@ OUTCOME = {"DONE": "ok", "FAILED": "fail"}
 
 def ledger_boxes(facts: Facts, box_type) -> list:
     """One box per change of a GUID's ledger row (status, or attempts), between the snapshots that bracket it."""
-    out, last, before_t = [], {}, facts.start
+    out, before_t = [], facts.start
+    last: dict[str, tuple[str | None, int | None]] = {}  # each GUID's last (status, attempts)
     for snap in facts.snapshots:
         t = snap.time - facts.start
         for guid, row in (snap.value.get("rows") or {}).items():
@@ -35,11 +37,20 @@ def ledger_boxes(facts: Facts, box_type) -> list:
             who = facts.labels.get(guid, guid)
             old = was[0] if was else "no row"
             change = f"{old}→{status}" if old != status else f"{status}, attempts {attempts}"
-            out.append(box_type("ledger", max(before_t, 0.0), max(t, before_t), OUTCOME.get(status, "info"),
-                                f"{who} {change}", f"ledger row of {who}: {change} (resp_code "
-                                f"{row.get('resp_code')}, attempts {attempts}), seen by the snapshot after step "
-                                f"{snap.value.get('after_step', snap.value.get('step', '?'))}", (snap.index,),
-                                guid=guid))
+            out.append(
+                box_type(
+                    "ledger",
+                    max(before_t, 0.0),
+                    max(t, before_t),
+                    OUTCOME.get(status or "", "info"),
+                    f"{who} {change}",
+                    f"ledger row of {who}: {change} (resp_code "
+                    f"{row.get('resp_code')}, attempts {attempts}), seen by the snapshot after step "
+                    f"{snap.value.get('after_step', snap.value.get('step', '?'))}",
+                    (snap.index,),
+                    guid=guid,
+                )
+            )
         before_t = t
     return out
 

@@ -9,6 +9,7 @@ with its outcome: `ok`, `fail` (a definite failure), `info` (indeterminate) or `
 assigned greedily. Fault windows fold the nemesis events the way the checkers do
 (relaychaos.checkers.facts.FaultState). Rendering only: nothing here judges.
 """
+
 from __future__ import annotations
 
 import json
@@ -85,10 +86,12 @@ class Model:
 
     def to_json(self) -> str:
         """The page's data, as JSON safe to put inside a <script> element."""
-        data = {k: getattr(self, k) for k in ("scenario", "end", "lanes", "verdicts", "events", "calls",
-                                              "preselected")}
-        data.update(boxes=[asdict(b) for b in self.boxes], marks=[asdict(m) for m in self.marks],
-                    windows=[asdict(w) for w in self.windows])
+        data = {k: getattr(self, k) for k in ("scenario", "end", "lanes", "verdicts", "events", "calls", "preselected")}
+        data.update(
+            boxes=[asdict(b) for b in self.boxes],
+            marks=[asdict(m) for m in self.marks],
+            windows=[asdict(w) for w in self.windows],
+        )
         return json.dumps(data, default=str).replace("</", "<\\/")
 
 
@@ -96,11 +99,8 @@ def pack(items: list) -> int:
     """Give each item (with t0, t1) the first row free at its t0, in order of t0; returns the rows used."""
     ends: list[float] = []
     for item in sorted(items, key=lambda i: (i.t0, i.t1)):
-        for row, end in enumerate(ends):
-            if end < item.t0:
-                break
-        else:
-            row = len(ends)
+        row = next((r for r, end in enumerate(ends) if end < item.t0), len(ends))
+        if row == len(ends):
             ends.append(0.0)
         item.row, ends[row] = row, max(item.t1, item.t0)
     return max(len(ends), 1)
@@ -120,15 +120,25 @@ def channel_boxes(facts: Facts, end: float) -> list[Box]:
     out, events = [], {e.index: e for e in facts.events}  # a call keeps where its events are, not the events
     hubs = {events[c.index].process.split("-")[1] for c in facts.channel if events[c.index].process.count("-") >= 1}
     for c in facts.channel:
-        invoke, completion = events[c.index], events[c.end_index] if c.completed else None
+        invoke, completion = events[c.index], events[c.end_index] if c.end_index is not None else None
         t1 = completion.time - facts.start if completion else end
         parts = invoke.process.split("-")
         hub = f"→{parts[1]} " if len(hubs) > 1 and len(parts) > 1 else ""
         who = facts.labels.get(c.guid or "", c.guid or "raw")
         answer = c.code or (c.status and f"HTTP {c.status}") or ("no answer" if completion else "pending")
         text = [describe_event(invoke)] + ([describe_event(completion)] if completion else [])
-        out.append(Box("channel", invoke.time - facts.start, t1, _channel_outcome(c), f"{who} {hub}{answer}",
-                       "\n".join(text), c.events, guid=c.guid))
+        out.append(
+            Box(
+                "channel",
+                invoke.time - facts.start,
+                t1,
+                _channel_outcome(c),
+                f"{who} {hub}{answer}",
+                "\n".join(text),
+                c.events,
+                guid=c.guid,
+            )
+        )
     return out
 
 
@@ -141,11 +151,24 @@ def account_boxes(facts: Facts, end: float) -> list[Box]:
         outcome = "info" if c.get("answered_at") is None else "ok" if c.get("applied") else "fail"
         who = facts.labels.get(c.get("guid") or "", c.get("guid") or "?")
         req = c.get("request") or {}
-        text = (f"account system receives {req.get('amount')} {req.get('from')}→{req.get('to')} "
-                f"(relay's ledger row: {c.get('ledger_status') or 'none'}); answers {c.get('code') or 'nothing'}"
-                f"{' (debited)' if c.get('applied') else ''}")
-        out.append(Box("account system", t0, t1, outcome, f"{who} {c.get('code') or '…'}", text, (),
-                       c.get("seq"), c.get("guid")))
+        text = (
+            f"account system receives {req.get('amount')} {req.get('from')}→{req.get('to')} "
+            f"(relay's ledger row: {c.get('ledger_status') or 'none'}); answers {c.get('code') or 'nothing'}"
+            f"{' (debited)' if c.get('applied') else ''}"
+        )
+        out.append(
+            Box(
+                "account system",
+                t0,
+                t1,
+                outcome,
+                f"{who} {c.get('code') or '…'}",
+                text,
+                (),
+                c.get("seq"),
+                c.get("guid"),
+            )
+        )
     return out
 
 
@@ -156,9 +179,17 @@ def batch_boxes(facts: Facts, end: float) -> list[Box]:
         outcome = "open" if e is None else "info" if e.value.get("timed_out") else "ok" if e.type == "ok" else "fail"
         args = " ".join(str(a) for a in b.invoke.value.get("argv", [])[-2:])
         text = [describe_event(b.invoke)] + ([describe_event(e)] if e else ["(never ended)"])
-        out.append(Box("batch runs", b.invoke.time - facts.start, (e.time - facts.start) if e else end, outcome,
-                       f"#{b.invoke.value.get('run')} {b.command} {args}", "\n".join(text),
-                       (b.invoke.index,) + ((e.index,) if e else ())))
+        out.append(
+            Box(
+                "batch runs",
+                b.invoke.time - facts.start,
+                (e.time - facts.start) if e else end,
+                outcome,
+                f"#{b.invoke.value.get('run')} {b.command} {args}",
+                "\n".join(text),
+                (b.invoke.index,) + ((e.index,) if e else ()),
+            )
+        )
     return out
 
 
@@ -171,11 +202,18 @@ def step_boxes(facts: Facts) -> list[Box]:
         if e.type == "invoke":
             open_[str(e.value.get("n"))] = e
         elif (start := open_.pop(str(e.value.get("n")), None)) is not None:
-            out.append(Box("steps", start.time - facts.start, e.time - facts.start, e.type,
-                           f"{start.value.get('n')}: {start.value.get('step')}",
-                           f"step {start.value.get('n')}: {start.value.get('step')}"
-                           + (f"\nfailed: {e.value.get('error')}" if e.type == "fail" else ""),
-                           (start.index, e.index)))
+            out.append(
+                Box(
+                    "steps",
+                    start.time - facts.start,
+                    e.time - facts.start,
+                    e.type,
+                    f"{start.value.get('n')}: {start.value.get('step')}",
+                    f"step {start.value.get('n')}: {start.value.get('step')}"
+                    + (f"\nfailed: {e.value.get('error')}" if e.type == "fail" else ""),
+                    (start.index, e.index),
+                )
+            )
     return out
 
 
@@ -204,19 +242,27 @@ def relay_marks(facts: Facts) -> tuple[list[Mark], list[Box]]:
 
 
 def _serving(lane: str, started: Event, t1: float, start: float) -> Box:
-    return Box(lane, started.time - start, t1, "up", f"serving (pid {started.value.get('pid')})",
-               f"relay serving from its start (pid {started.value.get('pid')}, port {started.value.get('port')})",
-               (started.index,))
+    return Box(
+        lane,
+        started.time - start,
+        t1,
+        "up",
+        f"serving (pid {started.value.get('pid')})",
+        f"relay serving from its start (pid {started.value.get('pid')}, port {started.value.get('port')})",
+        (started.index,),
+    )
 
 
-def _fault_labels(state: FaultState, labels: dict[str, str]) -> dict[tuple, tuple[str, str]]:
+def _fault_labels(state: FaultState, labels: dict[str, str]) -> dict[tuple[str, ...], tuple[str, str]]:
     """The faults in force, each keyed, with (label, side)."""
-    out = {}
+    out: dict[tuple[str, ...], tuple[str, str]] = {}
     for proxy, toxics in state.toxics.items():
         for name, v in toxics.items():
             attrs = ", ".join(f"{k}={a}" for k, a in (v.get("attributes") or {}).items())
-            out[("toxic", proxy, name)] = (f"{v.get('kind')} {v.get('stream')} on {proxy} ({attrs}): {name}",
-                                           state.sides.get(proxy) or v.get("side") or _side(proxy))
+            out[("toxic", proxy, name)] = (
+                f"{v.get('kind')} {v.get('stream')} on {proxy} ({attrs}): {name}",
+                state.sides.get(proxy) or v.get("side") or _side(proxy),
+            )
     for proxy in state.disabled:
         out[("down", proxy)] = (f"{proxy} proxy disabled", state.sides.get(proxy) or _side(proxy))
     for guid in state.held:
@@ -233,7 +279,8 @@ def _side(proxy: str) -> str:
 
 def fault_windows(facts: Facts, end: float) -> tuple[list[Window], list[Mark]]:
     """The faults in force over time, folded like the checkers fold them, and the nemesis's moments as marks."""
-    state, open_, windows, marks = FaultState(), {}, [], []
+    state, windows, marks = FaultState(), [], []
+    open_: dict[tuple[str, ...], Window] = {}  # the faults in force, by key, and their windows
     for e in facts.events:
         if e.process != "nemesis":
             continue
@@ -255,10 +302,18 @@ def fault_windows(facts: Facts, end: float) -> tuple[list[Window], list[Mark]]:
 
 
 def _event_dict(e: Event, start: float) -> dict:
-    value = {k: (f"({len(v)} entries, not shown)" if k in LARGE_FIELDS and isinstance(v, (dict, list)) else v)
-             for k, v in e.value.items()}
-    return {"index": e.index, "t": round(e.time - start, 6), "process": e.process, "type": e.type, "f": e.f,
-            "value": value}
+    value = {
+        k: (f"({len(v)} entries, not shown)" if k in LARGE_FIELDS and isinstance(v, (dict, list)) else v)
+        for k, v in e.value.items()
+    }
+    return {
+        "index": e.index,
+        "t": round(e.time - start, 6),
+        "process": e.process,
+        "type": e.type,
+        "f": e.f,
+        "value": value,
+    }
 
 
 def verdict_groups(verdicts: list[Verdict], labels: dict[str, str]) -> list[dict]:
@@ -275,9 +330,17 @@ def verdict_groups(verdicts: list[Verdict], labels: dict[str, str]) -> list[dict
             continue
         rule = RULES.get(v.rule)
         cited = CLAUSES.get(v.clause or (rule.contract[0] if rule else ""))
-        out[key] = {"rule": v.rule, "text": rule.text if rule else "", "clause": cited.cite() if cited else "",
-                    "guid": v.guid, "label": labels.get(v.guid or "", ""), "summary": v.summary,
-                    "events": list(v.events), "calls": list(v.calls), "count": 1}
+        out[key] = {
+            "rule": v.rule,
+            "text": rule.text if rule else "",
+            "clause": cited.cite() if cited else "",
+            "guid": v.guid,
+            "label": labels.get(v.guid or "", ""),
+            "summary": v.summary,
+            "events": list(v.events),
+            "calls": list(v.calls),
+            "count": 1,
+        }
     return list(out.values())
 
 
@@ -285,29 +348,52 @@ def build(history: History, verdicts: list[Verdict] | None = None) -> Model:
     """The timeline of one history; verdicts default to what the checkers find in it."""
     facts = Facts(history)
     verdicts = checkers.check(history) if verdicts is None else verdicts
-    times = [e.time for e in facts.events] + [c[k] for c in facts.account_calls
-                                               for k in ("received_at", "answered_at") if c.get(k) is not None]
+    times = [e.time for e in facts.events] + [
+        c[k] for c in facts.account_calls for k in ("received_at", "answered_at") if c.get(k) is not None
+    ]
     end = (max(times) - facts.start) if times else 0.0
     windows, nemesis_marks = fault_windows(facts, end)
     marks, spans = relay_marks(facts)
-    marks += nemesis_marks + [Mark("steps", e.time - facts.start, "tampered", describe_event(e), (e.index,))
-                              for e in facts.events if e.f == "tampered"]
-    boxes = step_boxes(facts) + channel_boxes(facts, end) + spans + batch_boxes(facts, end) \
-        + ledger_boxes(facts, Box) + account_boxes(facts, end)
+    marks += nemesis_marks + [
+        Mark("steps", e.time - facts.start, "tampered", describe_event(e), (e.index,))
+        for e in facts.events
+        if e.f == "tampered"
+    ]
+    boxes = (
+        step_boxes(facts)
+        + channel_boxes(facts, end)
+        + spans
+        + batch_boxes(facts, end)
+        + ledger_boxes(facts, Box)
+        + account_boxes(facts, end)
+    )
     relays = sorted({b.lane for b in spans} | {m.lane for m in marks if m.lane.startswith("relay ")})
     order = ["faults", "steps", "channel", *relays, "batch runs", "ledger", "account system"]
     rows = {"faults": pack(windows)}
     for lane in order[1:]:
         rows[lane] = pack([b for b in boxes if b.lane == lane])
-    lanes = [(lane, rows[lane]) for lane in order
-             if lane in ("faults", "channel", "account system") or any(b.lane == lane for b in boxes)
-             or any(m.lane == lane for m in marks)]
+    lanes = [
+        (lane, rows[lane])
+        for lane in order
+        if lane in ("faults", "channel", "account system")
+        or any(b.lane == lane for b in boxes)
+        or any(m.lane == lane for m in marks)
+    ]
     named = {i for item in [*boxes, *marks] for i in item.events} | {i for v in verdicts for i in v.events}
     named |= {i for w in windows for i in w.events}
     events = {i: _event_dict(history[i], facts.start) for i in sorted(named)}
-    calls = {c["seq"]: {**c, "t": round(c["received_at"] - facts.start, 6)}
-             for c in facts.account_calls}
+    calls = {c["seq"]: {**c, "t": round(c["received_at"] - facts.start, 6)} for c in facts.account_calls}
     groups = verdict_groups(verdicts, facts.labels)
     preselected = annotate(boxes, groups, facts)
-    return Model({k: v for k, v in facts.scenario.items() if k != "tolerances"}, end, lanes, boxes, marks, windows,
-                 groups, events, calls, preselected)
+    return Model(
+        {k: v for k, v in facts.scenario.items() if k != "tolerances"},
+        end,
+        lanes,
+        boxes,
+        marks,
+        windows,
+        groups,
+        events,
+        calls,
+        preselected,
+    )

@@ -5,6 +5,7 @@ also pytest markers (`-m race`). Scenario files in regressions/ run with them
 (marker `regression`); incidents/ holds stories to replay that no relay can pass
 (client-side faults).
 """
+
 from pathlib import Path
 
 from relaychaos.engine.steps import Scenario

@@ -16,39 +16,35 @@ records itself in the example's trace, and past the budget an example is "dry": 
 nothing, and at its end fails from the record or is rejected. Context.stop, called as each example
 starts, may end the whole run (a named scenario has already shown a bug).
 """
+
 from __future__ import annotations
 
-import collections
 import functools
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
-from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, rule
 
 from relaychaos import checkers
-
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
 from relaychaos.engine.final_phase import safe_min_age_s
 from relaychaos.engine.runner import Runner
-from relaychaos.engine.shrink_budget import ShrinkBudget
 from relaychaos.history import History
 from relaychaos.recorder import Recorder
 from relaychaos.reports.incident import report
-from relaychaos.stack.world import Stack
+from relaychaos.scenarios.machine_context import Context
 
 TIMEOUT_MS = 200
 ACCOUNTS = {"alice": 10_000, "bob": 10_000}
 FAULTS = {
     "drop-answer": S.AddToxic("account", "timeout", name="drop-answer", attributes={"timeout": 0}),
-    "drop-request": S.AddToxic("account", "limit_data", stream="upstream", name="drop-request",
-                               attributes={"bytes": 16}),
+    "drop-request": S.AddToxic(
+        "account", "limit_data", stream="upstream", name="drop-request", attributes={"bytes": 16}
+    ),
     "reset-after-send": S.AddToxic("account", "limit_data", name="reset-after-send", attributes={"bytes": 1}),
     "slow-answer": S.AddToxic("account", "latency", name="slow-answer", attributes={"latency": TIMEOUT_MS + 100}),
     "account-down": S.DisableProxy("account"),
@@ -56,61 +52,22 @@ FAULTS = {
     "account-e500": S.ServerFault(e500_next=1),
 }
 # Every example's scenario (its steps are drawn as it runs)...
-PLAN = S.Scenario("stateful", steps=(), family="stateful", account_timeout_ms=TIMEOUT_MS, accounts=ACCOUNTS,
-                  description="steps drawn by Hypothesis")
+PLAN = S.Scenario(
+    "stateful",
+    steps=(),
+    family="stateful",
+    account_timeout_ms=TIMEOUT_MS,
+    accounts=ACCOUNTS,
+    description="steps drawn by Hypothesis",
+)
 # ...and the --min-age its resolve rule uses: safe for the longest delay any rule injects.
 MIN_AGE_S = safe_min_age_s(S.Scenario("plan", steps=tuple(FAULTS.values()), account_timeout_ms=TIMEOUT_MS))
-
-
-@dataclass
-class Context:
-    """What the machine runs against: one long-lived stack (relays and proxies reused across examples)."""
-
-    stack: Stack
-    found_dir: Path | None = None
-    examples: int = 0
-    failures: list[str] = field(default_factory=list)
-    first_failure_at: tuple[int, float] | None = None  # (example number, seconds into the run)
-    first_verdicts: list[dict] = field(default_factory=list)  # of the first failing example, as found
-    first_report: str = ""
-    last_report: str = ""  # of the last failing example run: after shrinking, the shortest story found
-    slowest_example_s: float = 0.0  # shrinking stops at the first example ending past its limit
-    first_history: History | None = None  # the first failing example's history, as it was judged
-    last_history: History | None = None  # the last example's history (kept when none failed)
-    started: float = field(default_factory=time.monotonic)
-    last_file: Path | None = None
-    counts: collections.Counter = field(default_factory=collections.Counter)  # steps and faults run
-    budget: ShrinkBudget = field(default_factory=lambda: ShrinkBudget(None))  # shrinking's time budget
-    stop: Callable[[], None] | None = None  # called as each example starts; raises to end the run
-
-    def note(self, what: str) -> None:
-        """Count a step or fault (for the statistics), and tell Hypothesis too."""
-        self.counts[what] += 1
-        event(what)
-
-    def shrinking(self, settings) -> dict:
-        """{shrunk, shrink_s, ...}: whether the first failure was shrunk to the end, and for how long.
-
-        Called once the test is over. `shrink_s` is None when nothing was shrunk (no failure, or no
-        shrink phase); `shrunk` is False then, or when the budget cut the shrinking short (the story
-        reported is then the shortest found by that time).
-        """
-        if self.first_failure_at is None or "shrink" not in {p.name for p in settings.phases}:
-            return {"shrunk": False, "shrink_s": None}
-        spent = time.monotonic() - self.started - self.first_failure_at[1]
-        return {"shrunk": not self.budget.cut, "shrink_s": round(spent, 2), "shrink_budget_s": self.budget.limit_s,
-                "slowest_example_s": round(self.slowest_example_s, 2), "cut_candidates": self.budget.rejected}
-
-    def statistics(self) -> str:
-        """How often each step and fault ran, over every example so far."""
-        lines = [f"relaychaos state machine: {self.examples} examples in {time.monotonic() - self.started:.1f} s"]
-        lines += [f"  {n:6d}  {what}" for what, n in self.counts.most_common()]
-        return "\n".join(lines)
 
 
 def traced(rule_function):
     """A rule that records itself (its name and arguments) in the example's trace, and whose error is
     remembered as the failure of the story so far."""
+
     @functools.wraps(rule_function)
     def run(self, **arguments):
         self.trace.append((rule_function.__name__, tuple(sorted(arguments.items()))))
@@ -122,6 +79,7 @@ def traced(rule_function):
                 self.failed = True
                 self.context.budget.remember(self.trace, e, at_end=False)
             raise
+
     return run
 
 
@@ -208,8 +166,11 @@ class ChaosMachine(RuleBasedStateMachine):
         if t[0] not in self.retired:
             self._do(S.Race(t[0], n=32, amount=t[1], slots=self._slots()))
 
-    @rule(target=transfers, name=st.sampled_from(sorted(FAULTS) + ["kill-relay", "kill-mid-transfer"]),
-          amount=st.integers(1, 100))
+    @rule(
+        target=transfers,
+        name=st.sampled_from(sorted(FAULTS) + ["kill-relay", "kill-mid-transfer"]),
+        amount=st.integers(1, 100),
+    )
     @traced
     def fault(self, name, amount):
         """A network or server fault (healed by heal), or SIGKILL of relay a and a restart on the same
@@ -220,8 +181,13 @@ class ChaosMachine(RuleBasedStateMachine):
             self._do(S.Kill("a"), S.Start("a"))
         elif name == "kill-mid-transfer" and not self.active & {"account-down", "drop-request"}:
             label = self._label()
-            self._do(S.ServerFault(hold_guids=(label,)), S.Send(label, amount=amount, background=True),
-                     S.WaitCalls(label, timeout_s=1.0), S.Kill("a"), S.Start("a"))
+            self._do(
+                S.ServerFault(hold_guids=(label,)),
+                S.Send(label, amount=amount, background=True),
+                S.WaitCalls(label, timeout_s=1.0),
+                S.Kill("a"),
+                S.Start("a"),
+            )
             self.active.add("held")
             return (label, amount)
         elif name in FAULTS and name not in self.active:
@@ -358,9 +324,14 @@ class ChaosMachine(RuleBasedStateMachine):
     def _scenario(self, rules) -> S.Scenario:
         """This example's steps as a scenario, to replay (and to read)."""
         relay = self.context.stack.manifest.name
-        return S.Scenario(f"found-{relay}", steps=tuple(self.steps), family="regression",
-                          description=f"found by the stateful machine against {relay}: breaks {', '.join(rules)}",
-                          account_timeout_ms=TIMEOUT_MS, accounts=ACCOUNTS)
+        return S.Scenario(
+            f"found-{relay}",
+            steps=tuple(self.steps),
+            family="regression",
+            description=f"found by the stateful machine against {relay}: breaks {', '.join(rules)}",
+            account_timeout_ms=TIMEOUT_MS,
+            accounts=ACCOUNTS,
+        )
 
     def _write(self, rules) -> Path | None:
         ctx = self.context
@@ -369,10 +340,17 @@ class ChaosMachine(RuleBasedStateMachine):
         sc = self._scenario(rules)
         ctx.found_dir.mkdir(parents=True, exist_ok=True)
         path = ctx.found_dir / f"{sc.name}.yaml"
-        how = (f"not fully shrunk: shrinking stopped at its budget of {ctx.budget.limit_s:g} s, so the story may be "
-               "longer than it needs to be" if ctx.budget.cut else "after shrinking")
-        text = scenario_file.dump(sc, comment=f"Found by relaychaos' stateful machine; {len(self.steps)} steps, "
-                                              f"{how} (the last failing example Hypothesis ran).")
+        how = (
+            f"not fully shrunk: shrinking stopped at its budget of {ctx.budget.limit_s:g} s, so the story may be "
+            "longer than it needs to be"
+            if ctx.budget.cut
+            else "after shrinking"
+        )
+        text = scenario_file.dump(
+            sc,
+            comment=f"Found by relaychaos' stateful machine; {len(self.steps)} steps, "
+            f"{how} (the last failing example Hypothesis ran).",
+        )
         path.write_text(text)
         ctx.last_file = path
         return path
@@ -380,8 +358,9 @@ class ChaosMachine(RuleBasedStateMachine):
 
 def bind(context: Context) -> type[ChaosMachine]:
     """A machine class bound to one context (one relay's long-lived stack)."""
-    return type("ChaosMachineFor_" + context.stack.manifest.name.replace("-", "_"), (ChaosMachine,),
-                {"context": context})
+    return type(
+        "ChaosMachineFor_" + context.stack.manifest.name.replace("-", "_"), (ChaosMachine,), {"context": context}
+    )
 
 
 def found_dir() -> Path:

@@ -1,4 +1,5 @@
 """Scenarios for concurrent duplicates: many copies of one GUID at once, on one relay or two."""
+
 from relaychaos.engine.steps import Race, Release, Scenario, Send, ServerFault, Start, WaitCalls
 
 # In race-pairs-two-relays each of eight transfers reaches the two relays in one turn of the channel's
@@ -13,28 +14,59 @@ from relaychaos.engine.steps import Race, Release, Scenario, Send, ServerFault, 
 # copy's answer was written (what makes regrades of broken relays stable: with instant calls,
 # whether a check-then-insert relay also broke write-before-send varied from run to run).
 SCENARIOS = [
-    Scenario("race-32-one-relay", family="race", account_timeout_ms=2000,
-             description="32 copies of one transfer released together on one relay, the first call slowed: one call",
-             steps=(ServerFault(delay_ms=200), Race("g1", n=32), Race("g2", n=32, amount=7), Send("g1")),
-             covers=("3.claim-new", "3.e903", "3.accept-wait", "4.readers")),
-    Scenario("race-32-two-relays", family="race", relays=("a", "b"), account_timeout_ms=2000,
-             description="32 copies split across two relays on one ledger, the first call slowed: one call",
-             steps=(ServerFault(delay_ms=200), Race("g1", n=32, slots=("a", "b")), Race("g2", n=32, slots=("a", "b")),
-                    Send("g1", slot="b")),
-             covers=("1.two-serves", "3.claim-new", "3.accept-wait")),
-    Scenario("race-pairs-two-relays", family="race", relays=("a", "b"), account_timeout_ms=2000,
-             ledger_lock_delay_ms=20,
-             description="eight transfers, each sent to both relays on one ledger at the same instant, the calls "
-                         "slowed and each file lock on the ledger held 20 ms (slow shared storage): one call each",
-             steps=(ServerFault(delay_ms=200),
-                    *(Race(f"g{i}", n=2, amount=i, slots=("a", "b")) for i in range(1, 9))),
-             covers=("1.two-serves", "3.claim-new")),
-    Scenario("race-while-held-two-relays", family="race", relays=("a", "b"), account_timeout_ms=2000,
-             description="while the first call is held at the account system, duplicates reach both relays",
-             steps=(ServerFault(hold_guids=("g1",)), Send("g1", background=True), WaitCalls("g1"),
-                    Race("g1", n=16, slots=("a", "b")), Release(("g1",))), covers=("1.two-serves", "3.e903")),
-    Scenario("second-relay-joins", family="race",
-             description="a second relay starts on the same ledger and serves resends of the first's GUIDs",
-             steps=(Send("g1"), Start("b"), Send("g1", slot="b"), Send("g2", slot="b"), Send("g2")),
-             covers=("1.two-serves", "3.done-replay")),
+    Scenario(
+        "race-32-one-relay",
+        family="race",
+        account_timeout_ms=2000,
+        description="32 copies of one transfer released together on one relay, the first call slowed: one call",
+        steps=(ServerFault(delay_ms=200), Race("g1", n=32), Race("g2", n=32, amount=7), Send("g1")),
+        covers=("3.claim-new", "3.e903", "3.accept-wait", "4.readers"),
+    ),
+    Scenario(
+        "race-32-two-relays",
+        family="race",
+        relays=("a", "b"),
+        account_timeout_ms=2000,
+        description="32 copies split across two relays on one ledger, the first call slowed: one call",
+        steps=(
+            ServerFault(delay_ms=200),
+            Race("g1", n=32, slots=("a", "b")),
+            Race("g2", n=32, slots=("a", "b")),
+            Send("g1", slot="b"),
+        ),
+        covers=("1.two-serves", "3.claim-new", "3.accept-wait"),
+    ),
+    Scenario(
+        "race-pairs-two-relays",
+        family="race",
+        relays=("a", "b"),
+        account_timeout_ms=2000,
+        ledger_lock_delay_ms=20,
+        description="eight transfers, each sent to both relays on one ledger at the same instant, the calls "
+        "slowed and each file lock on the ledger held 20 ms (slow shared storage): one call each",
+        steps=(ServerFault(delay_ms=200), *(Race(f"g{i}", n=2, amount=i, slots=("a", "b")) for i in range(1, 9))),
+        covers=("1.two-serves", "3.claim-new"),
+    ),
+    Scenario(
+        "race-while-held-two-relays",
+        family="race",
+        relays=("a", "b"),
+        account_timeout_ms=2000,
+        description="while the first call is held at the account system, duplicates reach both relays",
+        steps=(
+            ServerFault(hold_guids=("g1",)),
+            Send("g1", background=True),
+            WaitCalls("g1"),
+            Race("g1", n=16, slots=("a", "b")),
+            Release(("g1",)),
+        ),
+        covers=("1.two-serves", "3.e903"),
+    ),
+    Scenario(
+        "second-relay-joins",
+        family="race",
+        description="a second relay starts on the same ledger and serves resends of the first's GUIDs",
+        steps=(Send("g1"), Start("b"), Send("g1", slot="b"), Send("g2", slot="b"), Send("g2")),
+        covers=("1.two-serves", "3.done-replay"),
+    ),
 ]

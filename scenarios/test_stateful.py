@@ -12,6 +12,7 @@ A bug a named scenario has shown is not hunted (relaychaos.machine_gate): this t
 stops when a named scenario fails, and once its search is over counts only if every named
 scenario held; `--hunt` runs and counts it whatever they showed.
 """
+
 import json
 
 import pytest
@@ -19,17 +20,20 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import get_state_machine_test
 
 from relaychaos.engine.shrink_budget import ShrinkBudget
-from relaychaos.scenarios.machine import ACCOUNTS, TIMEOUT_MS, Context, bind, found_dir
+from relaychaos.scenarios.machine import ACCOUNTS, TIMEOUT_MS, bind, found_dir
+from relaychaos.scenarios.machine_context import Context
 
 
 @pytest.mark.stateful
-def test_random_stories_keep_every_rule(request, make_stack, relaychaos_budget, relaychaos_seed,
-                                        relaychaos_shrink_s, relaychaos_keep, relaychaos_gate):
+def test_random_stories_keep_every_rule(
+    request, make_stack, relaychaos_budget, relaychaos_seed, relaychaos_shrink_s, relaychaos_keep, relaychaos_gate
+):
     try:
         relaychaos_gate.check()  # a named scenario has already failed: nothing starts
     except pytest.skip.Exception:
-        request.node.user_properties.append(("relaychaos_stateful", json.dumps(
-            {"examples": 0, "ran": False, "why_not": relaychaos_gate.why_not})))
+        request.node.user_properties.append(
+            ("relaychaos_stateful", json.dumps({"examples": 0, "ran": False, "why_not": relaychaos_gate.why_not}))
+        )
         raise
     stack = make_stack(accounts=ACCOUNTS, account_timeout_ms=TIMEOUT_MS)
     context = Context(stack, found_dir(), budget=ShrinkBudget(relaychaos_shrink_s), stop=relaychaos_gate.check)
@@ -47,8 +51,10 @@ def test_random_stories_keep_every_rule(request, make_stack, relaychaos_budget, 
         _record(request, context, relaychaos_budget, relaychaos_seed, relaychaos_gate, relaychaos_keep, stack)
     if failure is not None:
         if context.budget.cut:
-            failure.add_note(f"not fully shrunk: shrinking stopped at its budget of {relaychaos_shrink_s:g} s; the "
-                             f"story above is the shortest failing one found by then ({context.last_file or 'no file'})")
+            failure.add_note(
+                f"not fully shrunk: shrinking stopped at its budget of {relaychaos_shrink_s:g} s; the "
+                f"story above is the shortest failing one found by then ({context.last_file or 'no file'})"
+            )
         raise failure
 
 
@@ -60,7 +66,19 @@ def _record(request, context, settings, seed, gate, keep, stack) -> None:
         keep(kept, "stateful", stack)
     counted = context.first_verdicts if gate.why_not is None else []  # a machine stopped by the gate counts nothing
     request.node.user_properties.append(("relaychaos_verdicts", json.dumps(counted)))
-    request.node.user_properties.append(("relaychaos_stateful", json.dumps({
-        "examples": context.examples, "seed": seed, "first_report": context.first_report,
-        "last_report": context.last_report, "ran": gate.why_not is None, "why_not": gate.why_not,
-        **context.shrinking(settings)})))
+    request.node.user_properties.append(
+        (
+            "relaychaos_stateful",
+            json.dumps(
+                {
+                    "examples": context.examples,
+                    "seed": seed,
+                    "first_report": context.first_report,
+                    "last_report": context.last_report,
+                    "ran": gate.why_not is None,
+                    "why_not": gate.why_not,
+                    **context.shrinking(settings),
+                }
+            ),
+        )
+    )

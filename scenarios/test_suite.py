@@ -1,6 +1,7 @@
 """Every named scenario and regression file, run against the relay under test; a broken rule fails
 with its incident report. Each is a `named` scenario: when one fails, the state machine does not
 hunt the relay (relaychaos.machine_gate)."""
+
 import pytest
 
 from relaychaos.engine import scenario_file
@@ -9,8 +10,9 @@ from relaychaos.scenarios import ALL, REGRESSION_FILES
 pytestmark = pytest.mark.named
 
 
-@pytest.mark.parametrize("scenario", [pytest.param(s, marks=getattr(pytest.mark, s.family), id=s.name)
-                                      for s in ALL.values()])
+@pytest.mark.parametrize(
+    "scenario", [pytest.param(s, marks=getattr(pytest.mark, s.family), id=s.name) for s in ALL.values()]
+)
 def test_scenario(run_chaos, scenario):
     run_chaos(scenario).assert_holds()
 

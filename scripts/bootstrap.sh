@@ -21,7 +21,7 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   echo "bootstrap: installing Python packages into .venv ..."
   [ -x .venv/bin/python ] || "$python" -m venv .venv
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e .
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
   echo "$want" > "$stamp"
 fi
 

@@ -15,9 +15,11 @@ OOM kills (memory.oom_control), the CPU throttling (cpu.stat), whether the limit
 Docker images cannot be pulled on the project's machines: a cgroup is the emulation.
 Needs root and the v1 cpu and memory hierarchies (see relaychaos.sandbox.cgroups).
 """
+
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -39,8 +41,10 @@ def own_group(controller: str) -> Path:
 
     found = hierarchies().get(controller)
     if found is None:
-        sys.exit(f"gradescope_emulation: no cgroup v1 hierarchy for {controller} is mounted "
-                 "(see /proc/self/mountinfo); the emulation needs the cpu and memory controllers, as root")
+        sys.exit(
+            f"gradescope_emulation: no cgroup v1 hierarchy for {controller} is mounted "
+            "(see /proc/self/mountinfo); the emulation needs the cpu and memory controllers, as root"
+        )
     return found.mount / found.own.lstrip("/")
 
 
@@ -63,10 +67,8 @@ def remove_groups(groups: dict[str, Path]) -> None:
         for _ in range(50):
             pids = [int(p) for p in (folder / "cgroup.procs").read_text().split()] if folder.exists() else []
             for pid in pids:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             if not pids:
                 break
             time.sleep(0.1)
@@ -89,12 +91,14 @@ def lay_out(submission: Path, root: Path) -> None:
         shutil.copytree(submission, root / "submission", symlinks=True)
     else:
         code = (submission / data["root"]).resolve()
-        shutil.copytree(code, root / "submission", symlinks=True,
-                        ignore=shutil.ignore_patterns("go", "java", "__pycache__"))
+        shutil.copytree(
+            code, root / "submission", symlinks=True, ignore=shutil.ignore_patterns("go", "java", "__pycache__")
+        )
 
         def moved(arg: str) -> str:
             path = (submission / arg).resolve()
             return str(path.relative_to(code)) if path.is_relative_to(code) and path.exists() else arg
+
         lines = [f"name = {json.dumps(data['name'])}", "[commands]"]
         lines += [f"{k} = {json.dumps([moved(a) for a in v])}" for k, v in data["commands"].items()]
         lines += ["[limits]"] + [f"{k} = {json.dumps(v)}" for k, v in data.get("limits", {}).items()]
@@ -106,14 +110,18 @@ def measured(groups: dict[str, Path]) -> dict:
     memory, cpu = groups["memory"], groups["cpu"]
     oom = dict(line.split() for line in (memory / "memory.oom_control").read_text().splitlines())
     stat = dict(line.split() for line in (cpu / "cpu.stat").read_text().splitlines())
-    return {"peak_mib": round(int((memory / "memory.max_usage_in_bytes").read_text()) / 2**20, 1),
-            "memory_failcnt": int((memory / "memory.failcnt").read_text()),
-            "oom_kills": int(oom.get("oom_kill", 0)), "throttled_s": round(int(stat.get("throttled_time", 0)) / 1e9, 1),
-            "periods_throttled": int(stat.get("nr_throttled", 0))}
+    return {
+        "peak_mib": round(int((memory / "memory.max_usage_in_bytes").read_text()) / 2**20, 1),
+        "memory_failcnt": int((memory / "memory.failcnt").read_text()),
+        "oom_kills": int(oom.get("oom_kill", 0)),
+        "throttled_s": round(int(stat.get("throttled_time", 0)) / 1e9, 1),
+        "periods_throttled": int(stat.get("nr_throttled", 0)),
+    }
 
 
-def emulate(submission: Path, root: Path, cpus: float, memory_mib: int, timeout_s: float,
-            grade_args: list[str]) -> dict:
+def emulate(
+    submission: Path, root: Path, cpus: float, memory_mib: int, timeout_s: float, grade_args: list[str]
+) -> dict:
     lay_out(submission, root)
     groups = make_groups(f"relaychaos-gradescope-{os.getpid()}", cpus, memory_mib)
     procs = [groups[c] / "cgroup.procs" for c in ("cpu", "memory")]
@@ -121,12 +129,14 @@ def emulate(submission: Path, root: Path, cpus: float, memory_mib: int, timeout_
     def join() -> None:  # in the child, before exec: the grade and all it starts are in the groups
         for path in procs:
             path.write_text(str(os.getpid()))
+
     argv = [str(ROOT / ".venv" / "bin" / "relaychaos"), "grade", "--gradescope", str(root), *grade_args]
     started = time.monotonic()
     try:
         with open(root / "autograder.log", "wb") as log:
-            proc = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, preexec_fn=join,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, preexec_fn=join, start_new_session=True
+            )
             try:
                 rc, killed = proc.wait(timeout=timeout_s), False
             except subprocess.TimeoutExpired:
@@ -138,9 +148,18 @@ def emulate(submission: Path, root: Path, cpus: float, memory_mib: int, timeout_
         remove_groups(groups)
     results = root / "results" / "results.json"
     data = json.loads(results.read_text()) if results.exists() else {}
-    return {"submission": submission.name, "score": data.get("score"), "exit": rc, "killed_at_limit": killed,
-            "wall_s": round(wall, 1), "cpus": cpus, "memory_mib": memory_mib, **figures,
-            "results": str(results), "log": str(root / "autograder.log")}
+    return {
+        "submission": submission.name,
+        "score": data.get("score"),
+        "exit": rc,
+        "killed_at_limit": killed,
+        "wall_s": round(wall, 1),
+        "cpus": cpus,
+        "memory_mib": memory_mib,
+        **figures,
+        "results": str(results),
+        "log": str(root / "autograder.log"),
+    }
 
 
 def main() -> None:
@@ -157,8 +176,11 @@ def main() -> None:
     if os.geteuid() != 0:
         sys.exit("gradescope_emulation: making cgroups needs root")
     root = args.root or Path(tempfile.mkdtemp(prefix="autograder-"))
-    print(json.dumps(emulate(args.submission.resolve(), root, args.cpus, args.memory_mib, args.timeout_s,
-                             argv[cut + 1:])))
+    print(
+        json.dumps(
+            emulate(args.submission.resolve(), root, args.cpus, args.memory_mib, args.timeout_s, argv[cut + 1 :])
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -12,8 +12,10 @@ archive as it exits. A later JVM maps them instead of loading and verifying each
 (-Xshare:auto: where the archive is missing or was made by another JDK, it is silently unused).
 Exit 1, with the relay's log, if the archive was not written.
 """
+
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sys
@@ -34,10 +36,8 @@ ARCHIVE = "build/relay.jsa"
 
 def post(url: str, payload: bytes) -> None:
     request = urllib.request.Request(url, data=payload, headers={"Content-Type": "application/json"})
-    try:
+    with contextlib.suppress(urllib.error.HTTPError):  # E400 answers HTTP 400: its classes are loaded all the same
         urllib.request.urlopen(request, timeout=10).read()
-    except urllib.error.HTTPError:
-        pass  # E400 answers HTTP 400: the classes behind it are loaded all the same
 
 
 def main(folder: Path) -> int:
@@ -53,11 +53,25 @@ def main(folder: Path) -> int:
         try:
             ledger = Path(work) / "ledger.sqlite"
             account.reset(ledger_path=ledger, accounts={"alice": 100, "bob": 0})
-            contract = {"RELAY_HOST": "127.0.0.1", "RELAY_PORT": str(port), "ACCOUNT_URL": account.url,
-                        "LEDGER_PATH": str(ledger), "ACCOUNT_TIMEOUT_MS": "2000"}
-            relay = launch.start(Sandbox.create("off"), training, "serve", copy=WorkingCopy(folder, folder),
-                                 contract=contract, log_path=Path(work) / "serve.log", ledger_dir=Path(work),
-                                 tmp_dir=None, connect=(account.port,), port=port)
+            contract = {
+                "RELAY_HOST": "127.0.0.1",
+                "RELAY_PORT": str(port),
+                "ACCOUNT_URL": account.url,
+                "LEDGER_PATH": str(ledger),
+                "ACCOUNT_TIMEOUT_MS": "2000",
+            }
+            relay = launch.start(
+                Sandbox.create("off"),
+                training,
+                "serve",
+                copy=WorkingCopy(folder, folder),
+                contract=contract,
+                log_path=Path(work) / "serve.log",
+                ledger_dir=Path(work),
+                tmp_dir=None,
+                connect=(account.port,),
+                port=port,
+            )
             why = wait_http_ok(f"http://127.0.0.1:{port}/health", timeout_s=30, child=relay)
             if why is None:
                 transfer = json.dumps({"guid": "cds-1", "from": "alice", "to": "bob", "amount": 1}).encode()

@@ -10,6 +10,7 @@ and browser log error the page produced; given `screenshot`, the whole page as P
 (1400 px wide, as a reader's window). `find()` is the browser to use, or None
 (RELAYCHAOS_CHROMIUM, else chromium, chromium-browser, google-chrome on PATH).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -63,8 +64,11 @@ class _Protocol:
         self.next_id += 1
         answer = asyncio.get_running_loop().create_future()
         self.pending[self.next_id] = answer
-        await self.ws.send_str(json.dumps({"id": self.next_id, "method": method, "params": params,
-                                           **({"sessionId": session} if session else {})}))
+        await self.ws.send_str(
+            json.dumps(
+                {"id": self.next_id, "method": method, "params": params, **({"sessionId": session} if session else {})}
+            )
+        )
         data = await asyncio.wait_for(answer, timeout)
         if "error" in data:
             raise RuntimeError(f"DevTools {method}: {data['error']}")
@@ -88,30 +92,49 @@ def _errors(events: list[dict]) -> list[str]:
             d = p.get("exceptionDetails", {})
             out.append(f"uncaught: {d.get('exception', {}).get('description') or d.get('text')}")
         elif e.get("method") == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-            out.append("console." + p["type"] + ": " + " ".join(str(a.get("value", a.get("description")))
-                                                                   for a in p.get("args", [])))
+            out.append(
+                "console."
+                + p["type"]
+                + ": "
+                + " ".join(str(a.get("value", a.get("description"))) for a in p.get("args", []))
+            )
         elif e.get("method") == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
             out.append(f"log: {p['entry'].get('text')} {p['entry'].get('url', '')}".rstrip())
     return out
 
 
-async def _load(browser: str, url: str, expressions: dict[str, str], timeout: float,
-                screenshot: Path | None) -> Page:
+async def _load(browser: str, url: str, expressions: dict[str, str], timeout: float, screenshot: Path | None) -> Page:
     profile = Path(tempfile.mkdtemp(prefix="relaychaos-chromium-"))
-    log = open(profile / "stderr.log", "w")
-    proc = subprocess.Popen([browser, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
-                             "--remote-debugging-port=0", f"--user-data-dir={profile}", "--window-size=1400,900",
-                             "about:blank"], stdout=subprocess.DEVNULL, stderr=log)
+    log = open(profile / "stderr.log", "w")  # noqa: SIM115 (Chromium's stderr; closed in the finally below)
+    proc = subprocess.Popen(
+        [
+            browser,
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--no-first-run",
+            "--remote-debugging-port=0",
+            f"--user-data-dir={profile}",
+            "--window-size=1400,900",
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     try:
         port_file, deadline = profile / "DevToolsActivePort", time.monotonic() + timeout
         while not (port_file.exists() and len(port_file.read_text().splitlines()) >= 2):
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{browser} did not open its DevTools port (exit status {proc.poll()}): "
-                                   + (profile / "stderr.log").read_text()[-800:])
+                raise RuntimeError(
+                    f"{browser} did not open its DevTools port (exit status {proc.poll()}): "
+                    + (profile / "stderr.log").read_text()[-800:]
+                )
             await asyncio.sleep(0.05)
         port, path = port_file.read_text().splitlines()[:2]
-        async with aiohttp.ClientSession() as http, http.ws_connect(f"ws://127.0.0.1:{port}{path}",
-                                                                    max_msg_size=0) as ws:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.ws_connect(f"ws://127.0.0.1:{port}{path}", max_msg_size=0) as ws,
+        ):
             cdp = _Protocol(ws)
             reader = asyncio.create_task(cdp.read())
             target = (await cdp.call("Target.createTarget", url="about:blank"))["targetId"]
@@ -146,8 +169,13 @@ async def _load(browser: str, url: str, expressions: dict[str, str], timeout: fl
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def load(url: str, expressions: dict[str, str], browser: str | None = None, timeout: float = 30,
-         screenshot: Path | None = None) -> Page:
+def load(
+    url: str,
+    expressions: dict[str, str],
+    browser: str | None = None,
+    timeout: float = 30,
+    screenshot: Path | None = None,
+) -> Page:
     """Open url in a fresh headless browser, evaluate the expressions in order; see the module doc."""
     browser = browser or find()
     if browser is None:

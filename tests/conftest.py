@@ -1,4 +1,5 @@
 """Shared pieces of the project's own tests: the bundled relays and small manifests made on the spot."""
+
 from __future__ import annotations
 
 import json
@@ -7,6 +8,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["tests.tiers"]
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "relay_under_test" / "base" / "relay.toml"
@@ -34,14 +37,17 @@ def derived_relay(folder: Path, module: str, name: str | None = None, **commands
 @pytest.fixture
 def write_manifest(tmp_path: Path):
     """write_manifest(serve=[...], ready_timeout_s=..., **other commands) -> path of a relay.toml."""
+
     def write(serve: list[str], *, ready_timeout_s: float = 10, name: str = "test-relay", **commands) -> Path:
         folder = tmp_path / name
         folder.mkdir(exist_ok=True)
         cmds = {"serve": serve, "resolve": ["true"], "reprocess": ["true"], "purge": ["true"], **commands}
         body = "\n".join(f"{k} = {json.dumps(list(v))}" for k, v in cmds.items())  # JSON arrays are TOML
-        (folder / "relay.toml").write_text(textwrap.dedent(f'name = "{name}"\n[commands]\n{body}\n'
-                                                           f"[limits]\nready_timeout_s = {ready_timeout_s}\n"))
+        (folder / "relay.toml").write_text(
+            textwrap.dedent(f'name = "{name}"\n[commands]\n{body}\n[limits]\nready_timeout_s = {ready_timeout_s}\n')
+        )
         return folder / "relay.toml"
+
     return write
 
 

@@ -11,29 +11,44 @@ Times are CLOCK_MONOTONIC seconds of the story (any origin); a ledger row's `upd
 Recorder with a story clock, header first and the account system's statistics last: the events
 have the shapes a real run records, by construction.
 """
+
 from __future__ import annotations
 
 import itertools
 import json
-from typing import Callable
+from collections.abc import Callable
 
-from relaychaos.fixtures.account_system.bank import MESSAGES
 from relaychaos import contract
-from relaychaos.stack.channel import transfer
 from relaychaos.checkers.interface import REQUIRED_COLUMNS
+from relaychaos.fixtures.account_system.bank import MESSAGES
 from relaychaos.history import History
 from relaychaos.recorder import Recorder
+from relaychaos.stack.channel import transfer
 from relaychaos.tolerances import CURRENT, Tolerances
 
 FLAGS = {"resolve": "--min-age", "reprocess": "--max-attempts", "purge": "--retention"}
 MESSAGES = {**MESSAGES, "E901": "outcome unknown", "E902": "not sent", "E903": "being sent", "E904": "guid reused"}
 
 
-def row(status: str, code: str | None = None, *, updated_at: float = 0.0, attempts: int = 1,
-        request: dict | None = None, response: str | None = None) -> dict:
+def row(
+    status: str,
+    code: str | None = None,
+    *,
+    updated_at: float = 0.0,
+    attempts: int = 1,
+    request: dict | None = None,
+    response: str | None = None,
+) -> dict:
     """One ledger row as `ledger_file.rows` returns it (the contract's seven columns)."""
-    return {"guid": None, "status": status, "resp_code": code, "request": json.dumps(request or {}),
-            "response": response, "attempts": attempts, "updated_at": updated_at}
+    return {
+        "guid": None,
+        "status": status,
+        "resp_code": code,
+        "request": json.dumps(request or {}),
+        "response": response,
+        "attempts": attempts,
+        "updated_at": updated_at,
+    }
 
 
 def answer(guid: str | None, code: str) -> str:
@@ -44,12 +59,29 @@ def answer(guid: str | None, code: str) -> str:
 class HistoryBuilder:
     """Writes the events of one literal run; `build()` returns the History the checkers judge."""
 
-    def __init__(self, *, account_timeout_ms: int = 300, accounts: dict[str, int] | None = None,
-                 tolerances: Tolerances | None = CURRENT, name: str = "literal", max_attempts: int = 3):
+    def __init__(
+        self,
+        *,
+        account_timeout_ms: int = 300,
+        accounts: dict[str, int] | None = None,
+        tolerances: Tolerances | None = CURRENT,
+        name: str = "literal",
+        max_attempts: int = 3,
+    ):
         """The scenario header's fields; tolerances=None records a history of before tolerances (V1)."""
-        self.header = dict(name=name, family="literal", description="a literal history", accounts=dict(accounts or {}),
-                           account_timeout_ms=account_timeout_ms, max_attempts=max_attempts, guids={}, steps=[],
-                           relay="literal", tag="lit", contract=contract.VERSION)
+        self.header = dict(
+            name=name,
+            family="literal",
+            description="a literal history",
+            accounts=dict(accounts or {}),
+            account_timeout_ms=account_timeout_ms,
+            max_attempts=max_attempts,
+            guids={},
+            steps=[],
+            relay="literal",
+            tag="lit",
+            contract=contract.VERSION,
+        )
         if tolerances is not None:
             self.header["tolerances"] = tolerances.as_dict()
         self.events: list[tuple[float, Callable[[Recorder], object]]] = []  # (time, what the recorder writes)
@@ -67,18 +99,35 @@ class HistoryBuilder:
         """Any event at all, for what the recorder's methods do not cover."""
         self.at(at, lambda r: r.history.append(process, type, f, at=at, **value))
 
-    def send(self, guid: str | None, at: float = 0.0, answered_at: float | None = 0.05, code: str = "0000",
-             status: int | None = None, body: str | None = None, sent_at: float | None = None, retransmits: int = 0,
-             raw: str | None = None, race: int | None = None, request: dict | None = None, *, amount: int = 1,
-             intent: str | None = None, gave_up_at: float | None = None, error: str | None = None,
-             process: str | None = None, attempt: int = 1) -> str:
+    def send(
+        self,
+        guid: str | None,
+        at: float = 0.0,
+        answered_at: float | None = 0.05,
+        code: str = "0000",
+        status: int | None = None,
+        body: str | None = None,
+        sent_at: float | None = None,
+        retransmits: int = 0,
+        raw: str | None = None,
+        race: int | None = None,
+        request: dict | None = None,
+        *,
+        amount: int = 1,
+        intent: str | None = None,
+        gave_up_at: float | None = None,
+        error: str | None = None,
+        process: str | None = None,
+        attempt: int = 1,
+    ) -> str:
         """One channel call (invoke, then ok; or info at gave_up_at; or nothing when both are None); its process."""
         process = process or f"channel-a-{next(self._procs)}"
         if raw is None:
             request = request or transfer(guid, "alice", "bob", amount)
             self.requests[guid] = request
-        self.at(at, lambda r: r.transfer_sent(process, guid, attempt, request=request, raw=raw, intent=intent,
-                                              race=race))
+        self.at(
+            at, lambda r: r.transfer_sent(process, guid, attempt, request=request, raw=raw, intent=intent, race=race)
+        )
         wire = dict(sent_at=at if sent_at is None else sent_at, retransmits=retransmits)
         end = answered_at if answered_at is not None else gave_up_at
         if end is not None and retransmits:
@@ -92,23 +141,43 @@ class HistoryBuilder:
                 code = None
             status = status if status is not None else (400 if code == "E400" else 200)
             code = code if isinstance(code, str) else None
-            self.at(answered_at, lambda r: r.transfer_answered(process, guid, attempt, status=status, code=code,
-                                                               body=body, **wire))
+            self.at(
+                answered_at,
+                lambda r: r.transfer_answered(process, guid, attempt, status=status, code=code, body=body, **wire),
+            )
         elif gave_up_at is not None:
             why = error or f"no answer within {gave_up_at - at:g} s"
-            self.at(gave_up_at, lambda r: r.transfer_unanswered(process, guid, attempt, error=why,
-                                                                timed_out=error is None, **wire))
+            self.at(
+                gave_up_at,
+                lambda r: r.transfer_unanswered(process, guid, attempt, error=why, timed_out=error is None, **wire),
+            )
         return process
 
-    def account_call(self, guid: str | None, received_at: float, answered_at: float | None = None,
-                     code: str | None = "0000", applied: bool | None = None, ledger_status: str | None = "SENT",
-                     ledger_error: str | None = None, request: dict | None = None) -> None:
+    def account_call(
+        self,
+        guid: str | None,
+        received_at: float,
+        answered_at: float | None = None,
+        code: str | None = "0000",
+        applied: bool | None = None,
+        ledger_status: str | None = "SENT",
+        ledger_error: str | None = None,
+        request: dict | None = None,
+    ) -> None:
         """One POST the account system received (default request: the channel's last for this GUID)."""
-        self.calls.append(dict(guid=guid, request=request or self.requests.get(guid), received_at=received_at,
-                               ledger_status=ledger_status, ledger_error=ledger_error, code=code,
-                               applied=(code == "0000") if applied is None else applied,
-                               answered_at=received_at + 0.001 if answered_at is None and code else answered_at,
-                               sent_row=None if ledger_error else ledger_status == "SENT"))
+        self.calls.append(
+            dict(
+                guid=guid,
+                request=request or self.requests.get(guid),
+                received_at=received_at,
+                ledger_status=ledger_status,
+                ledger_error=ledger_error,
+                code=code,
+                applied=(code == "0000") if applied is None else applied,
+                answered_at=received_at + 0.001 if answered_at is None and code else answered_at,
+                sent_row=None if ledger_error else ledger_status == "SENT",
+            )
+        )
 
     def _stats(self) -> dict:
         """The account system's statistics (bank.Bank.stats): calls by arrival, per-GUID summaries, balances."""
@@ -122,11 +191,22 @@ class HistoryBuilder:
             if c["guid"] is not None:
                 s = guids.setdefault(c["guid"], {"calls": 0, "debits": 0, "codes": [], "first_code": c["code"]})
                 s.update(calls=s["calls"] + 1, debits=s["debits"] + c["applied"], codes=s["codes"] + [c["code"]])
-        return {"balances": balances if self.balances is None else self.balances, "guids": guids, "calls": calls,
-                "faults": {}}
+        return {
+            "balances": balances if self.balances is None else self.balances,
+            "guids": guids,
+            "calls": calls,
+            "faults": {},
+        }
 
-    def snapshot(self, rows: dict[str, dict] | None, at: float, kind: str = "send", after_step=None,
-                 wall: float | None = None, error: str | None = None) -> None:
+    def snapshot(
+        self,
+        rows: dict[str, dict] | None,
+        at: float,
+        kind: str = "send",
+        after_step=None,
+        wall: float | None = None,
+        error: str | None = None,
+    ) -> None:
         """A ledger snapshot after a step (`observer ok ledger-snapshot`); with error, one that failed."""
         n = next(self._steps) if after_step is None else after_step
         if error is not None:
@@ -143,15 +223,27 @@ class HistoryBuilder:
         self.at(at, lambda r: r.step_started(n, step))
         self.at(at, lambda r: r.step_failed(n, step, error))
 
-    def batch(self, command: str, arg: float, start: float, end: float | None, returncode: int | None = 0,
-              wall: float | None = None, end_wall: float | None = None) -> None:
+    def batch(
+        self,
+        command: str,
+        arg: float,
+        start: float,
+        end: float | None,
+        returncode: int | None = 0,
+        wall: float | None = None,
+        end_wall: float | None = None,
+    ) -> None:
         """One run of resolve/reprocess/purge (`batch-N` invoke, then ok/fail; returncode None: killed)."""
         run, arg_s = next(self._batches), str(arg) if isinstance(arg, int) else repr(float(arg))
         argv = ["relay", command, FLAGS[command], arg_s]
         self.at(start, lambda r: r.batch_started(run, command, float(arg), argv, start if wall is None else wall))
         if end is not None:
-            self.at(end, lambda r: r.batch_ended(run, command, returncode, end - start,
-                                                 end if end_wall is None else end_wall, returncode is None))
+            self.at(
+                end,
+                lambda r: r.batch_ended(
+                    run, command, returncode, end - start, end if end_wall is None else end_wall, returncode is None
+                ),
+            )
 
     def kill(self, slot: str, at: float) -> None:
         """SIGKILL of a relay slot (`relay-SLOT` invoke/ok kill)."""
@@ -163,8 +255,15 @@ class HistoryBuilder:
         self.at(at, lambda r: r.starting(slot, ["relay", "serve"]))
         self.at(at, lambda r: r.started(slot, 40000, 4242))
 
-    def toxic(self, proxy: str, kind: str, at: float, stream: str = "downstream", attributes: dict | None = None,
-              name: str | None = None) -> str:
+    def toxic(
+        self,
+        proxy: str,
+        kind: str,
+        at: float,
+        stream: str = "downstream",
+        attributes: dict | None = None,
+        name: str | None = None,
+    ) -> str:
         """A toxic on proxy 'account' or 'hub-SLOT' (nemesis invoke/ok add-toxic); its name."""
         name = name or f"{kind}_{stream}"
         self.at(at, lambda r: r.toxic_adding(proxy, side(proxy), name, kind, stream, dict(attributes or {})))
@@ -198,8 +297,9 @@ class HistoryBuilder:
     def build(self) -> History:
         """The History: header first, events by time, final schema and account statistics last."""
         events = sorted(self.events, key=lambda e: e[0])  # stable: ties keep their order
-        times = [t for t, _ in events] + [t for c in self.calls for t in (c["received_at"], c["answered_at"])
-                                          if t is not None]
+        times = [t for t, _ in events] + [
+            t for c in self.calls for t in (c["received_at"], c["answered_at"]) if t is not None
+        ]
         first, last = min(times, default=0.0) - 1.0, max(times, default=0.0) + 1.0
         self.header["guids"] = {g: g for g in self.requests}
         now = [first]

@@ -8,6 +8,7 @@ has closed it, or once whoever killed that process has cleared it (policy.clear_
 are those under this process's own (where the harnesses it starts make theirs); a machine whose
 processes sit in several memory cgroups may hold other harnesses' groups of the same name elsewhere.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -69,12 +70,18 @@ def slot_leftovers(slot: int) -> list[str]:
     if root.exists() and any(root.iterdir()):
         left.append(f"view root {root} not empty")
     home_mount, root_mount = f"/run/relaychaos/slot-{slot}", f"/run/relaychaos/slot-{slot}.root"
-    mounts = [m for m in (line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines())
-              if m in (home_mount, root_mount) or m.startswith(home_mount + "/")]
+    mounts = [
+        m
+        for m in (line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines())
+        if m in (home_mount, root_mount) or m.startswith(home_mount + "/")
+    ]
     left += [f"mount {m}" for m in mounts]
     uid = next((u for u, n in relay_uids().items() if n == slot), None)
-    left += [f"process {pid} of relaychaos-relay-{slot}: {p['cmdline'][:100]}" for pid, p in processes().items()
-             if p["uid"] == uid]
+    left += [
+        f"process {pid} of relaychaos-relay-{slot}: {p['cmdline'][:100]}"
+        for pid, p in processes().items()
+        if p["uid"] == uid
+    ]
     return left
 
 
@@ -112,7 +119,7 @@ def ipc_objects() -> list[str]:
         lines = Path(path).read_text().splitlines()
         header = lines[0].split()
         for line in lines[1:]:
-            row = dict(zip(header, line.split()))
+            row = dict(zip(header, line.split(), strict=False))
             key = int(row["key"]) & 0xFFFFFFFF
             if key >> 8 == 0x52544D or int(row["uid"]) in uids or int(row["cuid"]) in uids:
                 left.append(f"{kind} key {key:#x} owner {row['uid']} creator {row['cuid']}")
@@ -137,9 +144,15 @@ def free_slots() -> list[int]:
 def made_since(since: float) -> list[int]:
     """Free slots with a network namespace or home made at or after `since` (a time.time()): what a harness that
     began then and has ended would have left."""
+
     def young(path: Path) -> bool:
         try:
             return path.lstat().st_mtime >= since
         except OSError:
             return False
-    return [n for n in free_slots() if young(Path(f"/run/netns/relaychaos-s{n}")) or young(Path(f"/run/relaychaos/slot-{n}"))]
+
+    return [
+        n
+        for n in free_slots()
+        if young(Path(f"/run/netns/relaychaos-s{n}")) or young(Path(f"/run/relaychaos/slot-{n}"))
+    ]

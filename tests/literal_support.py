@@ -1,7 +1,8 @@
 """Shared pieces of the literal-history tests: the numbers, `@holds` / `@breaks`, and small stories.
 
-The tests themselves are test_checkers_money_ledger.py and test_checkers_answers.py: every checker
-proved on literal histories, no processes, no Toxiproxy, no network.
+The tests themselves are tests/test_checkers_money_ledger.py, test_checkers_batch_jobs.py,
+test_checkers_answers.py and test_checkers_interface.py: every checker proved on literal
+histories, no processes, no Toxiproxy, no network.
 
 Each rule of `relaychaos.checkers.RULES` has at least one history where it holds and one where it
 breaks; rules judged against a tolerance or a number are tested at the boundary: at the number,
@@ -11,14 +12,15 @@ and a hair (EPS) past it. The numbers come from `relaychaos.tolerances.CURRENT`,
 `holds` asserts that no rule at all is broken (or, with `alone=True`, only that this one is not);
 `breaks` asserts that the rule is among the verdicts, naming `guid` (None: a rule about the run).
 """
+
 from __future__ import annotations
 
 import functools
 import json
 
 from relaychaos.checkers import check
-from relaychaos.reports.incident import report
 from relaychaos.history import History
+from relaychaos.reports.incident import report
 from relaychaos.tolerances import CURRENT
 
 from .history_builder import HistoryBuilder, row
@@ -37,6 +39,7 @@ BREAKS: set[str] = set()
 # -- the two kinds of test -------------------------------------------------------------------------
 def holds(*rule_ids: str, alone: bool = False):
     """The decorated function's history keeps every rule (alone=True: keeps these rules, others may break)."""
+
     def wrap(fn):
         HOLDS.update(rule_ids)
 
@@ -46,12 +49,15 @@ def holds(*rule_ids: str, alone: bool = False):
             verdicts = check(h)
             broken = {v.rule for v in verdicts} & set(rule_ids) if alone else {v.rule for v in verdicts}
             assert not broken, report(h, verdicts, limit=20)
+
         return test
+
     return wrap
 
 
 def breaks(rule_id: str, guid: str | None):
     """The decorated function's history breaks rule_id, with a verdict naming guid (None: the run)."""
+
     def wrap(fn):
         BREAKS.add(rule_id)
 
@@ -62,7 +68,9 @@ def breaks(rule_id: str, guid: str | None):
             mine = [v for v in verdicts if v.rule == rule_id]
             assert mine, f"{rule_id} held; verdicts: {report(h, verdicts, limit=20)}"
             assert guid in {v.guid for v in mine}, report(h, mine)
+
         return test
+
     return wrap
 
 

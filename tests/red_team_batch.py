@@ -6,9 +6,11 @@ grades a class: two shards of `relaychaos grade` at once (so the attacks run whi
 on a visible scenario and a hidden one (a scenario file of the rubric's hidden set, in a course folder the relays
 must not read), then merged into one gradebook; tests/test_red_team.py says what must hold of it.
 """
+
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import os
@@ -49,7 +51,9 @@ steps:
   - reprocess: {max_attempts: 3}
   - purge: {retention_s: 0.1}
 """
-EVIDENCE = re.compile(r"^ATTACK (?P<attack>[\w-]+)/(?P<attempt>[\w.-]+): (?P<verdict>ACHIEVED|refused)\b ?(?P<detail>.*)$")
+EVIDENCE = re.compile(
+    r"^ATTACK (?P<attack>[\w-]+)/(?P<attempt>[\w.-]+): (?P<verdict>ACHIEVED|refused)\b ?(?P<detail>.*)$"
+)
 LOG_MIB = 64
 DAEMON_MARK = "red team was here"  # what diagnosis_root's daemon appends to the harness's outputs
 
@@ -106,7 +110,7 @@ def course(base: Path, names: list[str], tag: str) -> tuple[dict[str, Path], Pat
     rubric = rubric.replace('# folder = "hidden/"', 'folder = "hidden/"')
     assert 'folder = "hidden/"' in rubric
     (base / "rubric.toml").write_text(rubric)
-    for dirpath, dirnames, filenames in os.walk(base):
+    for dirpath, _dirnames, filenames in os.walk(base):
         os.chmod(dirpath, 0o755)
         for name in filenames:
             os.chmod(os.path.join(dirpath, name), os.stat(os.path.join(dirpath, name)).st_mode | 0o444)
@@ -123,23 +127,38 @@ def ours(tag: str) -> dict[int, dict]:
     attack's module), or the harness's for it (its command line names the batch's folder)."""
     uids = relay_uids()
     marks = [tag] + [f"run.py {a} " for a in ATTACKS] + [f"red-team-{a}" for a in ATTACKS]
-    return {pid: p for pid, p in processes().items()
-            if any(m in p["cmdline"] or m in p["cwd"] for m in marks) and (p["uid"] in uids or tag in p["cmdline"])}
+    return {
+        pid: p
+        for pid, p in processes().items()
+        if any(m in p["cmdline"] or m in p["cwd"] for m in marks) and (p["uid"] in uids or tag in p["cmdline"])
+    }
 
 
 def stray_files(base: Path, tag: str) -> list[str]:
     """Files a relay may have made on the machine outside its own folders (the red team's names)."""
-    patterns = ["/tmp/red-team-*", "/dev/shm/red-team-*", "/var/tmp/red-team-*", "/work/main/runs/red-team-*",
-                "/work/red-team-*", "/red-team-*", "/run/relaychaos/red-team-*", "/run/red-team-*",
-                "/dev/shm/sem.red-team*", "/dev/mqueue/red-team*"]
+    patterns = [
+        "/tmp/red-team-*",
+        "/dev/shm/red-team-*",
+        "/var/tmp/red-team-*",
+        "/work/main/runs/red-team-*",
+        "/work/red-team-*",
+        "/red-team-*",
+        "/run/relaychaos/red-team-*",
+        "/run/red-team-*",
+        "/dev/shm/sem.red-team*",
+        "/dev/mqueue/red-team*",
+    ]
     found = [str(p) for pattern in patterns for p in Path("/").glob(pattern.lstrip("/"))]
     found += [str(p) for p in base.rglob("red-team-*")]
     return found
 
 
 def tree_hashes(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
 
 
 @dataclass
@@ -188,10 +207,8 @@ class Canary:
                 return
             if peer[0].startswith("10.213."):
                 self.hits.append(f"{peer[0]}:{peer[1]} -> 0.0.0.0:{self.port}")
-            try:
+            with contextlib.suppress(OSError):
                 conn.sendall(b"RED-TEAM-CANARY listening on the machine, not in a sandbox\n")
-            except OSError:
-                pass
             conn.close()
 
     def close(self) -> None:
@@ -208,12 +225,12 @@ def read_batch(grade: Grade) -> None:
             name = next(n for n, f in grade.subs.items() if f.name == record["submission"])
             grade.records[name] = record
             grade.logs[name] = sorted(record_path.parent.glob("logs/**/*.log"))
-    for name, logs in grade.logs.items():
+    for logs in grade.logs.values():
         for log in logs:
             with open(log, errors="replace") as f:
                 for line in f:
                     if line.startswith("RED-TEAM "):
-                        info = json.loads(line[len("RED-TEAM "):])
+                        info = json.loads(line[len("RED-TEAM ") :])
                         m = re.match(r"http://10\.213\.(\d+)\.1:", info.get("account_url") or "")
                         if m:
                             grade.slots.add(int(m.group(1)))
@@ -233,16 +250,43 @@ def grade_batch(tag: str, base: Path) -> Grade:
     canary = Canary()
     started = time.monotonic()
     try:
-        shards = [subprocess.Popen(cli("grade", *map(str, subs.values()), "--out", str(out), "--rubric", str(rubric),
-                                       "--scenarios", SCENARIOS, "--workers", "1", "--budget-s", str(BUDGET_S),
-                                       "--shard", f"{i}/2"),
-                                   cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                  for i, out in enumerate(outs)]
+        shards = [
+            subprocess.Popen(
+                cli(
+                    "grade",
+                    *map(str, subs.values()),
+                    "--out",
+                    str(out),
+                    "--rubric",
+                    str(rubric),
+                    "--scenarios",
+                    SCENARIOS,
+                    "--workers",
+                    "1",
+                    "--budget-s",
+                    str(BUDGET_S),
+                    "--shard",
+                    f"{i}/2",
+                ),
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for i, out in enumerate(outs)
+        ]
         for shard in shards:
             stdout, _ = shard.communicate(timeout=900)
             grade.ran.append(subprocess.CompletedProcess(shard.args, shard.returncode, stdout, ""))
-        grade.ran.append(subprocess.run(cli("gradebook", "merge", *map(str, outs), "--out", str(grade.merged)),
-                                        cwd=ROOT, capture_output=True, text=True, timeout=120))
+        grade.ran.append(
+            subprocess.run(
+                cli("gradebook", "merge", *map(str, outs), "--out", str(grade.merged)),
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+        )
         grade.wall_s = time.monotonic() - started
         grade.hashes_then = {f"{o.name}/{k}": v for o in outs + [grade.merged] for k, v in tree_hashes(o).items()}
         time.sleep(8)  # a daemon left behind would rewrite the outputs now
@@ -252,8 +296,12 @@ def grade_batch(tag: str, base: Path) -> Grade:
     finally:
         canary.close()
     read_batch(grade)
-    grade.left = {"processes": ours(tag), "ipc": ipc_objects(), "files": stray_files(base, tag),
-                  "slots": slots_left(grade.slots, tidy_after=True)}
+    grade.left = {
+        "processes": ours(tag),
+        "ipc": ipc_objects(),
+        "files": stray_files(base, tag),
+        "slots": slots_left(grade.slots, tidy_after=True),
+    }
     return grade
 
 
@@ -277,14 +325,16 @@ def relay_said(tag: str, text: str, since: float) -> bool:
     return False
 
 
-def interrupt_after(argv: list[str], tag: str, armed: str, settle_s: float,
-                    timeout_s: float) -> tuple[float, int, str, set[int]]:
+def interrupt_after(
+    argv: list[str], tag: str, armed: str, settle_s: float, timeout_s: float
+) -> tuple[float, int, str, set[int]]:
     """Start argv in a session of its own, wait until a relay of `tag` says `armed` in its log (its trap is set),
     then settle_s more, and press Ctrl-C (SIGINT to its process group); (seconds it took to exit, its status, its
     output, the slots its relays ran in)."""
     started = time.time()
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     slots: set[int] = set()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None and not relay_said(tag, armed, started):
@@ -308,5 +358,3 @@ def assert_nothing_left(tag: str, slots: set[int]) -> None:
     left = {slot: what for slot, what in slots_left(slots, tidy_after=True).items() if what}
     assert not left, f"left after Ctrl-C: {left}"
     assert not ipc_objects()
-
-

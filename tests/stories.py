@@ -1,4 +1,5 @@
 """Literal histories the report tests draw: a relay that debits twice, and one that does everything right."""
+
 from __future__ import annotations
 
 from .history_builder import HistoryBuilder
@@ -30,6 +31,17 @@ def happy() -> HistoryBuilder:
     h.start("a", at=0.0)
     h.send("g1", at=0.1, answered_at=0.15)
     h.account_call("g1", received_at=0.11)
-    h.snapshot({"g1": {"status": "DONE", "resp_code": "0000", "request": "{}", "response": "", "attempts": 1,
-                       "updated_at": 0.15}}, at=0.2)
+    h.snapshot(
+        {
+            "g1": {
+                "status": "DONE",
+                "resp_code": "0000",
+                "request": "{}",
+                "response": "",
+                "attempts": 1,
+                "updated_at": 0.15,
+            }
+        },
+        at=0.2,
+    )
     return h

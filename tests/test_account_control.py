@@ -5,6 +5,7 @@ the harness promises it; the control API listens on a port of its own and refuse
 request without the harness's token. What the harness set, it can audit: the fixture
 reports its faults as set and how many control writes it received.
 """
+
 import subprocess
 import sys
 import threading
@@ -19,11 +20,26 @@ from relaychaos.stack.account_system import TOKEN_HEADER, AccountSystem
 pytestmark = pytest.mark.stack  # fixture processes
 
 NOT_FOUND = {"error": "not found: the account system serves only POST /transfer and GET /transfer/{guid}"}
-CONTROL_ROUTES = sorted({(r.method, r.resource.canonical) for r in make_apps()[1].router.routes()
-                         if r.resource.canonical.startswith("/_control/")})
-OTHER_REQUESTS = [("GET", "/transfer"), ("PUT", "/transfer"), ("DELETE", "/transfer"), ("POST", "/transfer/g1"),
-                  ("HEAD", "/transfer/g1"), ("DELETE", "/transfer/g1"), ("GET", "/transfer/g1/more"),
-                  ("GET", "/"), ("GET", "/health"), ("POST", "/_control"), ("GET", "/_control/")]
+CONTROL_ROUTES = sorted(
+    {
+        (r.method, r.resource.canonical)
+        for r in make_apps()[1].router.routes()
+        if r.resource.canonical.startswith("/_control/")
+    }
+)
+OTHER_REQUESTS = [
+    ("GET", "/transfer"),
+    ("PUT", "/transfer"),
+    ("DELETE", "/transfer"),
+    ("POST", "/transfer/g1"),
+    ("HEAD", "/transfer/g1"),
+    ("DELETE", "/transfer/g1"),
+    ("GET", "/transfer/g1/more"),
+    ("GET", "/"),
+    ("GET", "/health"),
+    ("POST", "/_control"),
+    ("GET", "/_control/"),
+]
 
 
 @pytest.fixture
@@ -36,14 +52,22 @@ def own(tmp_path: Path):
 
 def third_party(system: AccountSystem, method: str, path: str, **kwargs) -> requests.Response:
     """A control call carrying the token, made by someone other than the harness's client."""
-    return requests.request(method, system.control_url + path, headers={TOKEN_HEADER: system._token},
-                            timeout=5, **kwargs)
+    return requests.request(
+        method, system.control_url + path, headers={TOKEN_HEADER: system._token}, timeout=5, **kwargs
+    )
 
 
 def test_every_control_route_is_listed():
-    assert {("GET", "/_control/faults"), ("POST", "/_control/faults"), ("DELETE", "/_control/faults"),
-            ("POST", "/_control/reset"), ("POST", "/_control/release"), ("GET", "/_control/stats"),
-            ("GET", "/_control/wait"), ("GET", "/_control/health")} <= set(CONTROL_ROUTES)
+    assert {
+        ("GET", "/_control/faults"),
+        ("POST", "/_control/faults"),
+        ("DELETE", "/_control/faults"),
+        ("POST", "/_control/reset"),
+        ("POST", "/_control/release"),
+        ("GET", "/_control/stats"),
+        ("GET", "/_control/wait"),
+        ("GET", "/_control/health"),
+    } <= set(CONTROL_ROUTES)
 
 
 @pytest.mark.parametrize("with_token", [False, True], ids=["no-token", "with-token"])
@@ -66,8 +90,9 @@ def test_the_relays_port_answers_404_to_every_request_outside_the_contract(accou
 @pytest.mark.parametrize("method, path", CONTROL_ROUTES)
 def test_the_control_port_refuses_a_missing_or_wrong_token_with_401(account_system, method, path, token):
     headers = {} if token is None else {TOKEN_HEADER: token}
-    resp = requests.request(method, account_system.control_url + path, headers=headers,
-                            json={"delay_ms": 9999}, timeout=5)
+    resp = requests.request(
+        method, account_system.control_url + path, headers=headers, json={"delay_ms": 9999}, timeout=5
+    )
     assert resp.status_code == 401
     assert TOKEN_HEADER in resp.json()["error"] and "RELAYCHAOS_CONTROL_TOKEN" in resp.json()["error"]
     assert account_system.audit() == [], "the refused request changed nothing"
@@ -88,8 +113,12 @@ def test_the_token_travels_in_the_environment_never_in_argv(account_system):
 
 
 def test_one_port_for_both_is_refused_with_the_fix():
-    proc = subprocess.run([sys.executable, "-m", "relaychaos.fixtures.account_system", "--port", "5", "--control-port",
-                           "5"], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-m", "relaychaos.fixtures.account_system", "--port", "5", "--control-port", "5"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 2 and "give the control API a port of its own" in proc.stderr
 
 
@@ -101,7 +130,9 @@ def test_get_faults_reports_them_as_set_not_as_consumed_and_counts_the_writes(ow
         requests.post(f"{own.url}/transfer", json={"guid": guid, "from": "a", "to": "b", "amount": 1}, timeout=5)
     assert own.stats()["faults"]["e500_next"] == 0, "the calls consumed the E500s in force"
     assert third_party(own, "GET", "/_control/faults").json() == {
-        "set": {"delay_ms": 5, "e500_guids": ["x", "y", "z"], "e500_next": 2, "hold_guids": ["h"]}, "writes": 3}
+        "set": {"delay_ms": 5, "e500_guids": ["x", "y", "z"], "e500_next": 2, "hold_guids": ["h"]},
+        "writes": 3,
+    }
 
 
 def test_audit_finds_nothing_after_any_sequence_of_the_harness_own_changes(account_system, tmp_path):
@@ -150,13 +181,16 @@ def test_audit_reports_faults_set_by_someone_else_with_the_token(own):
     ]
 
 
-@pytest.mark.parametrize("method, path, body", [
-    ("POST", "/_control/release", {}), ("DELETE", "/_control/faults", None), ("POST", "/_control/reset", {}),
-], ids=["release", "clear", "reset"])
+@pytest.mark.parametrize(
+    "method, path, body",
+    [("POST", "/_control/release", {}), ("DELETE", "/_control/faults", None), ("POST", "/_control/reset", {})],
+    ids=["release", "clear", "reset"],
+)
 def test_audit_reports_a_write_it_did_not_make_even_one_that_leaves_the_faults_alone(own, method, path, body):
     assert third_party(own, method, path, json=body).ok
     assert own.audit() == [
-        "the account system received 1 control write, the harness made 0: someone else changed its faults"]
+        "the account system received 1 control write, the harness made 0: someone else changed its faults"
+    ]
 
 
 def test_audit_reports_a_clear_by_someone_else_field_by_field(own):

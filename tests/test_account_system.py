@@ -1,4 +1,5 @@
 """The account system follows contract section 2 exactly, deliberately not idempotent."""
+
 import sqlite3
 import threading
 
@@ -29,10 +30,17 @@ def test_every_post_is_applied_again(bank):
     assert stats["guids"]["g1"] == {"calls": 2, "debits": 2, "codes": ["0000", "0000"], "first_code": "0000"}
 
 
-@pytest.mark.parametrize("kwargs, code", [
-    ({"amount": 1000}, "B201"), ({"dst": "nobody"}, "B202"), ({"amount": 0}, "B203"),
-    ({"amount": -5}, "B203"), ({"amount": 1.5}, "B203"), ({"amount": True}, "B203"),
-])
+@pytest.mark.parametrize(
+    "kwargs, code",
+    [
+        ({"amount": 1000}, "B201"),
+        ({"dst": "nobody"}, "B202"),
+        ({"amount": 0}, "B203"),
+        ({"amount": -5}, "B203"),
+        ({"amount": 1.5}, "B203"),
+        ({"amount": True}, "B203"),
+    ],
+)
 def test_definite_refusals_apply_nothing(bank, kwargs, code):
     resp = post(bank, "g", **kwargs)
     assert resp.status_code == 200 and resp.json()["code"] == code
@@ -49,8 +57,13 @@ def test_the_query_api_reports_the_first_processing_or_404(bank):
 
 def test_e500_for_chosen_guids_and_for_the_next_n_calls(bank):
     bank.set_faults(e500_guids=["bad"], e500_next=2)
-    assert [post(bank, g).json()["code"] for g in ("bad", "x", "y", "z", "bad")] == \
-        ["E500", "E500", "E500", "0000", "E500"]
+    assert [post(bank, g).json()["code"] for g in ("bad", "x", "y", "z", "bad")] == [
+        "E500",
+        "E500",
+        "E500",
+        "0000",
+        "E500",
+    ]
     assert bank.stats()["balances"]["a"] == 90  # only z was applied
     bank.clear_faults()
     assert post(bank, "bad").json()["code"] == "0000"
@@ -101,8 +114,10 @@ def test_each_call_records_whether_a_committed_sent_row_existed(bank, tmp_path):
     post(bank, "before-ledger")
     db = sqlite3.connect(tmp_path / "ledger.sqlite", isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
-    db.execute("CREATE TABLE ledger (guid TEXT PRIMARY KEY, status TEXT NOT NULL, resp_code TEXT, request TEXT "
-               "NOT NULL, response TEXT, attempts INTEGER NOT NULL, updated_at REAL NOT NULL)")
+    db.execute(
+        "CREATE TABLE ledger (guid TEXT PRIMARY KEY, status TEXT NOT NULL, resp_code TEXT, request TEXT "
+        "NOT NULL, response TEXT, attempts INTEGER NOT NULL, updated_at REAL NOT NULL)"
+    )
     db.execute("INSERT INTO ledger VALUES ('claimed', 'SENT', NULL, '{}', NULL, 1, 0)")
     db.execute("BEGIN")
     db.execute("INSERT INTO ledger VALUES ('uncommitted', 'SENT', NULL, '{}', NULL, 1, 0)")

@@ -3,6 +3,7 @@
 The full figures (10k to 1M events, memory, the exponent) are benchmarks/checker_scaling.py's;
 this is the quick version on histories of 5k and 20k events.
 """
+
 import time
 
 import pytest
@@ -29,6 +30,7 @@ def _seconds(path) -> float:
     return min(times)
 
 
+@pytest.mark.slow
 def test_every_injected_violation_is_found_and_nothing_else(histories):
     path, injected, skipped = histories[20_000]
     assert not skipped and len({how for _, _, how in injected}) == len(INJECTIONS)
@@ -36,6 +38,7 @@ def test_every_injected_violation_is_found_and_nothing_else(histories):
     assert found == {(rule, guid) for rule, guid, _ in injected}
 
 
+@pytest.mark.slow
 def test_four_times_the_events_take_about_four_times_as_long(histories):
     small, large = _seconds(histories[5_000][0]), _seconds(histories[20_000][0])
     assert large / small < 8, f"5k events: {small:.3f} s, 20k: {large:.3f} s (quadratic would be ~16x)"

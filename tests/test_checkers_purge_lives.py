@@ -4,6 +4,7 @@ The money rules count account calls and debits per life of a GUID's ledger row: 
 deleted its DONE row at least --retention old starts a new life; one that deleted it younger
 starts none, and the second call breaks them as well as purge-retention.
 """
+
 from __future__ import annotations
 
 from relaychaos.checkers import check
@@ -32,5 +33,8 @@ def test_a_resend_after_purge_deleted_its_done_row_in_time_is_the_relay_meeting_
 
 def test_a_resend_after_purge_deleted_its_done_row_too_young_breaks_the_money_rules_too():
     verdicts = check(resent_after_purge(end_wall=RETENTION - TOL.clock_slack_s - EPS))
-    assert {(v.rule, v.guid) for v in verdicts} >= {("one-account-call", "g1"), ("one-debit", "g1"),
-                                                    ("purge-retention", "g1")}
+    assert {(v.rule, v.guid) for v in verdicts} >= {
+        ("one-account-call", "g1"),
+        ("one-debit", "g1"),
+        ("purge-retention", "g1"),
+    }

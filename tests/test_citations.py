@@ -3,17 +3,15 @@
 Nothing here starts a process: it reads the contract, the rule book, the checkers'
 source and the scenarios.
 """
+
 import ast
 from pathlib import Path
 
 import pytest
 
-from relaychaos import checkers
-
-from relaychaos import contract
-
-from relaychaos.engine import scenario_file
+from relaychaos import checkers, contract
 from relaychaos.contract import CLAUSES
+from relaychaos.engine import scenario_file
 from relaychaos.scenarios import ALL, INCIDENT_FILES, REGRESSION_FILES
 
 from .conftest import ROOT
@@ -90,11 +88,16 @@ def test_scenario_files_expect_only_rules_of_the_rule_book(path: Path):
         assert set(rules) <= set(checkers.RULES), f"{path.name}: {relay} expects unknown rules"
 
 
-def test_the_readme_shows_each_rule_with_its_contract_section():
-    assert contract.rules_table(checkers.RULES) in (ROOT / "README.md").read_text(), \
-        "regenerate the README rules table: python scripts/readme_tables.py"
+RULES_PAGE = ROOT / "docs" / "rules.md"  # the rules and coverage tables live there
 
 
-def test_the_readme_shows_which_scenarios_exercise_each_sentence():
-    assert contract.coverage_table(ALL.values(), checkers.RULES) in (ROOT / "README.md").read_text(), \
-        "regenerate the README coverage table: python scripts/readme_tables.py"
+def test_the_docs_show_each_rule_with_its_contract_section():
+    assert contract.rules_table(checkers.RULES) in RULES_PAGE.read_text(), (
+        "regenerate the rules table in docs/rules.md: python scripts/readme_tables.py"
+    )
+
+
+def test_the_docs_show_which_scenarios_exercise_each_sentence():
+    assert contract.coverage_table(ALL.values(), checkers.RULES) in RULES_PAGE.read_text(), (
+        "regenerate the coverage table in docs/rules.md: python scripts/readme_tables.py"
+    )

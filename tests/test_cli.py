@@ -1,4 +1,5 @@
 """`relaychaos run` is the main job: a report folder, and an exit status CI can act on (0, 1, 2)."""
+
 import json
 import re
 import subprocess
@@ -12,8 +13,14 @@ pytestmark = pytest.mark.stack  # relaychaos run starts the whole stack
 
 
 def run(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "relaychaos.cli", "run", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "relaychaos.cli", "run", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_reference_passes_and_the_run_folder_holds_results_and_junit(tmp_path):

@@ -5,23 +5,28 @@ stdlib Python relay and the Java relay run every named scenario and every regres
 here is a harness that goes beyond the contract (or a broken bundled relay): both
 are bugs of the first order.
 """
+
 import subprocess
 
 import pytest
 
 from relaychaos.engine import scenario_file
-from relaychaos.stack import manifest
 from relaychaos.scenarios import ALL, REGRESSION_FILES
+from relaychaos.stack import manifest
 
 from .conftest import ROOT
 
-CORRECT = {"go": ROOT / "relay_under_test" / "go" / "relay.toml",
-           "stdlib": ROOT / "relay_under_test" / "stdlib" / "relay.toml",
-           "java": ROOT / "relay_under_test" / "java" / "relay.toml"}
+CORRECT = {
+    "go": ROOT / "relay_under_test" / "go" / "relay.toml",
+    "stdlib": ROOT / "relay_under_test" / "stdlib" / "relay.toml",
+    "java": ROOT / "relay_under_test" / "java" / "relay.toml",
+}
 GO_BINARY = ROOT / "relay_under_test" / "go" / "bin" / "relay"
-JAVA_BUILD = [ROOT / "relay_under_test" / "java" / "build" / "relay.jar",
-              ROOT / "relay_under_test" / "java" / "build" / "native" / "libsqlitejdbc.so",
-              ROOT / "relay_under_test" / "java" / "lib" / "sqlite-jdbc-3.54.1.0.jar"]
+JAVA_BUILD = [
+    ROOT / "relay_under_test" / "java" / "build" / "relay.jar",
+    ROOT / "relay_under_test" / "java" / "build" / "native" / "libsqlitejdbc.so",
+    ROOT / "relay_under_test" / "java" / "lib" / "sqlite-jdbc-3.54.1.0.jar",
+]
 STORIES = [(name, s) for name, s in ALL.items()] + [(p.stem, scenario_file.load(p).scenario) for p in REGRESSION_FILES]
 
 
@@ -32,15 +37,19 @@ def test_an_independent_correct_relay_passes(run_chaos, relay, name, scenario):
         assert GO_BINARY.exists(), f"{GO_BINARY} is missing: run scripts/bootstrap.sh (it builds the Go relay)"
     if relay == "java":
         missing = [str(p) for p in JAVA_BUILD if not p.exists()]
-        assert not missing, f"{', '.join(missing)} missing: run scripts/bootstrap.sh (it builds the Java relay; needs a JDK 17+)"
+        assert not missing, (
+            f"{', '.join(missing)} missing: run scripts/bootstrap.sh (it builds the Java relay; needs a JDK 17+)"
+        )
     run_chaos(scenario, manifest=CORRECT[relay]).assert_holds()
 
 
+@pytest.mark.process
 def test_the_java_relay_starts_from_its_trained_class_archive():
     """-Xshare:on refuses to start where the archive is missing or does not match the JDK and classpath."""
     folder = CORRECT["java"].parent
     serve = list(manifest.load(CORRECT["java"]).commands["serve"])
-    argv = [a.replace("-Xshare:auto", "-Xshare:on") for a in serve[:serve.index("serve")]]
+    argv = [a.replace("-Xshare:auto", "-Xshare:on") for a in serve[: serve.index("serve")]]
     done = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=60)
-    assert "usage: relay serve" in done.stdout + done.stderr, \
+    assert "usage: relay serve" in done.stdout + done.stderr, (
         f"run scripts/bootstrap.sh (it trains build/relay.jsa); the JVM said: {done.stdout}{done.stderr}"
+    )

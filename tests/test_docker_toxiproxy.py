@@ -4,6 +4,7 @@ named scenario with the reference relay, and leaves no container behind, even wh
 The end-to-end tests need a Docker daemon and a Toxiproxy image in it; where there is none they
 skip, saying so. `bash scripts/docker_toxiproxy.sh` (as root) sets both up on a Debian machine.
 """
+
 import os
 import socket
 import socketserver
@@ -17,8 +18,10 @@ import pytest
 from relaychaos.errors import ToxiproxyError
 from relaychaos.stack import toxiproxy_docker, toxiproxy_server
 
-SETUP = f"run `bash {toxiproxy_docker.SETUP_SCRIPT}` as root (it installs docker.io, starts dockerd and builds " \
-        f"{toxiproxy_docker.LOCAL_IMAGE})"
+SETUP = (
+    f"run `bash {toxiproxy_docker.SETUP_SCRIPT}` as root (it installs docker.io, starts dockerd and builds "
+    f"{toxiproxy_docker.LOCAL_IMAGE})"
+)
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +36,11 @@ def docker_image():
     present = [name for name in candidates if toxiproxy_docker.has_image(client, name)]
     client.close()
     if not present:
-        pytest.skip(f"the Docker route is not tested: a daemon answers at {toxiproxy_docker.daemon_address()} but "
-                    f"has no image {' or '.join(candidates)}; {SETUP}, or `docker pull "
-                    f"{toxiproxy_docker.OFFICIAL_IMAGE}` where a registry is reachable")
+        pytest.skip(
+            f"the Docker route is not tested: a daemon answers at {toxiproxy_docker.daemon_address()} but "
+            f"has no image {' or '.join(candidates)}; {SETUP}, or `docker pull "
+            f"{toxiproxy_docker.OFFICIAL_IMAGE}` where a registry is reachable"
+        )
     return present[0]
 
 
@@ -114,9 +119,15 @@ def test_a_named_scenario_holds_with_the_reference_relay_on_toxiproxy_in_docker(
     account = None
     try:
         account = AccountSystem.start(tmp_path)
-        with Stack(toxiproxy=server.control, account=account, manifest=manifest.load(REFERENCE),
-                   workdir=tmp_path / "stack", name=scenario.name, accounts=scenario.accounts,
-                   account_timeout_ms=scenario.account_timeout_ms) as stack:
+        with Stack(
+            toxiproxy=server.control,
+            account=account,
+            manifest=manifest.load(REFERENCE),
+            workdir=tmp_path / "stack",
+            name=scenario.name,
+            accounts=scenario.accounts,
+            account_timeout_ms=scenario.account_timeout_ms,
+        ) as stack:
             result = run_and_check(stack, scenario)
         result.assert_holds()
         assert result.history.where(f="add-toxic", type="ok"), "the toxic was set on the Docker Toxiproxy"
@@ -144,8 +155,10 @@ def test_a_container_that_fails_to_start_is_removed_and_explained(forced_docker,
 
 @pytest.mark.stack
 def test_a_harness_that_exits_without_closing_leaves_no_container(forced_docker, tmp_path):
-    code = ("import os, pathlib; from relaychaos.stack import toxiproxy_server; "
-            f"s = toxiproxy_server.acquire(pathlib.Path({str(tmp_path)!r})); print(os.getpid(), s.source)")
+    code = (
+        "import os, pathlib; from relaychaos.stack import toxiproxy_server; "
+        f"s = toxiproxy_server.acquire(pathlib.Path({str(tmp_path)!r})); print(os.getpid(), s.source)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     pid, source = done.stdout.split(maxsplit=1)

@@ -1,4 +1,5 @@
 """grade.json is the one interface between the grading run and every output: its problems are named, not guessed."""
+
 import json
 import os
 
@@ -14,22 +15,25 @@ def test_every_kind_of_record_the_grading_run_writes_is_valid():
         assert grade_record.validate(r) == [], r["submission"]
 
 
-@pytest.mark.parametrize("breakage, expected", [
-    (lambda r: r.pop("seed"), "missing field 'seed'"),
-    (lambda r: r.update(seed="12345"), "record.seed must be an integer"),
-    (lambda r: r.update(gradable="yes"), "record.gradable must be true or false"),
-    (lambda r: r.update(score=float("nan")), "record.score must be a number"),
-    (lambda r: r.update(gradable=False, error=None), "not gradable, but no `error` says why"),
-    (lambda r: r["items"][0].update(set="secret"), "items[0].set must be one of 'visible', 'hidden'"),
-    (lambda r: r["items"][0].update(points=31.0), "items[0]: points 31.0 outside [0, max_points 30.0]"),
-    (lambda r: r["items"][0].update(held_in=11), "items[0]: held_in 11 outside [0, scenarios 1]"),
-    (lambda r: r["items"][0].update(partial="some"), "items[0].partial must be one of 'none', 'share'"),
-    (lambda r: r["scenarios"][0].update(outcome="crashed"), "scenarios[0].outcome must be one of"),
-    (lambda r: r.update(score=99.0), "score 99.0 is not the sum of the items' points (within its cap)"),
-    (lambda r: r.update(max_score=90.0), "max_score 90.0 is not the sum of the items' max_points"),
-    (lambda r: r.update(incidents=[{"id": "x"}]), "incidents[0]: missing field 'scenario'"),
-    (lambda r: r.update(stateful={"ran": "no"}), "stateful.ran must be true or false"),
-])
+@pytest.mark.parametrize(
+    "breakage, expected",
+    [
+        (lambda r: r.pop("seed"), "missing field 'seed'"),
+        (lambda r: r.update(seed="12345"), "record.seed must be an integer"),
+        (lambda r: r.update(gradable="yes"), "record.gradable must be true or false"),
+        (lambda r: r.update(score=float("nan")), "record.score must be a number"),
+        (lambda r: r.update(gradable=False, error=None), "not gradable, but no `error` says why"),
+        (lambda r: r["items"][0].update(set="secret"), "items[0].set must be one of 'visible', 'hidden'"),
+        (lambda r: r["items"][0].update(points=31.0), "items[0]: points 31.0 outside [0, max_points 30.0]"),
+        (lambda r: r["items"][0].update(held_in=11), "items[0]: held_in 11 outside [0, scenarios 1]"),
+        (lambda r: r["items"][0].update(partial="some"), "items[0].partial must be one of 'none', 'share'"),
+        (lambda r: r["scenarios"][0].update(outcome="crashed"), "scenarios[0].outcome must be one of"),
+        (lambda r: r.update(score=99.0), "score 99.0 is not the sum of the items' points (within its cap)"),
+        (lambda r: r.update(max_score=90.0), "max_score 90.0 is not the sum of the items' max_points"),
+        (lambda r: r.update(incidents=[{"id": "x"}]), "incidents[0]: missing field 'scenario'"),
+        (lambda r: r.update(stateful={"ran": "no"}), "stateful.ran must be true or false"),
+    ],
+)
 def test_a_broken_record_is_refused_with_the_field_and_what_it_must_be(breakage, expected):
     r = record("alice")
     breakage(r)
@@ -69,6 +73,7 @@ def test_an_atomic_write_replaces_the_whole_file_or_leaves_the_old_one(tmp_path,
 
     def disk_full(*_):
         raise OSError(28, "No space left on device")
+
     monkeypatch.setattr(atomic.os, "fsync", disk_full)
     with pytest.raises(OSError):
         atomic.write_text(target, json.dumps({"v": 2}))

@@ -1,4 +1,5 @@
 """The class gradebook: a CSV any spreadsheet reads back, one offline HTML page, and shards merged or refused."""
+
 import csv
 import io
 import json
@@ -30,20 +31,25 @@ def test_the_csv_reads_back_with_every_awkward_name_as_it_was():
 
 
 def test_a_name_a_spreadsheet_would_run_as_a_formula_is_kept_as_text():
-    read = rows(gradebook.csv_text([record("=HYPERLINK(\"x\")"), record("+1"), record("@sum")], ITEMS))
-    assert [r["submission"] for r in read] == ["'+1", "'=HYPERLINK(\"x\")", "'@sum"]
+    read = rows(gradebook.csv_text([record('=HYPERLINK("x")'), record("+1"), record("@sum")], ITEMS))
+    assert [r["submission"] for r in read] == ["'+1", '\'=HYPERLINK("x")', "'@sum"]
 
 
 def test_the_csv_columns_are_the_fixed_ones_then_an_item_each_summed_over_its_sets_every_cell_one_line():
     bob = record("bob", broken={"one-account-call": ["race-32-one-relay", "min-age-trap"]})
     text = gradebook.csv_text([bob, ungradable("carol", "could not start:\nno relay.toml, at all")], ITEMS)
-    assert text.splitlines()[0] == ("submission,score,max_score,gradable,timed_out,error,seed,"
-                                    "claim,sends-once,answer-codes,settled")
+    assert text.splitlines()[0] == (
+        "submission,score,max_score,gradable,timed_out,error,seed,claim,sends-once,answer-codes,settled"
+    )
     assert "\r\n" in text, "RFC 4180 rows"
     assert len(text.splitlines()) == 3, "one line per row: no cell spans lines"
     b, c = rows(text)
     assert (b["score"], b["claim"], b["sends-once"], b["gradable"]) == ("63.33", "0", "13.33", "true")
-    assert (c["score"], c["gradable"], c["error"]) == ("0", "false", "could not start: | last printed: no relay.toml, at all")
+    assert (c["score"], c["gradable"], c["error"]) == (
+        "0",
+        "false",
+        "could not start: | last printed: no relay.toml, at all",
+    )
 
 
 def test_items_missing_from_the_order_given_are_added_after_it_not_dropped():
@@ -71,8 +77,9 @@ def test_the_grid_has_a_row_per_student_a_cell_per_item_and_links_to_each_studen
 
 def test_each_items_most_common_failure_is_shown_from_its_own_part_of_the_incident():
     page = gradebook.html(class_of_records())
-    assert "<h3>claims a GUID atomically: copies racing never both send it: lost by 1 of 5</h3>" in page, \
+    assert "<h3>claims a GUID atomically: copies racing never both send it: lost by 1 of 5</h3>" in page, (
         "of the submissions graded"
+    )
     assert "Most often in scenario <code>race-32-one-relay</code> (1 submission(s)); from" in page
     example = page.split("Most often in scenario <code>happy-path</code>")[1].split("</pre>")[0]
     assert "[answer-codes] GUID g1" in example and "[one-debit]" not in example, "the item's own part"
@@ -123,7 +130,9 @@ def test_the_same_submission_with_another_seed_is_refused_naming_both_files(tmp_
 def test_the_same_submission_graded_differently_is_refused_naming_the_fields(tmp_path):
     write_shard(tmp_path / "a", [record("bob")])
     write_shard(tmp_path / "b", [record("bob", broken={"converged": ["kill-before-account-call"]})])
-    with pytest.raises(ValueError, match=r"submission /class/bob differently \(fields incidents, items, scenarios, score\)"):
+    with pytest.raises(
+        ValueError, match=r"submission /class/bob differently \(fields incidents, items, scenarios, score\)"
+    ):
         gradebook.merge([tmp_path / "a", tmp_path / "b"])
 
 
@@ -147,15 +156,30 @@ def test_write_puts_both_files_in_the_folder(tmp_path):
     assert sorted(p.name for p in (tmp_path / "gradebook").iterdir()) == ["gradebook.csv", "gradebook.html"]
 
 
+@pytest.mark.process
 def test_the_merge_command_writes_the_gradebook_and_exits_2_when_it_refuses(tmp_path):
     records = class_of_records()
     for i in range(2):
         write_shard(tmp_path / f"gradebook-{i}", records[i::2])
-    cmd = [sys.executable, "-m", "relaychaos.cli", "gradebook", "merge",
-           str(tmp_path / "gradebook-0"), str(tmp_path / "gradebook-1"), "--out", str(tmp_path / "gradebook")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "relaychaos.cli",
+        "gradebook",
+        "merge",
+        str(tmp_path / "gradebook-0"),
+        str(tmp_path / "gradebook-1"),
+        "--out",
+        str(tmp_path / "gradebook"),
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert len(rows((tmp_path / "gradebook" / "gradebook.csv").read_text(encoding="utf-8"))) == len(records)
-    proc = subprocess.run(cmd[:5] + [str(tmp_path / "nope"), "--out", str(tmp_path / "x")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        cmd[:5] + [str(tmp_path / "nope"), "--out", str(tmp_path / "x")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "no such gradebook folder" in proc.stderr

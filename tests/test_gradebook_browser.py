@@ -2,6 +2,7 @@
 no console error, every link of the grid opens that student's page, nothing wider than the window (long
 lines wrap), and a screenshot of each page. Skips, saying why, where no Chromium is installed
 (scripts/chromium.sh installs one; CI runs it)."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,11 @@ from relaychaos.reports import gradebook, student_page
 from . import browser
 from .grade_records import class_of_records
 
-pytestmark = pytest.mark.skipif(browser.find() is None, reason="no Chromium on this machine (chromium, "
-                                "chromium-browser, google-chrome or RELAYCHAOS_CHROMIUM): run scripts/chromium.sh")
+pytestmark = pytest.mark.skipif(
+    browser.find() is None,
+    reason="no Chromium on this machine (chromium, "
+    "chromium-browser, google-chrome or RELAYCHAOS_CHROMIUM): run scripts/chromium.sh",
+)
 
 SEEN = {
     "links": "Array.from(document.querySelectorAll('table.grid a')).map(a => a.getAttribute('href'))",
@@ -20,8 +24,8 @@ SEEN = {
     "overflow": "document.documentElement.scrollWidth - window.innerWidth",
     "histogram": "document.querySelectorAll('svg rect').length",
     "headers_inside": "(grid => Array.from(grid.querySelectorAll('th.item')).filter(th => "
-                      "th.firstElementChild && th.firstElementChild.getBoundingClientRect().top >= "
-                      "grid.getBoundingClientRect().top - 1).length)(document.querySelector('table.grid'))",
+    "th.firstElementChild && th.firstElementChild.getBoundingClientRect().top >= "
+    "grid.getBoundingClientRect().top - 1).length)(document.querySelector('table.grid'))",
 }
 
 
@@ -35,6 +39,7 @@ def a_graded_class(folder):
     return records
 
 
+@pytest.mark.process
 def test_the_gradebook_opens_in_a_browser_with_a_grid_linking_to_every_students_page(tmp_path):
     records = a_graded_class(tmp_path / "gradebook")
     shot = tmp_path / "gradebook.png"
@@ -48,14 +53,21 @@ def test_the_gradebook_opens_in_a_browser_with_a_grid_linking_to_every_students_
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
 
 
+@pytest.mark.process
 def test_a_students_page_opens_in_a_browser_with_its_rubric_and_incidents_and_wraps_long_lines(tmp_path):
     records = a_graded_class(tmp_path / "gradebook")
     bob = next(r for r in records if r["submission"] == "bob")  # two items lost, three incidents
     bob = tmp_path / "gradebook" / "submissions" / bob["folder"] / "report.html"
     shot = tmp_path / "student.png"
-    page = browser.load(bob.as_uri(), {"h1": "document.querySelector('h1').textContent",
-                                       "tables": "document.querySelectorAll('table').length",
-                                       "overflow": SEEN["overflow"]}, screenshot=shot)
+    page = browser.load(
+        bob.as_uri(),
+        {
+            "h1": "document.querySelector('h1').textContent",
+            "tables": "document.querySelectorAll('table').length",
+            "overflow": SEEN["overflow"],
+        },
+        screenshot=shot,
+    )
     assert page.errors == [] and page.values["h1"].startswith("bob") and page.values["tables"] >= 1
     assert page.values["overflow"] <= 0, "a line wider than the window: long lines must wrap"
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

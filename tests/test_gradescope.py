@@ -1,15 +1,17 @@
 """Gradescope's results.json: a test per rubric item and scenario set, shown when the set may be, each incident once
 in the summary, never half written."""
+
 import json
 
 import pytest
 
 from relaychaos.reports import gradescope
 
-from .grade_records import class_of_records, record, ungradable
+from .grade_records import class_of_records, record
 
-BOB = record("bob", broken={"one-account-call": ["race-32-one-relay", "min-age-trap"],
-                            "converged": ["kill-before-account-call"]})
+BOB = record(
+    "bob", broken={"one-account-call": ["race-32-one-relay", "min-age-trap"], "converged": ["kill-before-account-call"]}
+)
 
 
 @pytest.mark.parametrize("r", class_of_records(), ids=lambda r: r["submission"])
@@ -30,7 +32,8 @@ def test_one_test_per_item_and_set_named_as_the_student_reads_the_behaviour():
     assert [(t["name"], t["visibility"], t["status"]) for t in tests][:3] == [
         ("claims a GUID atomically: copies racing never both send it", "visible", "failed"),
         ("never sends a GUID twice in any other story", "visible", "passed"),
-        ("never sends a GUID twice in any other story (hidden scenarios)", "hidden", "failed")]
+        ("never sends a GUID twice in any other story (hidden scenarios)", "hidden", "failed"),
+    ]
     assert tests[0]["score"] == 0.0 and tests[0]["max_score"] == 30.0, "lost whole: partial = none"
     assert tests[0]["tags"] == ["claim", "one-account-call", "one-debit"]
 
@@ -69,8 +72,9 @@ def test_an_incident_holding_backticks_gets_a_longer_fence_so_it_cannot_break_ou
 
 def test_the_summary_gives_only_the_visible_score_while_other_tests_are_hidden_from_the_student():
     out = gradescope.results(BOB)["output"]
-    assert out.startswith("**Score on the visible scenarios: 35 / 65; 35 more points come from scenarios not shown "
-                          "here.**"), "no heading naming the submission's folder"
+    assert out.startswith(
+        "**Score on the visible scenarios: 35 / 65; 35 more points come from scenarios not shown here.**"
+    ), "no heading naming the submission's folder"
     assert "58.33" not in out, "the total would give the hidden results away"
     assert "- Seed: 12345" in out
     assert "- Sandbox: auto: uid (a system user per slot), rlimits, landlock (ABI 7" in out
@@ -88,15 +92,17 @@ def test_a_cap_is_said_with_why_and_where():
     capped = class_of_records()[6]
     out = gradescope.results(capped)["output"]
     assert capped["score"] == 80.0
-    assert "Score capped at 80: the relay applied a debit twice (in happy-path); 6.67 points above the cap" in \
-        out.replace("\\", "")
+    assert (
+        "Score capped at 80: the relay applied a debit twice (in happy-path); 6.67 points above the cap"
+        in out.replace("\\", "")
+    )
 
 
 def test_an_ungradable_submission_scores_0_and_shows_what_the_relay_printed():
     data = gradescope.results(class_of_records()[2])
     why = "Your submission could not be graded: could not start: relay 'carol' serve exited with status 1"
     assert data["score"] == 0.0 and why in data["output"]
-    assert "```text\n  File \"relay.py\", line 2\n    def main(:\nSyntaxError: invalid syntax\n```" in data["output"]
+    assert '```text\n  File "relay.py", line 2\n    def main(:\nSyntaxError: invalid syntax\n```' in data["output"]
     assert all(t["score"] == 0.0 and t["status"] == "failed" and why in t["output"] for t in data["tests"])
     assert all("SyntaxError" not in t["output"] for t in data["tests"]), "once, in the summary"
     assert data["leaderboard"][0]["value"] == 0
@@ -105,41 +111,48 @@ def test_an_ungradable_submission_scores_0_and_shows_what_the_relay_printed():
 def test_a_grading_cut_at_its_budget_is_no_score_and_still_shows_what_the_scenarios_that_ran_showed():
     data = gradescope.results(record("dora", timed_out=True, broken={"answer-codes": ["happy-path"]}))
     assert data["output"].startswith("**Your submission could not be graded: it ran out of time: the grading budget")
-    assert "This is not a score" in data["output"] and "these results are partial (1 scenario(s) did not run)" in \
-        data["output"]
+    assert (
+        "This is not a score" in data["output"]
+        and "these results are partial (1 scenario(s) did not run)" in data["output"]
+    )
     assert "### Incident 1: scenario `happy-path`" in data["output"], "what it showed, once"
-    assert data["score"] == 0.0 and all("The incidents it showed are in the summary above" in t["output"]
-                                        for t in data["tests"])
+    assert data["score"] == 0.0 and all(
+        "The incidents it showed are in the summary above" in t["output"] for t in data["tests"]
+    )
 
 
 def test_notes_are_markdown_safe_and_unicode_survives():
-    data = gradescope.results(record('名前 `tick` <b>*x*</b>', notes=["happy-path: a <b>*bold*</b> [link](x)"]))
+    data = gradescope.results(record("名前 `tick` <b>*x*</b>", notes=["happy-path: a <b>*bold*</b> [link](x)"]))
     assert "Note: happy-path: a \\<b\\>\\*bold\\*\\</b\\> \\[link\\](x)" in data["output"]
 
 
 def test_the_leaderboard_ranks_by_visible_points_rounded_as_the_score_is():
     assert gradescope.results(BOB)["leaderboard"] == [
-        {"name": "points on visible scenarios", "value": 35.0, "order": "desc"}]
+        {"name": "points on visible scenarios", "value": 35.0, "order": "desc"}
+    ]
     eve = gradescope.results(record("eve", broken={"one-account-call": ["stateful"]}))
     assert eve["leaderboard"][0]["value"] == 65.0 and eve["score"] == 93.33
     assert "leaderboard" not in gradescope.results(BOB, leaderboard=False)
 
 
-@pytest.mark.parametrize("breakage, expected", [
-    (lambda d: d.update(execution_time=18.2), "results.execution_time must be a whole number of seconds"),
-    (lambda d: d.update(execution_time=18.0), "results.execution_time must be a whole number of seconds"),
-    (lambda d: d.update(output_format="markdown"), "results.output_format must be one of 'text'"),
-    (lambda d: d.update(visibility="students"), "results.visibility must be one of 'hidden'"),
-    (lambda d: d["tests"][0].update(status="partial"), "tests[0].status must be one of 'passed', 'failed'"),
-    (lambda d: d["tests"][0].update(score="13.5"), "tests[0].score must be a number"),
-    (lambda d: d["tests"][1].update(max_points=15), "tests[1]: unknown field 'max_points'"),
-    (lambda d: d["tests"][0].update(tags="money"), "tests[0].tags must be a list of strings"),
-    (lambda d: d["leaderboard"][0].update(order="up"), "leaderboard[0].order must be one of 'asc', 'desc'"),
-    (lambda d: d["leaderboard"][0].pop("value"), "leaderboard[0]: missing field 'value'"),
-    (lambda d: (d.pop("score"), [(t.pop("score"), t.pop("status")) for t in d["tests"]]), "tests[0]: no score"),
-    (lambda d: d.update(score=float("inf")), "results.score must be a number"),
-    (lambda d: d.update(extra_data={"when": object()}), "results is not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "breakage, expected",
+    [
+        (lambda d: d.update(execution_time=18.2), "results.execution_time must be a whole number of seconds"),
+        (lambda d: d.update(execution_time=18.0), "results.execution_time must be a whole number of seconds"),
+        (lambda d: d.update(output_format="markdown"), "results.output_format must be one of 'text'"),
+        (lambda d: d.update(visibility="students"), "results.visibility must be one of 'hidden'"),
+        (lambda d: d["tests"][0].update(status="partial"), "tests[0].status must be one of 'passed', 'failed'"),
+        (lambda d: d["tests"][0].update(score="13.5"), "tests[0].score must be a number"),
+        (lambda d: d["tests"][1].update(max_points=15), "tests[1]: unknown field 'max_points'"),
+        (lambda d: d["tests"][0].update(tags="money"), "tests[0].tags must be a list of strings"),
+        (lambda d: d["leaderboard"][0].update(order="up"), "leaderboard[0].order must be one of 'asc', 'desc'"),
+        (lambda d: d["leaderboard"][0].pop("value"), "leaderboard[0]: missing field 'value'"),
+        (lambda d: (d.pop("score"), [(t.pop("score"), t.pop("status")) for t in d["tests"]]), "tests[0]: no score"),
+        (lambda d: d.update(score=float("inf")), "results.score must be a number"),
+        (lambda d: d.update(extra_data={"when": object()}), "results is not valid JSON"),
+    ],
+)
 def test_hand_broken_results_are_caught(breakage, expected):
     data = gradescope.results(BOB)
     breakage(data)

@@ -4,6 +4,7 @@ a grade given less says so before anything runs, and a correct relay graded insi
 
 The class inside the emulation, against the class on free cores, is benchmarks/gradescope_class.py.
 """
+
 import json
 import os
 import subprocess
@@ -18,16 +19,34 @@ from relaychaos.sandbox import cgroups
 from .conftest import ROOT
 
 EMULATION = ROOT / "scripts" / "gradescope_emulation.py"
-NEEDS_CGROUPS = pytest.mark.skipif(os.geteuid() != 0 or not {"cpu", "memory"} <= set(cgroups.hierarchies()),
-                                   reason="the emulation makes cgroup v1 cpu and memory groups: it needs root and "
-                                          "both hierarchies mounted")
+NEEDS_CGROUPS = pytest.mark.skipif(
+    os.geteuid() != 0 or not {"cpu", "memory"} <= set(cgroups.hierarchies()),
+    reason="the emulation makes cgroup v1 cpu and memory groups: it needs root and both hierarchies mounted",
+)
 
 
 def emulate(tmp_path, *grade_args, cpus=0.5, memory_mib=768) -> dict:
-    done = subprocess.run([sys.executable, str(EMULATION), str(ROOT / "relay_under_test" / "reference"), "--root",
-                           str(tmp_path / "autograder"), "--cpus", str(cpus), "--memory-mib", str(memory_mib),
-                           "--timeout-s", "600", "--", *grade_args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=700)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(EMULATION),
+            str(ROOT / "relay_under_test" / "reference"),
+            "--root",
+            str(tmp_path / "autograder"),
+            "--cpus",
+            str(cpus),
+            "--memory-mib",
+            str(memory_mib),
+            "--timeout-s",
+            "600",
+            "--",
+            *grade_args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=700,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -56,6 +75,7 @@ def test_gradescopes_smallest_container_is_enough_and_less_is_said_up_front():
 
 
 @NEEDS_CGROUPS
+@pytest.mark.process
 def test_a_grade_in_a_smaller_cgroup_says_what_is_short_before_anything_runs(tmp_path):
     """The grade stops at once on a rubric that does not exist: what it printed before is the warning."""
     got = emulate(tmp_path, "--rubric", str(tmp_path / "no-such-rubric.toml"), cpus=0.25, memory_mib=512)

@@ -4,6 +4,7 @@ shards that merge into the same gradebook, and Ctrl-C leaving a valid partial on
 Each test grades a few submissions on two or three scenarios (`--scenarios`), to keep the
 project's tests short; the full class benchmark is benchmarks/grade_class.py.
 """
+
 import csv
 import json
 import signal
@@ -24,8 +25,13 @@ QUICK = "happy-path,dropped-response-to-channel"
 
 
 def grade(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "relaychaos.cli", "grade", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "relaychaos.cli", "grade", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def records(out: Path) -> dict[str, dict]:
@@ -35,8 +41,10 @@ def records(out: Path) -> dict[str, dict]:
 def manifest(folder: Path, serve: list[str], ready_timeout_s: float = 1) -> Path:
     folder.mkdir(parents=True)
     cmd = json.dumps(serve)
-    (folder / "relay.toml").write_text(f'name = "{folder.name}"\n[commands]\nserve = {cmd}\nresolve = {cmd}\n'
-                                       f'reprocess = {cmd}\npurge = {cmd}\n[limits]\nready_timeout_s = {ready_timeout_s}\n')
+    (folder / "relay.toml").write_text(
+        f'name = "{folder.name}"\n[commands]\nserve = {cmd}\nresolve = {cmd}\n'
+        f"reprocess = {cmd}\npurge = {cmd}\n[limits]\nready_timeout_s = {ready_timeout_s}\n"
+    )
     return folder
 
 
@@ -53,8 +61,16 @@ def bad_class(tmp_path):
 
 def test_a_class_is_graded_and_every_bad_submission_is_a_graded_outcome(tmp_path, bad_class):
     out = tmp_path / "book"
-    done = grade(RELAYS / "reference", *sorted(bad_class.iterdir()), "--out", out, "--scenarios",
-                 QUICK + ",stateful", "--budget-s", 90)
+    done = grade(
+        RELAYS / "reference",
+        *sorted(bad_class.iterdir()),
+        "--out",
+        out,
+        "--scenarios",
+        QUICK + ",stateful",
+        "--budget-s",
+        90,
+    )
     assert done.returncode == 1, "some could not be graded: " + done.stdout + done.stderr
     assert "3 could not be graded (a 0 each, the reason in the gradebook)" in done.stderr
     got = records(out)
@@ -62,11 +78,14 @@ def test_a_class_is_graded_and_every_bad_submission_is_a_graded_outcome(tmp_path
     # on these few scenarios base shows a double debit, capped at 80 (over every scenario it is at most 40:
     # tests/test_grading_rules.py); the other items no scenario here exercises keep their points
     assert 0 < got["base"]["score"] <= 80 and got["base"]["stateful"]["why_not"].startswith(
-        "a named scenario had already shown a bug")
+        "a named scenario had already shown a bug"
+    )
     assert got["no manifest"]["gradable"] is False and "no relay.toml" in got["no manifest"]["error"]
     assert got["missing-program"]["score"] == 0 and got["missing-program"]["gradable"] is False
-    assert got["missing-program"]["error"].startswith("could not start:") and "relay-binary" in \
-        got["missing-program"]["error"]
+    assert (
+        got["missing-program"]["error"].startswith("could not start:")
+        and "relay-binary" in got["missing-program"]["error"]
+    )
     assert got["never ready ü"]["score"] == 0 and "/health" in got["never ready ü"]["error"]
     for folder in out.glob("submissions/*"):
         assert gradescope.validate(json.loads((folder / "results.json").read_text())) == [], folder
@@ -79,21 +98,31 @@ def test_a_class_is_graded_and_every_bad_submission_is_a_graded_outcome(tmp_path
 def test_a_grade_cut_at_its_budget_is_not_scored_and_says_how_far_it_got(tmp_path):
     """How far a run gets depends on the machine: the scenarios left would decide the score, so there is none."""
     out = tmp_path / "book"
-    done = grade(RELAYS / "reference", "--out", out, "--scenarios", QUICK + ",race-32-one-relay,stateful",
-                 "--budget-s", 4, "--workers", 1)
+    done = grade(
+        RELAYS / "reference",
+        "--out",
+        out,
+        "--scenarios",
+        QUICK + ",race-32-one-relay,stateful",
+        "--budget-s",
+        4,
+        "--workers",
+        1,
+    )
     assert done.returncode == 1, "not every submission was graded: " + done.stdout + done.stderr
     got = records(out)["reference"]
     assert got["gradable"] is False and got["timed_out"] is True
-    assert got["error"].startswith("ran out of time: the grading budget of 4 s ended after ") and \
-        got["error"].endswith("of 3 scenarios (a grade cut short is not scored: the instructor regrades it with a "
-                              "larger --budget-s)")
+    assert got["error"].startswith("ran out of time: the grading budget of 4 s ended after ") and got["error"].endswith(
+        "of 3 scenarios (a grade cut short is not scored: the instructor regrades it with a larger --budget-s)"
+    )
     results = json.loads(next(out.glob("submissions/*/results.json")).read_text())
     assert results["score"] == 0 and "This is not a score" in results["output"]
     assert json.loads(next(out.glob("submissions/*/prairielearn.json")).read_text())["gradable"] is False
 
 
-@pytest.mark.parametrize("relay, scenarios", [("reference", "happy-path,stateful"),
-                                              ("mutants/unknown_resent", "stateful")])
+@pytest.mark.parametrize(
+    "relay, scenarios", [("reference", "happy-path,stateful"), ("mutants/unknown_resent", "stateful")]
+)
 def test_a_regrade_with_the_same_seed_gives_the_same_score_however_far_shrinking_got(tmp_path, relay, scenarios):
     """The machine alone grades the mutant here: with seed 1 it finds the bug in its first examples.
 
@@ -106,8 +135,13 @@ def test_a_regrade_with_the_same_seed_gives_the_same_score_however_far_shrinking
         assert done.returncode == 0, done.stdout + done.stderr
         (record,) = records(out).values()
         assert record["seed"] == 1
-        scores.append((record["score"], [(e["item"], e["points"]) for e in record["items"]],
-                       [(s["name"], s["outcome"], sorted(v["rule"] for v in s["verdicts"])) for s in record["scenarios"]]))
+        scores.append(
+            (
+                record["score"],
+                [(e["item"], e["points"]) for e in record["items"]],
+                [(s["name"], s["outcome"], sorted(v["rule"] for v in s["verdicts"])) for s in record["scenarios"]],
+            )
+        )
         machine.append((record["stateful"], next(s for s in record["scenarios"] if s["name"] == "stateful")))
     assert scores[0] == scores[1]
     assert (scores[0][0] == 100) == (relay == "reference"), scores[0]
@@ -130,9 +164,21 @@ def test_three_shards_merged_equal_one_unsharded_run(tmp_path):
     for i in range(3):
         assert grade(*subs, "--out", tmp_path / f"shard{i}", "--scenarios", QUICK, "--shard", f"{i}/3").returncode == 0
     merged = tmp_path / "merged"
-    done = subprocess.run([sys.executable, "-m", "relaychaos.cli", "gradebook", "merge",
-                           *[tmp_path / f"shard{i}" for i in range(3)], "--out", merged], cwd=ROOT,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "relaychaos.cli",
+            "gradebook",
+            "merge",
+            *[tmp_path / f"shard{i}" for i in range(3)],
+            "--out",
+            merged,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     assert [len(records(tmp_path / f"shard{i}")) for i in range(3)] == [1, 1, 1]
     assert (merged / "gradebook.csv").read_text() == (whole / "gradebook.csv").read_text()
@@ -140,9 +186,25 @@ def test_three_shards_merged_equal_one_unsharded_run(tmp_path):
 
 def test_ctrl_c_leaves_a_valid_partial_gradebook_and_nothing_running(tmp_path):
     out = tmp_path / "book"
-    proc = subprocess.Popen([sys.executable, "-m", "relaychaos.cli", "grade", str(RELAYS / "base"),
-                             str(RELAYS / "reference"), str(RELAYS / "go"), "--out", str(out), "--scenarios", QUICK],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "relaychaos.cli",
+            "grade",
+            str(RELAYS / "base"),
+            str(RELAYS / "reference"),
+            str(RELAYS / "go"),
+            "--out",
+            str(out),
+            "--scenarios",
+            QUICK,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while not list(out.glob("submissions/*/grade.json")) and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -1,4 +1,5 @@
 """The files that grade a class elsewhere parse, and say what docs/grading.md says they do."""
+
 import os
 import re
 import subprocess
@@ -37,19 +38,31 @@ def test_the_workflow_never_pastes_an_input_into_a_script():
     wf = yaml.safe_load(WORKFLOW.read_text())
     scripts = [run for job in wf["jobs"].values() for run in steps(job)]
     assert not [s for s in scripts if "${{" in s], "inputs reach scripts through env, never as text"
-    checkouts = [s for job in wf["jobs"].values() for s in job["steps"]
-                 if s.get("uses", "").startswith("actions/checkout")]
+    checkouts = [
+        s for job in wf["jobs"].values() for s in job["steps"] if s.get("uses", "").startswith("actions/checkout")
+    ]
     assert all(s["with"]["persist-credentials"] is False for s in checkouts), "student code must find no token"
     assert wf["permissions"] == {"contents": "read"}
 
 
+@pytest.mark.process
 def test_the_plan_step_numbers_the_shards_from_0():
     plan = yaml.safe_load(WORKFLOW.read_text())["jobs"]["plan"]["steps"][0]["run"]
-    out = subprocess.run(["bash", "-c", plan.replace('>> "$GITHUB_OUTPUT"', "")], capture_output=True, text=True,
-                         env={**os.environ, "SHARDS": "4"}, timeout=30)
+    out = subprocess.run(
+        ["bash", "-c", plan.replace('>> "$GITHUB_OUTPUT"', "")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SHARDS": "4"},
+        timeout=30,
+    )
     assert out.stdout.strip() == "shards=[0, 1, 2, 3]", out.stderr
-    bad = subprocess.run(["bash", "-c", plan.replace('>> "$GITHUB_OUTPUT"', "")], capture_output=True, text=True,
-                         env={**os.environ, "SHARDS": "0"}, timeout=30)
+    bad = subprocess.run(
+        ["bash", "-c", plan.replace('>> "$GITHUB_OUTPUT"', "")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SHARDS": "0"},
+        timeout=30,
+    )
     assert bad.returncode != 0 and "shards must be between 1 and 256" in bad.stderr
 
 
@@ -61,8 +74,11 @@ def test_the_kubernetes_job_is_indexed_with_one_shard_per_index_on_shared_volume
     assert spec["parallelism"] == n
     pod = spec["template"]["spec"]
     command = " ".join(pod["containers"][0]["command"] + pod["containers"][0]["args"])
-    assert re.search(rf'relaychaos grade /class/\* --shard "\$JOB_COMPLETION_INDEX/{n}" '
-                     r'--out "/results/shard-\$JOB_COMPLETION_INDEX"', command), command
+    assert re.search(
+        rf'relaychaos grade /class/\* --shard "\$JOB_COMPLETION_INDEX/{n}" '
+        r'--out "/results/shard-\$JOB_COMPLETION_INDEX"',
+        command,
+    ), command
     mounts = {m["mountPath"]: m for m in pod["containers"][0]["volumeMounts"]}
     assert mounts["/class"]["readOnly"] is True and "/results" in mounts
     assert pod["automountServiceAccountToken"] is False and pod["restartPolicy"] == "Never"
@@ -70,6 +86,7 @@ def test_the_kubernetes_job_is_indexed_with_one_shard_per_index_on_shared_volume
 
 
 @pytest.mark.parametrize("name", ["setup.sh", "run_autograder"])
+@pytest.mark.process
 def test_the_gradescope_scripts_are_executable_bash(name):
     path = GRADESCOPE / name
     assert os.access(path, os.X_OK) and path.read_text().startswith("#!/usr/bin/env bash\n")
@@ -79,7 +96,6 @@ def test_the_gradescope_scripts_are_executable_bash(name):
 def test_run_autograder_grades_the_submission_for_gradescope():
     assert "exec .venv/bin/relaychaos grade --gradescope" in (GRADESCOPE / "run_autograder").read_text()
     assert "PYTHON=python3.11 bash scripts/bootstrap.sh" in (GRADESCOPE / "setup.sh").read_text()
-
 
 
 def test_the_grading_guide_points_at_files_that_exist():

@@ -3,6 +3,7 @@ the same on a regrade, and the batch says what it did (merge in place, exit stat
 
 Each test grades a few submissions on one or two scenarios (`--scenarios`), to keep the project's tests short.
 """
+
 import csv
 import json
 import re
@@ -18,8 +19,10 @@ from .conftest import ROOT, derived_relay
 from .test_grading import RELAYS, grade, manifest, records
 
 pytestmark = pytest.mark.stack
-LEAKS = re.compile(r"/tmp/|/run/relaychaos|/work/|\bgw\d\b|\b[0-9a-f]{12}-[0-9a-f]{8}\b|127\.0\.0\.1:\d|10\.\d+\.\d+\.\d+|"
-                   r"\bpid \d")
+LEAKS = re.compile(
+    r"/tmp/|/run/relaychaos|/work/|\bgw\d\b|\b[0-9a-f]{12}-[0-9a-f]{8}\b|127\.0\.0\.1:\d|10\.\d+\.\d+\.\d+|"
+    r"\bpid \d"
+)
 
 
 def syntax_error(folder):
@@ -53,8 +56,13 @@ def test_a_regrade_gives_the_same_words_and_none_of_them_names_a_path_port_pid_w
     texts = []
     for n in range(2):
         out = tmp_path / f"book{n}"
-        done = grade(RELAYS / "mutants" / "unknown_resent", "--out", out, "--scenarios",
-                     "happy-path,dropped-response-downstream,race-pairs-two-relays")
+        done = grade(
+            RELAYS / "mutants" / "unknown_resent",
+            "--out",
+            out,
+            "--scenarios",
+            "happy-path,dropped-response-downstream,race-pairs-two-relays",
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         (folder,) = out.glob("submissions/*")
         data = json.loads((folder / "results.json").read_text())
@@ -84,8 +92,13 @@ def test_merge_in_place_keeps_one_copy_of_each_submission_and_exit_2_when_the_ba
     assert grade(RELAYS / "reference", "--out", out, "--scenarios", "happy-path").returncode == 0
     before = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     for _ in range(2):
-        done = subprocess.run([sys.executable, "-m", "relaychaos.cli", "gradebook", "merge", str(out), "--out",
-                               str(out)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "relaychaos.cli", "gradebook", "merge", str(out), "--out", str(out)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0 and len(done.stderr) < 2000, done.stderr
     assert sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file()) == before
     assert grade("--out", tmp_path / "none").returncode == 2

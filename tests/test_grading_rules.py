@@ -27,14 +27,27 @@ def held(*names: str) -> list[Outcome]:
     return [Outcome(n, "visible", "passed") for n in names]
 
 
-SUITE = ("happy-path", "race-32-one-relay", "race-pairs-two-relays", "dropped-response-downstream", "min-age-trap",
-         "purge-retention", "guid-reused", "kill-after-applied-before-done")
+SUITE = (
+    "happy-path",
+    "race-32-one-relay",
+    "race-pairs-two-relays",
+    "dropped-response-downstream",
+    "min-age-trap",
+    "purge-retention",
+    "guid-reused",
+    "kill-after-applied-before-done",
+)
 
 
 def graded(broken: dict[str, list[str]], rubric=RUBRIC) -> dict:
     """The score of the suite's scenarios with each scenario in `broken` breaking those rules."""
-    return score([Outcome(n, "visible", "failed" if n in broken else "passed", [v(r) for r in broken.get(n, [])])
-                  for n in SUITE], rubric)
+    return score(
+        [
+            Outcome(n, "visible", "failed" if n in broken else "passed", [v(r) for r in broken.get(n, [])])
+            for n in SUITE
+        ],
+        rubric,
+    )
 
 
 def test_the_shipped_rubric_grades_behaviours_named_for_a_student_out_of_100():
@@ -63,23 +76,31 @@ def test_a_rule_broken_in_the_one_scenario_that_exercises_it_loses_the_whole_beh
 
 def test_a_relay_shown_to_apply_a_debit_twice_scores_at_most_80():
     result = graded({"race-pairs-two-relays": ["one-account-call", "one-debit", "balances"]})
-    assert result["score"] == 80 and result["cap"] == {"at_most": 80.0, "why": "the relay applied a debit twice",
-                                                      "rules": ["one-debit"], "broken_in": ["race-pairs-two-relays"],
-                                                      "lost": 10.0}
+    assert result["score"] == 80 and result["cap"] == {
+        "at_most": 80.0,
+        "why": "the relay applied a debit twice",
+        "rules": ["one-debit"],
+        "broken_in": ["race-pairs-two-relays"],
+        "lost": 10.0,
+    }
 
 
 def test_a_relay_with_no_duplicate_protection_scores_at_most_40():
     money = ["one-account-call", "one-debit", "balances"]
-    result = graded({n: money for n in SUITE} | {"guid-reused": money + ["answer-codes"],
-                                                 "dropped-response-downstream": money + ["transitions"]})
+    result = graded(
+        {n: money for n in SUITE}
+        | {"guid-reused": money + ["answer-codes"], "dropped-response-downstream": money + ["transitions"]}
+    )
     assert result["score"] <= 40, result["score"]
 
 
 def test_partial_share_per_item_keeps_the_weighted_share_of_its_scenarios_in_which_it_held(tmp_path):
     path = tmp_path / "r.toml"
-    path.write_text('[[item]]\nid = "once"\ntitle = "sends once"\nrules = ["one-account-call"]\npoints = 40\n'
-                    'partial = "share"\n[[item]]\nid = "codes"\ntitle = "codes"\nrules = ["answer-codes"]\n'
-                    'points = 60\n[weights]\nstateful = 2\n')
+    path.write_text(
+        '[[item]]\nid = "once"\ntitle = "sends once"\nrules = ["one-account-call"]\npoints = 40\n'
+        'partial = "share"\n[[item]]\nid = "codes"\ntitle = "codes"\nrules = ["answer-codes"]\n'
+        "points = 60\n[weights]\nstateful = 2\n"
+    )
     rubric = rubrics.load(path)
     outcomes = [Outcome("a", "visible", "failed", [v("one-account-call")]), *held("b", "stateful")]  # weights 1, 1, 2
     assert points(score(outcomes, rubric), "once") == pytest.approx(40 * 3 / 4)
@@ -90,22 +111,32 @@ def test_a_v1_rubric_loads_as_one_share_item_per_rule_and_scores_as_v1_did(tmp_p
     path.write_text('[[group]]\nname = "money"\nrules = { "one-account-call" = 15, "answer-codes" = 85 }\n')
     rubric = rubrics.load(path)
     assert rubric.version == 1 and [(i.id, i.partial, i.scenarios) for i in rubric.items] == [
-        ("one-account-call", "share", ("*",)), ("answer-codes", "share", ("*",))]
+        ("one-account-call", "share", ("*",)),
+        ("answer-codes", "share", ("*",)),
+    ]
     result = score([Outcome("a", "visible", "failed", [v("one-account-call")]), *held("b", "c")], rubric)
     assert result["score"] == pytest.approx(100 - 5)
 
 
 def test_a_rubric_with_problems_is_refused_with_every_problem_listed(tmp_path):
     bad = tmp_path / "r.toml"
-    bad.write_text('[[item]]\nid = "x"\ntitle = "x"\nrules = ["one-acount-call"]\npoints = -1\npartial = "most"\n'
-                   'contract = ["9.nothing"]\n[[cap]]\nrules = ["one-debit"]\n'
-                   '[sets.secret]\nscenarios = []\n[weights]\nstateful = 0\n')
+    bad.write_text(
+        '[[item]]\nid = "x"\ntitle = "x"\nrules = ["one-acount-call"]\npoints = -1\npartial = "most"\n'
+        'contract = ["9.nothing"]\n[[cap]]\nrules = ["one-debit"]\n'
+        "[sets.secret]\nscenarios = []\n[weights]\nstateful = 0\n"
+    )
     with pytest.raises(rubrics.RubricError) as e:
         rubrics.load(bad)
     text = str(e.value)
-    for problem in ("unknown rule `one-acount-call`", "`points` must be a number >= 0", "partial = 'most'",
-                    "unknown contract clause `9.nothing`", "[[cap]] #1: needs `at_most`",
-                    "[sets.secret]: unknown set", "[weights].stateful must be a number > 0"):
+    for problem in (
+        "unknown rule `one-acount-call`",
+        "`points` must be a number >= 0",
+        "partial = 'most'",
+        "unknown contract clause `9.nothing`",
+        "[[cap]] #1: needs `at_most`",
+        "[sets.secret]: unknown set",
+        "[weights].stateful must be a number > 0",
+    ):
         assert problem in text
 
 
@@ -154,8 +185,12 @@ def test_only_folders_are_submissions_and_what_is_left_out_is_said_once(tmp_path
     said = []
     subs = find([str(tmp_path / "*"), str(tmp_path / ".git"), str(tmp_path / "roster.csv")], said.append)
     assert [s.name for s in subs] == ["alice", "bob"]
-    assert len(said) == 1 and "roster.csv (a plain file)" in said[0] and "lost+found (a hidden or system folder)" \
-        in said[0] and ".git (a hidden or system folder)" in said[0]
+    assert (
+        len(said) == 1
+        and "roster.csv (a plain file)" in said[0]
+        and "lost+found (a hidden or system folder)" in said[0]
+        and ".git (a hidden or system folder)" in said[0]
+    )
 
 
 def test_a_folder_whose_only_relay_toml_is_one_level_down_is_graded_from_there_with_a_note(tmp_path):
@@ -163,8 +198,10 @@ def test_a_folder_whose_only_relay_toml_is_one_level_down_is_graded_from_there_w
     (tmp_path / "carol" / "my-relay" / "relay.toml").write_text("name = 'x'\n")
     (sub,) = find([str(tmp_path / "carol")])
     assert sub.name == "carol" and sub.manifest == tmp_path / "carol" / "my-relay" / "relay.toml"
-    assert sub.notes == ("relay.toml was not at the top of the submission but in its folder my-relay/: graded from "
-                         "there (put relay.toml at the top next time)",)
+    assert sub.notes == (
+        "relay.toml was not at the top of the submission but in its folder my-relay/: graded from "
+        "there (put relay.toml at the top next time)",
+    )
 
 
 def test_shards_are_disjoint_and_together_hold_every_submission(tmp_path):
@@ -172,7 +209,7 @@ def test_shards_are_disjoint_and_together_hold_every_submission(tmp_path):
         (tmp_path / f"s{i}").mkdir()
     subs = find([str(tmp_path / "s*")])
     parts = [shard(subs, i, 3) for i in range(3)]
-    assert sorted((s.folder for p in parts for s in p)) == [s.folder for s in subs]
+    assert sorted(s.folder for p in parts for s in p) == [s.folder for s in subs]
     assert parse_shard("2/3") == (2, 3) and parse_shard(None) == (0, 1)
     for bad in ("3/3", "1-3", "-1/2"):
         with pytest.raises(HarnessError, match="is not i/N"):

@@ -1,4 +1,5 @@
 """Histories streamed to disk: one JSON line per event as it happens, gzipped when large, read back in one pass."""
+
 import gzip
 import json
 import threading
@@ -30,7 +31,8 @@ def test_a_large_history_is_gzipped_on_close_and_still_read_back(tmp_path):
         for n in range(100):
             h.append("channel-0", "ok", "transfer", at=float(n), guid=f"g{n}")
     assert h.path == tmp_path / "big.jsonl.gz" and not (tmp_path / "big.jsonl").exists()
-    assert gzip.open(h.path).readline().startswith(b'{"index": 0')
+    with gzip.open(h.path) as f:
+        assert f.readline().startswith(b'{"index": 0')
     assert [e.value["guid"] for e in iter_events(tmp_path / "big.jsonl")] == [f"g{n}" for n in range(100)]
     assert len(list(HistoryFile(h.path))) == 100
 
@@ -41,6 +43,7 @@ def test_appends_from_many_threads_get_distinct_indices_in_file_order(tmp_path):
     def send(n):
         for k in range(500):
             h.append(f"channel-{n}", "invoke", "transfer", guid=f"g{n}-{k}")
+
     threads = [threading.Thread(target=send, args=(n,)) for n in range(4)]
     [t.start() for t in threads]
     [t.join() for t in threads]
@@ -48,6 +51,7 @@ def test_appends_from_many_threads_get_distinct_indices_in_file_order(tmp_path):
     assert [e.index for e in iter_events(h.path)] == list(range(2000))
 
 
+@pytest.mark.slow
 def test_memory_stays_flat_however_many_events_are_appended(tmp_path):
     h = StreamedHistory(tmp_path / "h.jsonl")
     tracemalloc.start()
@@ -70,8 +74,10 @@ def test_appending_after_close_says_so(tmp_path):
 
 def test_a_last_line_cut_short_is_skipped_and_a_bad_line_elsewhere_named(tmp_path):
     path = tmp_path / "h.jsonl"
-    path.write_text('{"index": 0, "time": 1.0, "process": "runner", "type": "ok", "f": "heal", "value": {}}\n'
-                    '{"index": 1, "time": 2.0, "proc')
+    path.write_text(
+        '{"index": 0, "time": 1.0, "process": "runner", "type": "ok", "f": "heal", "value": {}}\n'
+        '{"index": 1, "time": 2.0, "proc'
+    )
     assert [e.index for e in iter_events(path)] == [0]
     path.write_text('not json\n{"index": 0, "time": 1.0, "process": "runner", "type": "ok", "f": "heal"}\n')
     with pytest.raises(ValueError, match="line 1"):

@@ -4,6 +4,7 @@ state machine's random stories do not run, and the report says so; `--hunt` runs
 The broken relay here is write_after_call: `happy-path` shows its bug in about a second, and the
 machine finds it too when it runs. Each test selects a few scenarios (`-k`) to stay short.
 """
+
 import json
 import os
 import shutil
@@ -23,8 +24,14 @@ FAST = "happy-path or stateful"
 
 
 def cli(*args, env=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "relaychaos.cli", *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "relaychaos.cli", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def machine_entry(run_dir):
@@ -61,9 +68,25 @@ def plugin_run(project, *args, ini=""):
     if not (project / "relay").exists():
         shutil.copytree(BROKEN.parent, project / "relay")
     (project / "pytest.ini").write_text(f"[pytest]\naddopts = -p no:cacheprovider\n{ini}")
-    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "relaychaos.scenarios", "--relay",
-                           "relay/relay.toml", "-n", "2", "-rs", *args], cwd=project, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "relaychaos.scenarios",
+            "--relay",
+            "relay/relay.toml",
+            "-n",
+            "2",
+            "-rs",
+            *args,
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_plugin_skips_the_machine_after_a_named_failure_and_the_ini_value_hunts(tmp_path):
@@ -75,9 +98,22 @@ def test_the_plugin_skips_the_machine_after_a_named_failure_and_the_ini_value_hu
 
 
 def test_the_machine_is_collected_last_whatever_the_order_asked():
-    listed = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                             "scenarios/test_stateful.py", "scenarios/test_suite.py"], cwd=ROOT, capture_output=True,
-                            text=True)
+    listed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "scenarios/test_stateful.py",
+            "scenarios/test_suite.py",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     ids = [line for line in listed.stdout.splitlines() if "::" in line]
     assert len(ids) > 30 and ids[-1].endswith("test_random_stories_keep_every_rule"), ids[-3:]
 
@@ -97,8 +133,18 @@ def test_a_named_failure_after_the_machine_started_stops_it_the_same_way_every_t
 
 def test_grade_with_hunt_runs_and_counts_the_machine(tmp_path):
     folder = ROOT / "relay_under_test" / "mutants" / "write_after_call"
-    done = cli("grade", folder, "--out", tmp_path / "book", "--scenarios", "happy-path,stateful", "--seed", "1",
-               "--hunt", timeout=600)
+    done = cli(
+        "grade",
+        folder,
+        "--out",
+        tmp_path / "book",
+        "--scenarios",
+        "happy-path,stateful",
+        "--seed",
+        "1",
+        "--hunt",
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     (record,) = [json.loads(p.read_text()) for p in (tmp_path / "book").glob("submissions/*/grade.json")]
     assert record["stateful"]["ran"] is True and record["stateful"]["why_not"] is None, record["stateful"]

@@ -1,11 +1,8 @@
 """Bundles as production has them, and bundles that cannot be right: each mapping of incident.toml reads its log,
 and each bad input gets one message (or a note in the scenario) naming the file, the line and what to do, never a
 silently different scenario."""
+
 import json
-import re
-import shutil
-import sqlite3
-import tomllib
 
 import pytest
 
@@ -13,11 +10,9 @@ from relaychaos.cli import main
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
 
-from .conftest import ROOT
-
-EXAMPLES = ROOT / "examples" / "incidents"
-
-TOML = """name = "small-night"
+# An inline table stays on one line in TOML: the two long `fields` lines are joined from two Python strings.
+TOML = (
+    """name = "small-night"
 relay = "relay_under_test/mutants/reprocess_unknown/relay.toml"
 [pods]
 "relay-6c9d-*" = "a"
@@ -26,13 +21,15 @@ files = ["gateway-*.log"]
 format = "jsonl"
 time = "epoch_us"
 take = {event = "transfer.done"}
-fields = {guid = "req.id", at = "t_us", from = "req.debtor", to = "req.creditor", amount = "req.minor", result = "resp.code", relay = "upstream"}
+fields = {guid = "req.id", at = "t_us", from = "req.debtor", to = "req.creditor", amount = "req.minor", """
+    """result = "resp.code", relay = "upstream"}
 codes = {APPROVED = "0000", GATEWAY_TIMEOUT = "timeout"}
 [logs.account]
 files = ["ledger-journal.csv"]
 time = "local"
 zone = "Europe/Berlin"
-fields = {guid = "ref", at = "received", answered_at = "booked", from = "debit", to = "credit", amount = "cents", code = "status"}
+fields = {guid = "ref", at = "received", answered_at = "booked", from = "debit", to = "credit", amount = "cents", """
+    """code = "status"}
 codes = {BOOKED = "0000", NO_FUNDS = "B201"}
 [logs.operations]
 files = ["ops.txt"]
@@ -42,6 +39,7 @@ pattern = '^(?P<at>\\d{4}-\\S+) (?P<event>\\w+)(?: (?P<command>\\w+) --\\S+ (?P<
 [logs.ledger]
 files = ["ledger-dump.csv"]
 """
+)
 
 CHANNEL = [  # (t_us, id, minor, code, pod)
     (1795424800_000000, "p1", 500, "APPROVED", "relay-6c9d-aa"),
@@ -58,20 +56,32 @@ def small_bundle(folder):
     (folder / "incident.toml").write_text(TOML)
     for n, part in enumerate((CHANNEL[:2], CHANNEL[2:])):
         lines = [json.dumps({"event": "health", "t_us": part[0][0] - 5})]
-        lines += [json.dumps({"event": "transfer.done", "t_us": t, "upstream": pod,
-                              "req": {"id": g, "debtor": "acme", "creditor": "zed", "minor": m}, "resp": {"code": c}})
-                  for t, g, m, c, pod in part]
+        lines += [
+            json.dumps(
+                {
+                    "event": "transfer.done",
+                    "t_us": t,
+                    "upstream": pod,
+                    "req": {"id": g, "debtor": "acme", "creditor": "zed", "minor": m},
+                    "resp": {"code": c},
+                }
+            )
+            for t, g, m, c, pod in part
+        ]
         (folder / f"gateway-{n}.log").write_text("\n".join(lines) + "\n")
     (folder / "ledger-journal.csv").write_text(
         "ref,received,booked,debit,credit,cents,status\n"
         "p1,2026-11-23 10:06:40.020,2026-11-23 10:06:40.030,acme,zed,500,BOOKED\n"
         "p2,2026-11-23 10:06:41.020,2026-11-23 10:06:41.030,acme,zed,700,BOOKED\n"
         "p3,2026-11-23 10:06:42.020,2026-11-23 10:06:42.030,acme,zed,900,BOOKED\n"
-        "p2,2026-11-23 10:07:10.020,2026-11-23 10:07:10.030,acme,zed,700,BOOKED\n")
+        "p2,2026-11-23 10:07:10.020,2026-11-23 10:07:10.030,acme,zed,700,BOOKED\n"
+    )
     (folder / "ops.txt").write_text("2026-11-23T09:07:10Z batch reprocess --max-attempts 3\nsome banner line\n")
-    (folder / "ledger-dump.csv").write_text("guid,status,resp_code,request,response,attempts,updated_at\n"
-                                            "p1,DONE,0000,{},{},1,1795300000.1\np2,DONE,0000,{},,2,1795300030.1\n"
-                                            "p3,DONE,0000,{},{},1,1795300002.1\n")
+    (folder / "ledger-dump.csv").write_text(
+        "guid,status,resp_code,request,response,attempts,updated_at\n"
+        "p1,DONE,0000,{},{},1,1795300000.1\np2,DONE,0000,{},,2,1795300030.1\n"
+        "p3,DONE,0000,{},{},1,1795300002.1\n"
+    )
     return folder
 
 
@@ -95,7 +105,9 @@ def test_a_bundle_in_productions_own_formats_is_read_through_its_mapping(tmp_pat
     assert "gateway-0.log: 1 line(s) skipped (first: line 1, not taken (take))" in out
     assert "ops.txt: 1 line(s) skipped (first: line 2, not matched by the pattern)" in out
     assert "channel: 2 files merged by time (gateway-0.log, gateway-1.log)" in out
-    assert "Clock" not in out and "clocks disagree" not in out, "local Berlin time read as Berlin time: the clocks agree"
+    assert "Clock" not in out and "clocks disagree" not in out, (
+        "local Berlin time read as Berlin time: the clocks agree"
+    )
 
 
 def spoil(bundle, name, old, new):
@@ -125,8 +137,11 @@ def out_of_order(b):
     lines = (b / "ledger-journal.csv").read_text().splitlines()
     lines[1], lines[2] = lines[2], lines[1]
     (b / "ledger-journal.csv").write_text("\n".join(lines) + "\n")
-    return "ledger-journal.csv: not in the order of at (line 3's is 1.000 s earlier", "its lines were sorted by at", \
-        "if each line was written at its at, the file's times are wrong: correct them"
+    return (
+        "ledger-journal.csv: not in the order of at (line 3's is 1.000 s earlier",
+        "its lines were sorted by at",
+        "if each line was written at its at, the file's times are wrong: correct them",
+    )
 
 
 def call_far_before(b):
@@ -137,27 +152,41 @@ def call_far_before(b):
 def call_far_after(b):
     (b / "ops.txt").write_text("")  # no reprocess run that could have sent it
     spoil(b, "ledger-journal.csv", "p2,2026-11-23 10:07:10.020,2026-11-23 10:07:10.030,acme,zed,700,BOOKED\n", "")
-    spoil(b, "ledger-journal.csv", "p3,2026-11-23 10:06:42.020,2026-11-23 10:06:42.030",
-          "p3,2026-11-23 12:06:42.020,2026-11-23 12:06:42.030")
+    spoil(
+        b,
+        "ledger-journal.csv",
+        "p3,2026-11-23 10:06:42.020,2026-11-23 10:06:42.030",
+        "p3,2026-11-23 12:06:42.020,2026-11-23 12:06:42.030",
+    )
     return "ledger-journal.csv, line 4", "one call far from the rest", "correct this line's time"
 
 
 def answered_before(b):
-    spoil(b, "ledger-journal.csv", "p1,2026-11-23 10:06:40.020,2026-11-23 10:06:40.030",
-          "p1,2026-11-23 10:06:40.020,2026-11-23 10:06:39.030")
+    spoil(
+        b,
+        "ledger-journal.csv",
+        "p1,2026-11-23 10:06:40.020,2026-11-23 10:06:40.030",
+        "p1,2026-11-23 10:06:40.020,2026-11-23 10:06:39.030",
+    )
     return "ledger-journal.csv, line 2", "answered_at is 0.990 s before at", "check the two columns"
 
 
 def ok_without_call(b):
     spoil(b, "ledger-journal.csv", "p3,2026-11-23 10:06:42.020,2026-11-23 10:06:42.030,acme,zed,900,BOOKED\n", "")
-    return "gateway-1.log, line 2", "the relay answered 0000 for GUID p3, but the account log has no call", \
-        "the account log is incomplete"
+    return (
+        "gateway-1.log, line 2",
+        "the relay answered 0000 for GUID p3, but the account log has no call",
+        "the account log is incomplete",
+    )
 
 
 def amount_differs(b):
     spoil(b, "ledger-journal.csv", "acme,zed,900,BOOKED", "acme,zed,9000,BOOKED")
-    return "ledger-journal.csv, line 4", "GUID p3: the account system received 9000 acme→zed, the channel sent 900 " \
-        "acme→zed (gateway-1.log line 2)", "the logs disagree on the transfer"
+    return (
+        "ledger-journal.csv, line 4",
+        "GUID p3: the account system received 9000 acme→zed, the channel sent 900 acme→zed (gateway-1.log line 2)",
+        "the logs disagree on the transfer",
+    )
 
 
 def payee_differs(b):
@@ -189,8 +218,11 @@ def case_only(b):
 
 def pod_not_mapped(b):
     spoil(b, "incident.toml", '"relay-6c9d-*" = "a"', '"relay-7777-*" = "a"')
-    return "gateway-0.log, line 2", "relay = 'relay-6c9d-aa' is not a relay slot and [pods] does not map it", \
-        '[pods] "relay-6c9d-aa" = "a"'
+    return (
+        "gateway-0.log, line 2",
+        "relay = 'relay-6c9d-aa' is not a relay slot and [pods] does not map it",
+        '[pods] "relay-6c9d-aa" = "a"',
+    )
 
 
 def unknown_mapping_key(b):
@@ -209,15 +241,39 @@ def inline_table_on_two_lines(b):
 
 
 def relay_not_there(b):
-    spoil(b, "incident.toml", 'relay = "relay_under_test/mutants/reprocess_unknown/relay.toml"',
-          'relay = "relays/ours/relay.toml"')
-    return "incident.toml: relay", "the relay 'relays/ours/relay.toml' is not there", \
-        "give a path from the bundle's folder or the project"
+    spoil(
+        b,
+        "incident.toml",
+        'relay = "relay_under_test/mutants/reprocess_unknown/relay.toml"',
+        'relay = "relays/ours/relay.toml"',
+    )
+    return (
+        "incident.toml: relay",
+        "the relay 'relays/ours/relay.toml' is not there",
+        "give a path from the bundle's folder or the project",
+    )
 
 
-BAD = [ms_as_seconds, ms_in_auto, no_zone, call_far_before, call_far_after, answered_before, ok_without_call,
-       amount_differs, payee_differs, header_only_account, empty_channel, ledger_not_read, case_only, pod_not_mapped,
-       unknown_mapping_key, result_unknown, relay_not_there, inline_table_on_two_lines]
+BAD = [
+    ms_as_seconds,
+    ms_in_auto,
+    no_zone,
+    call_far_before,
+    call_far_after,
+    answered_before,
+    ok_without_call,
+    amount_differs,
+    payee_differs,
+    header_only_account,
+    empty_channel,
+    ledger_not_read,
+    case_only,
+    pod_not_mapped,
+    unknown_mapping_key,
+    result_unknown,
+    relay_not_there,
+    inline_table_on_two_lines,
+]
 
 
 @pytest.mark.parametrize("bad", BAD, ids=[f.__name__ for f in BAD])
@@ -229,14 +285,6 @@ def test_a_bundle_that_cannot_be_right_gets_one_message_naming_the_file_the_line
     assert err.startswith(f"relaychaos: {bundle}") and where in err.splitlines()[0], err
     assert what in err and "fix:" in err and fix in err, err
     assert "Traceback" not in err and not (out / "night.yaml").exists()
-
-
-def test_every_toml_example_of_the_bundle_docs_is_valid_toml():
-    doc = (ROOT / "docs" / "incident-bundle.md").read_text()
-    examples = re.findall(r"```toml\n(.*?)```", doc, re.S)
-    assert len(examples) >= 5
-    for example in examples:
-        tomllib.loads(example)
 
 
 def test_a_relay_named_from_the_project_is_found_from_any_working_folder(tmp_path, capsys, monkeypatch):
@@ -260,15 +308,23 @@ def test_lines_out_of_order_are_sorted_and_said_and_give_the_same_scenario(tmp_p
 
 def test_an_account_log_in_the_order_calls_were_answered_is_sorted_by_at_without_blame(tmp_path, capsys):
     bundle = small_bundle(tmp_path / "b")
-    spoil(bundle, "ledger-journal.csv", "p1,2026-11-23 10:06:40.020,2026-11-23 10:06:40.030",
-          "p1,2026-11-23 10:06:40.020,2026-11-23 10:06:41.900")
+    spoil(
+        bundle,
+        "ledger-journal.csv",
+        "p1,2026-11-23 10:06:40.020,2026-11-23 10:06:40.030",
+        "p1,2026-11-23 10:06:40.020,2026-11-23 10:06:41.900",
+    )
     lines = (bundle / "ledger-journal.csv").read_text().splitlines()
     lines[1], lines[2] = lines[2], lines[1]  # p2 (answered 10:06:41.030) is written before p1 (answered 10:06:41.900)
     (bundle / "ledger-journal.csv").write_text("\n".join(lines) + "\n")
     code, out, err, _ = run_import(bundle, tmp_path, capsys)
     assert code == 0, err
-    assert "ledger-journal.csv: in the order the calls were answered (answered_at), not the order they were received " \
-           "(at: line 3's is 1.000 s earlier" in out and "its lines were sorted by at" in out
+    assert (
+        "ledger-journal.csv: in the order the calls were answered (answered_at), not the order they were received "
+        "(at: line 3's is 1.000 s earlier"
+        in out
+        and "its lines were sorted by at" in out
+    )
     assert "correct them" not in out
 
 
@@ -285,9 +341,18 @@ def test_guids_of_one_log_that_differ_only_in_case_are_two_guids_and_said(tmp_pa
 def test_a_request_the_contract_calls_malformed_is_sent_as_its_body_as_production_sent_it(tmp_path, capsys):
     bundle = small_bundle(tmp_path / "b")
     with open(bundle / "gateway-1.log", "a") as f:
-        f.write(json.dumps({"event": "transfer.done", "t_us": 1795424803_000000, "upstream": "relay-6c9d-aa",
-                            "req": {"id": "p4", "debtor": "acme", "creditor": "zed", "minor": 0},
-                            "resp": {"code": "E400"}}) + "\n")
+        f.write(
+            json.dumps(
+                {
+                    "event": "transfer.done",
+                    "t_us": 1795424803_000000,
+                    "upstream": "relay-6c9d-aa",
+                    "req": {"id": "p4", "debtor": "acme", "creditor": "zed", "minor": 0},
+                    "resp": {"code": "E400"},
+                }
+            )
+            + "\n"
+        )
     code, _, err, out = run_import(bundle, tmp_path, capsys)
     assert code == 0, err
     night = scenario_file.load(out / "night.yaml").scenario
@@ -305,84 +370,15 @@ def test_noise_lines_without_a_guid_are_skipped_and_counted_not_fatal(tmp_path, 
     assert "gateway-0.log: 3 line(s) skipped" in out
 
 
-# -- the shipped examples, spoiled ------------------------------------------------------------------
-def copy(tmp_path, name):
-    target = tmp_path / name
-    shutil.copytree(EXAMPLES / name, target)
-    return target
-
-
-def edit_line(path, n, old, new):
-    lines = path.read_text().splitlines(keepends=True)
-    assert old in lines[n - 1]
-    lines[n - 1] = lines[n - 1].replace(old, new)
-    path.write_text("".join(lines))
-
-
-def bad_channel_header(b):
-    edit_line(b / "channel.csv", 1, ",result,", ",answer,")
-    return "channel.csv, line 1: the header lacks the column(s) result", "add them to the first line"
-
-
-def bad_time(b):
-    edit_line(b / "channel.csv", 4, "2026-11-13T22:41:09.530Z", "yesterday 22:41")
-    return "channel.csv, line 4: at = 'yesterday 22:41' is not a time", "ISO 8601"
-
-
-def unknown_guid(b):
-    with open(b / "account.csv", "a") as f:
-        f.write("9999aaaa-0000-4000-8000-000000000000,2026-11-14T01:59:59.100Z,alice,bob,40,0000\n")
-    return "account.csv, line 10: GUID 9999aaaa-0000-4000-8000-000000000000 is in the account log but the channel " \
-           "log never sent it", "add the channel's request for it"
-
-
-def bad_result(b):
-    edit_line(b / "channel.csv", 2, ",0000,a", ",OK,a")
-    return "channel.csv, line 2: result = 'OK' is not a relay answer code", "or `timeout`"
-
-
-def no_ledger_table(b):
-    (b / "ledger.sqlite").unlink()
-    sqlite3.connect(b / "ledger.sqlite").execute("CREATE TABLE rows (guid TEXT)").connection.commit()
-    return "ledger.sqlite: no table `ledger` with the contract's columns", "contract section 4"
-
-
-def too_small_offset(b):
-    return "account.csv, line 5: with --account-clock-offset 1, GUID 0d9e8f7a-6b5c-4d3e-8f2a-1b0c9d8e7f03 still " \
-           "reaches the account system 0.764 s before the channel sent it", "use an offset of at least 1.764"
-
-
-@pytest.mark.parametrize("spoiled", [bad_channel_header, bad_time, unknown_guid, bad_result, no_ledger_table,
-                                     too_small_offset])
-def test_a_spoiled_example_gets_one_message_naming_the_file_the_line_and_the_fix(tmp_path, capsys, spoiled):
-    bundle = copy(tmp_path, "reprocess-resent-timeouts")
-    what, fix = spoiled(bundle)
-    extra = ["--account-clock-offset", "1"] if spoiled is too_small_offset else []
-    code, _, err, out = run_import(bundle, tmp_path, capsys, *extra)
-    assert code == 2
-    assert err.startswith(f"relaychaos: {bundle}"), err
-    assert what in err and "fix:" in err and fix in err, err
-    assert "Traceback" not in err and not (out / "night.yaml").exists()
-
-
-def test_a_json_record_with_a_guid_but_without_another_field_is_named_by_its_line(tmp_path, capsys):
-    bundle = copy(tmp_path, "check-then-insert-burst")
-    lines = (bundle / "account.jsonl").read_text().splitlines()
-    record = json.loads(lines[2])
-    del record["code"]
-    lines[2] = json.dumps(record)
-    (bundle / "account.jsonl").write_text("\n".join(lines) + "\n")
-    code, _, err, _ = run_import(bundle, tmp_path, capsys)
-    assert code == 2
-    assert f"{bundle}/account.jsonl, line 3: the record lacks code" in err and "fix: give every record" in err
-
-
 def test_take_compares_values_as_json_writes_them_numbers_and_booleans_too(tmp_path, capsys):
     bundle = small_bundle(tmp_path / "b")
     spoil(bundle, "incident.toml", 'take = {event = "transfer.done"}', 'take = {"resp.final" = true, "req.v" = 2}')
     for f in bundle.glob("gateway-*.log"):
-        f.write_text(f.read_text().replace('"resp": {"code"', '"req2": 0, "resp": {"final": true, "code"')
-                     .replace('"minor":', '"v": 2, "minor":'))
+        f.write_text(
+            f.read_text()
+            .replace('"resp": {"code"', '"req2": 0, "resp": {"final": true, "code"')
+            .replace('"minor":', '"v": 2, "minor":')
+        )
     code, out, err, folder = run_import(bundle, tmp_path, capsys)
     assert code == 0, err
     assert scenario_file.load(folder / "night.yaml").scenario.incident["guids"] == {"g1": "p1", "g2": "p2", "g3": "p3"}

@@ -2,6 +2,7 @@
 the whole night (night.yaml) and of its story (story.yaml): faults where the logs put them, calls in flight held
 across kills and batch runs, batch commands at their logged moments, opening balances the logs imply, production
 GUIDs beside the labels. (Replaying them: test_incident_replay.py; bad bundles: test_incident_bad_input.py.)"""
+
 import filecmp
 import runpy
 
@@ -14,8 +15,11 @@ from relaychaos.engine import steps as S
 from .conftest import ROOT
 
 EXAMPLES = ROOT / "examples" / "incidents"
-BUNDLES = {"reprocess-resent-timeouts": "reprocess_unknown", "check-then-insert-burst": "check_then_insert",
-           "oom-early-resolve": "resolve_ignores_min_age"}
+BUNDLES = {
+    "reprocess-resent-timeouts": "reprocess_unknown",
+    "check-then-insert-burst": "check_then_insert",
+    "oom-early-resolve": "resolve_ignores_min_age",
+}
 RULES = ["one-account-call", "one-debit", "balances"]
 FOUND, DOUBLED, REFUSED = "tx-9c41d2e07b5a4f18", "tx-5e8a0b7c3d2f6914", "tx-a1b2c3d4e5f60718"  # oom-early-resolve
 
@@ -24,14 +28,19 @@ def imported(bundle, tmp_path, *extra):
     """(night, its text, story, its text) of an import without replays."""
     out = tmp_path / bundle.name
     assert main(["incident", "import", str(bundle), "--out", str(out), "--no-shrink", *extra]) == 0
-    return (scenario_file.load(out / "night.yaml"), (out / "night.yaml").read_text(),
-            scenario_file.load(out / "story.yaml"), (out / "story.yaml").read_text())
+    return (
+        scenario_file.load(out / "night.yaml"),
+        (out / "night.yaml").read_text(),
+        scenario_file.load(out / "story.yaml"),
+        (out / "story.yaml").read_text(),
+    )
 
 
 def label_of(loaded, guid):
     return next(label for label, g in loaded.scenario.incident["guids"].items() if g == guid)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, mutant", BUNDLES.items())
 def test_each_example_imports_into_a_night_and_a_story_that_expect_what_the_night_broke(tmp_path, name, mutant):
     night, text, story, story_text = imported(EXAMPLES / name, tmp_path)
@@ -41,8 +50,9 @@ def test_each_example_imports_into_a_night_and_a_story_that_expect_what_the_nigh
         assert loaded.scenario.incident["rules"] == RULES
     broke = night.scenario.incident["broke"]
     assert broke["one-account-call"] and set(broke["one-debit"]) <= set(broke["one-account-call"])
-    assert story.scenario.incident["guids"] == {label: night.scenario.incident["guids"][label]
-                                                 for label in broke["one-account-call"]}
+    assert story.scenario.incident["guids"] == {
+        label: night.scenario.incident["guids"][label] for label in broke["one-account-call"]
+    }
     assert len(story.scenario.steps) < len(night.scenario.steps)
     for t in (text, story_text):
         lines = t.splitlines()
@@ -51,14 +61,19 @@ def test_each_example_imports_into_a_night_and_a_story_that_expect_what_the_nigh
 
 
 STRANGERS = {  # bundle -> (the mutant its NOTES.md names, the production GUIDs NOTES.md says were debited twice)
-    "stranger-cbs-slowdown-e902-resend": ("timeout_as_failed", {"3f6c2a8e-91d4-4b7a-a0c3-5e21d9f4b812",
-                                                                "b71e0d45-2c9a-4f63-8e1d-0a94c7f35e26"}),
+    "stranger-cbs-slowdown-e902-resend": (
+        "timeout_as_failed",
+        {"3f6c2a8e-91d4-4b7a-a0c3-5e21d9f4b812", "b71e0d45-2c9a-4f63-8e1d-0a94c7f35e26"},
+    ),
     "stranger-k8s-deploy-write-after-call": ("write_after_call", {"PAY-20261129-8F3KQ2WD", "PAY-20261129-4N7ZT1XB"}),
-    "stranger-lb-blip-memory-ledger-restart": ("memory_ledger", {"5c0e9a47-3b1d-4f28-9a6e-d2f71c08b3e4",
-                                                                 "a8d3f1c2-6e47-4b90-8c15-7f2e09d4a6b1"}),
+    "stranger-lb-blip-memory-ledger-restart": (
+        "memory_ledger",
+        {"5c0e9a47-3b1d-4f28-9a6e-d2f71c08b3e4", "a8d3f1c2-6e47-4b90-8c15-7f2e09d4a6b1"},
+    ),
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", STRANGERS)
 def test_a_strangers_bundle_imports_as_written_and_finds_the_double_debits_its_notes_name(tmp_path, name):
     mutant, doubled = STRANGERS[name]
@@ -76,7 +91,7 @@ def test_the_reprocess_night_drops_answers_refuses_one_and_puts_the_resends_down
     night, text, _, _ = imported(EXAMPLES / "reprocess-resent-timeouts", tmp_path)
     steps = night.scenario.steps
     toxic = steps.index(S.AddToxic("account", "timeout", name="answer-lost", attributes={"timeout": 0}))
-    assert [s.guid for s in steps[toxic + 1:toxic + 3]] == ["g2", "g3"]  # both lost answers in one fault window
+    assert [s.guid for s in steps[toxic + 1 : toxic + 3]] == ["g2", "g3"]  # both lost answers in one fault window
     assert S.DisableProxy("account") in steps and S.Reprocess(max_attempts=3) in steps
     assert "account.csv lines 7-9: g2, g3, g5 sent by this run" in text
     assert "# Note: the clocks disagree" in text and "every account time is moved by +1.765 s" in text
@@ -100,27 +115,44 @@ def test_the_burst_night_restarts_the_relay_and_races_each_burst_at_the_slow_acc
     assert night.scenario.accounts == {"carol": 2000, "dave": 2000, "erin": 2000}, "incident.toml's balances"
 
 
+@pytest.mark.slow
 def test_the_oom_night_holds_both_debits_in_flight_across_the_kill_and_the_early_resolve_runs_before_one_is_answered(
-        tmp_path):
+    tmp_path,
+):
     night, text, _, _ = imported(EXAMPLES / "oom-early-resolve", tmp_path)
     found, doubled = label_of(night, FOUND), label_of(night, DOUBLED)
     steps = list(night.scenario.steps)
-    at = {s: steps.index(s) for s in (S.ServerFault(hold_guids=(found,)), S.ServerFault(hold_guids=(doubled,)),
-                                      S.Kill("a"), S.Resolve(min_age_s=60.0), S.Release((found,)),
-                                      S.Release((doubled,)))}
+    at = {
+        s: steps.index(s)
+        for s in (
+            S.ServerFault(hold_guids=(found,)),
+            S.ServerFault(hold_guids=(doubled,)),
+            S.Kill("a"),
+            S.Resolve(min_age_s=60.0),
+            S.Release((found,)),
+            S.Release((doubled,)),
+        )
+    }
     sends = [i for i, s in enumerate(steps) if isinstance(s, S.Send) and s.guid in (found, doubled)]
     assert all(steps[i].background for i in sends[:2]) and isinstance(steps[sends[0] + 1], S.WaitCalls)
     assert at[S.ServerFault(hold_guids=(found,))] < sends[0] < at[S.Kill("a")], "held from the send across the kill"
-    assert at[S.Kill("a")] < steps.index(S.Start("a"), at[S.Kill("a")]) < at[S.Release((found,))] \
-        < at[S.Resolve(min_age_s=60.0)] < at[S.Release((doubled,))] < sends[-1], \
-        "the early resolve finds the first answered and the second still being processed; then the channel resends"
+    assert (
+        at[S.Kill("a")]
+        < steps.index(S.Start("a"), at[S.Kill("a")])
+        < at[S.Release((found,))]
+        < at[S.Resolve(min_age_s=60.0)]
+        < at[S.Release((doubled,))]
+        < sends[-1]
+    ), "the early resolve finds the first answered and the second still being processed; then the channel resends"
     assert night.scenario.incident["broke"] == {"one-account-call": [doubled], "one-debit": [doubled]}
     assert night.scenario.incident["answers"][doubled] == ["timeout", "0000"]
     assert f"{REFUSED} ({label_of(night, REFUSED)}) reached relay a while it was down" in text
 
 
+@pytest.mark.slow
 def test_the_oom_night_opens_each_account_where_the_logs_imply_so_refusals_and_large_debits_replay_as_they_were(
-        tmp_path):
+    tmp_path,
+):
     night, text, _, _ = imported(EXAMPLES / "oom-early-resolve", tmp_path)
     accounts = night.scenario.accounts
     assert accounts["merchant-payouts"] >= 184_999, "the payout was applied"
@@ -128,22 +160,23 @@ def test_the_oom_night_opens_each_account_where_the_logs_imply_so_refusals_and_l
     assert "opening balances inferred from the account log" in text
 
 
+@pytest.mark.slow
 def test_the_oom_bundle_is_read_as_production_wrote_it_and_says_what_it_skipped_merged_and_corrected(tmp_path):
     _, text, _, _ = imported(EXAMPLES / "oom-early-resolve", tmp_path)
     assert "channel-0.jsonl: 308 line(s) skipped (first: line 1, not taken (take))" in text
     assert "channel: 2 files merged by time (channel-0.jsonl, channel-1.jsonl)" in text
-    assert "k8s-events.jsonl: 7 line(s) skipped (first: line 1, its code is mapped to \"-\")" in text
+    assert 'k8s-events.jsonl: 7 line(s) skipped (first: line 1, its code is mapped to "-")' in text
     offset = float(text.split("every account time is moved by +")[1].split(" s")[0])
     assert 0.02 < offset < 0.1, "the core banking clock was 80 ms behind, less the network"
 
 
 def test_the_oom_bundle_in_the_examples_is_what_its_generator_writes(tmp_path):
     runpy.run_path(str(EXAMPLES / "oom_night.py"))["write"](tmp_path / "oom")
-    for name in ("channel-0.jsonl", "channel-1.jsonl", "core-banking-journal.csv", "k8s-events.jsonl",
-                 "incident.toml"):
+    for name in ("channel-0.jsonl", "channel-1.jsonl", "core-banking-journal.csv", "k8s-events.jsonl", "incident.toml"):
         assert filecmp.cmp(tmp_path / "oom" / name, EXAMPLES / "oom-early-resolve" / name, shallow=False), name
 
 
+@pytest.mark.slow
 def test_the_story_keeps_the_guids_that_broke_a_rule_and_the_faults_and_operations_around_them(tmp_path):
     _, _, story, _ = imported(EXAMPLES / "oom-early-resolve", tmp_path)
     [doubled] = story.scenario.incident["broke"]["one-account-call"]
@@ -155,13 +188,18 @@ def test_the_story_keeps_the_guids_that_broke_a_rule_and_the_faults_and_operatio
 
 def test_an_out_folder_used_again_holds_only_the_last_imports_files(tmp_path):
     out = tmp_path / "incident"
-    assert main(["incident", "import", str(EXAMPLES / "check-then-insert-burst"), "--out", str(out), "--no-shrink"]) == 0
+    assert (
+        main(["incident", "import", str(EXAMPLES / "check-then-insert-burst"), "--out", str(out), "--no-shrink"]) == 0
+    )
     (out / "replays").mkdir()
     (out / "replays" / "old").write_text("from the first import")
-    assert main(["incident", "import", str(EXAMPLES / "reprocess-resent-timeouts"), "--out", str(out),
-                 "--no-shrink"]) == 0
+    assert (
+        main(["incident", "import", str(EXAMPLES / "reprocess-resent-timeouts"), "--out", str(out), "--no-shrink"]) == 0
+    )
     assert not (out / "replays").exists()
     assert "reprocess-resent-timeouts" in (out / "night.yaml").read_text()
     assert "reprocess-resent-timeouts" in (out / "story.yaml").read_text()
     assert main(["incident", "import", str(tmp_path / "nothing-here"), "--out", str(out), "--no-shrink"]) == 2
-    assert not (out / "night.yaml").exists() and not (out / "story.yaml").exists(), "a failed import leaves no old files"
+    assert not (out / "night.yaml").exists() and not (out / "story.yaml").exists(), (
+        "a failed import leaves no old files"
+    )

@@ -8,6 +8,7 @@ The stranger-* bundles were written from docs/incident-bundle.md alone, by someo
 as three production stacks would log three incidents; each folder's NOTES.md tells the story and names the bundled
 mutant that should reproduce it (its incident.toml names that mutant by an absolute path of the machine it was
 written on, so the import here is given --relay)."""
+
 import subprocess
 import sys
 import time
@@ -27,11 +28,14 @@ pytestmark = pytest.mark.stack
 
 EXAMPLES = ROOT / "examples" / "incidents"
 MUTANTS = ROOT / "relay_under_test" / "mutants"
-BUNDLES = {"reprocess-resent-timeouts": "reprocess_unknown", "check-then-insert-burst": "check_then_insert",
-           "oom-early-resolve": "resolve_ignores_min_age",
-           "stranger-cbs-slowdown-e902-resend": "timeout_as_failed",
-           "stranger-k8s-deploy-write-after-call": "write_after_call",
-           "stranger-lb-blip-memory-ledger-restart": "memory_ledger"}
+BUNDLES = {
+    "reprocess-resent-timeouts": "reprocess_unknown",
+    "check-then-insert-burst": "check_then_insert",
+    "oom-early-resolve": "resolve_ignores_min_age",
+    "stranger-cbs-slowdown-e902-resend": "timeout_as_failed",
+    "stranger-k8s-deploy-write-after-call": "write_after_call",
+    "stranger-lb-blip-memory-ledger-restart": "memory_ledger",
+}
 STORY_WITHIN_S = 10.0
 RUNS = 3
 
@@ -73,7 +77,8 @@ def _nothing():
 
 @pytest.mark.parametrize("name, mutant", BUNDLES.items())
 def test_the_night_and_its_shrunk_story_reproduce_on_the_buggy_relay_every_time_and_hold_on_every_correct_relay(
-        run_chaos, tmp_path, name, mutant):
+    run_chaos, tmp_path, name, mutant
+):
     out = tmp_path / name
     relay = MUTANTS / mutant / "relay.toml"
     assert main(["incident", "import", str(EXAMPLES / name), "--out", str(out), "--relay", str(relay)]) == 0
@@ -91,31 +96,41 @@ def test_the_night_and_its_shrunk_story_reproduce_on_the_buggy_relay_every_time_
 
 
 def verify(*args):
-    return subprocess.run([sys.executable, "-m", "relaychaos.cli", "incident", "verify", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "relaychaos.cli", "incident", "verify", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_incident_verify_exits_0_when_the_relay_reproduces_1_saying_what_is_missing_when_not_and_2_when_it_cannot_run(
-        tmp_path):
+    tmp_path,
+):
     out = tmp_path / "oom"
     assert main(["incident", "import", str(EXAMPLES / "oom-early-resolve"), "--out", str(out), "--no-shrink"]) == 0
     story = out / "story.yaml"
     proc = verify(story, "--out", tmp_path / "v")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "reproduced on relay_under_test/mutants/resolve_ignores_min_age/relay.toml: one-account-call by " \
-           "tx-5e8a0b7c3d2f6914" in proc.stdout
+    assert (
+        "reproduced on relay_under_test/mutants/resolve_ignores_min_age/relay.toml: one-account-call by "
+        "tx-5e8a0b7c3d2f6914" in proc.stdout
+    )
     proc = verify(story, "--relay", REFERENCE, "--out", tmp_path / "v")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "NOT reproduced" in proc.stdout and "missing one-account-call by tx-5e8a0b7c3d2f6914" in proc.stdout
-    assert sorted(p.name for p in (tmp_path / "v").iterdir() if p.name.startswith("run-")) == ["run-1", "run-2"], \
+    assert sorted(p.name for p in (tmp_path / "v").iterdir() if p.name.startswith("run-")) == ["run-1", "run-2"], (
         "a reused --out folder gets a run folder per run"
+    )
     plain = ROOT / "scenarios" / "regressions" / "memory-dedup-lost-on-restart.yaml"
     assert verify(plain, "--out", tmp_path / "v2").returncode == 2, "no incident block: nothing to verify"
     assert verify(story, "--relay", tmp_path / "no-such-relay.toml", "--out", tmp_path / "v3").returncode == 2
 
 
 def test_the_timeline_of_a_reproduction_opens_on_the_violation_production_had_with_the_ledgers_sent_to_failed(
-        run_chaos, tmp_path):
+    run_chaos, tmp_path
+):
     out = tmp_path / "oom"
     assert main(["incident", "import", str(EXAMPLES / "oom-early-resolve"), "--out", str(out), "--no-shrink"]) == 0
     story = scenario_file.load(out / "story.yaml").scenario

@@ -1,4 +1,5 @@
 """Incident files replay with the verdict they document, on the relay they document it for."""
+
 import re
 import subprocess
 import sys
@@ -36,8 +37,13 @@ def test_the_incident_holds_on_the_relays_it_says_it_holds_on(run_chaos, path, r
 
 
 def replay(*args):
-    return subprocess.run([sys.executable, "-m", "relaychaos.cli", "replay", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "relaychaos.cli", "replay", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_relaychaos_replay_prints_the_verdict_and_the_timeline_and_exits_1(tmp_path):

@@ -1,4 +1,5 @@
 """A relay that breaks the contract's interface gets a verdict naming the rule, not a harness stack trace."""
+
 import dataclasses
 import json
 import shutil
@@ -11,8 +12,9 @@ from relaychaos.engine.steps import Reprocess, Resolve, Scenario, Send
 from .conftest import ROOT, derived_relay
 
 BROKEN = ROOT / "tests" / "relays" / "broken_relay.py"
-SCENARIO = Scenario("interface-probe", steps=(Send("g1"), Resolve(min_age_s=60), Reprocess(max_attempts=3)),
-                    batch_timeout_s=1.0)
+SCENARIO = Scenario(
+    "interface-probe", steps=(Send("g1"), Resolve(min_age_s=60), Reprocess(max_attempts=3)), batch_timeout_s=1.0
+)
 
 
 @pytest.fixture
@@ -24,9 +26,11 @@ def broken(tmp_path):
         cmd = lambda c: json.dumps([sys.executable, BROKEN.name, mode, c])  # noqa: E731
         (folder / "relay.toml").write_text(
             f'name = "broken-{mode}"\n[commands]\nserve = {json.dumps(serve) if serve else cmd("serve")}\n'
-            f'resolve = {cmd("resolve")}\nreprocess = {cmd("reprocess")}\npurge = {cmd("purge")}\n'
-            "[limits]\nready_timeout_s = 2\n")
+            f"resolve = {cmd('resolve')}\nreprocess = {cmd('reprocess')}\npurge = {cmd('purge')}\n"
+            "[limits]\nready_timeout_s = 2\n"
+        )
         return folder / "relay.toml"
+
     return manifest
 
 
@@ -80,10 +84,14 @@ def test_a_body_with_an_extra_field_may_be_refused_or_processed(run_chaos, lenie
     manifest = lenient if relay == "lenient" else ROOT / "relay_under_test" / "reference" / "relay.toml"
     result = run_chaos(ALL["malformed-requests"], manifest=manifest)
     assert result.ok, result.report()
-    extra = [e for e in result.history
-             if e.f == "transfer" and e.type == "invoke" and '"extra"' in str(e.value.get("raw"))]
-    answers = [e.value.get("code") for e in result.history if e.f == "transfer" and e.type == "ok"
-               and e.process == extra[0].process]
+    extra = [
+        e for e in result.history if e.f == "transfer" and e.type == "invoke" and '"extra"' in str(e.value.get("raw"))
+    ]
+    answers = [
+        e.value.get("code")
+        for e in result.history
+        if e.f == "transfer" and e.type == "ok" and e.process == extra[0].process
+    ]
     assert answers == [answer], "the relay took the path this test is about"
 
 

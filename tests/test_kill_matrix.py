@@ -5,6 +5,7 @@ same test command). The broken relays, the scenarios meant for each and the rule
 each must be named by are one table: relay_under_test/mutants/table.py. A broken
 relay added to relay_under_test/mutants/ without a row there fails this test.
 """
+
 import re
 
 import pytest
@@ -30,13 +31,15 @@ def test_the_scenario_meant_for_the_broken_relay_catches_it(run_chaos, relay: st
 
 
 def test_every_broken_relay_is_in_the_table():
-    assert {m.name for m in MUTANTS} == BROKEN_FOLDERS, \
+    assert {m.name for m in MUTANTS} == BROKEN_FOLDERS, (
         "add each broken relay to relay_under_test/mutants/table.py, with the scenarios meant to catch it"
+    )
 
 
-def test_the_readme_shows_the_table():
-    assert readme_table() in (ROOT / "README.md").read_text(), \
-        "regenerate the README's kill-matrix table: python scripts/readme_tables.py"
+def test_the_docs_show_the_table():
+    assert readme_table() in (ROOT / "docs" / "relays.md").read_text(), (
+        "regenerate the kill-matrix table in docs/relays.md: python scripts/readme_tables.py"
+    )
 
 
 def _caught_rules(result) -> set:

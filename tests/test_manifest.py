@@ -1,10 +1,11 @@
 """A relay.toml is checked whole before anything starts, and every problem is named with its fix."""
+
 from pathlib import Path
 
 import pytest
 
-from relaychaos.stack import manifest
 from relaychaos.errors import ManifestError
+from relaychaos.stack import manifest
 
 from .conftest import BASE, REFERENCE
 
@@ -42,20 +43,34 @@ def test_invalid_toml_names_the_file_and_the_syntax_error(tmp_path):
 
 
 def test_every_problem_is_listed_at_once(tmp_path):
-    path = write(tmp_path, 'name = 3\n[commands]\nserve = "python relay.py"\n'
-                           'resolve = []\nreprocess = ["x", 1]\n[limits]\nready_timeout_s = -1\n')
+    path = write(
+        tmp_path,
+        'name = 3\n[commands]\nserve = "python relay.py"\n'
+        'resolve = []\nreprocess = ["x", 1]\n[limits]\nready_timeout_s = -1\n',
+    )
     with pytest.raises(ManifestError) as e:
         manifest.load(path)
     text = str(e.value)
-    for needle in ("`name` must be a non-empty string", "[commands].serve must be",
-                   "[commands].resolve must be", "[commands].reprocess must be", "[commands] has no `purge`",
-                   "ready_timeout_s must be a number", "fix:"):
+    for needle in (
+        "`name` must be a non-empty string",
+        "[commands].serve must be",
+        "[commands].resolve must be",
+        "[commands].reprocess must be",
+        "[commands] has no `purge`",
+        "ready_timeout_s must be a number",
+        "fix:",
+    ):
         assert needle in text, needle
 
 
 def test_keys_the_contract_does_not_define_are_reported_not_refused(tmp_path):
-    m = manifest.load(write(tmp_path, 'name = "x"\nversion = "1.2"\ndescription = "mine"\n[commands]\n'
-                                      'serve=["a"]\nresolve=["b"]\nreprocess=["c"]\npurge=["d"]\nfly=["e"]\n'))
+    m = manifest.load(
+        write(
+            tmp_path,
+            'name = "x"\nversion = "1.2"\ndescription = "mine"\n[commands]\n'
+            'serve=["a"]\nresolve=["b"]\nreprocess=["c"]\npurge=["d"]\nfly=["e"]\n',
+        )
+    )
     assert m.description == "mine"
     assert any("`version`" in w for w in m.warnings) and any("`fly`" in w for w in m.warnings)
 

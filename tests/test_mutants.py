@@ -1,11 +1,12 @@
 """Every broken relay in the catalogue is runnable: it starts and serves under the supervisor."""
+
 from pathlib import Path
 
 import pytest
 
+from relaychaos.relay_under_test.mutants.catalogue import MUTANTS, description
 from relaychaos.stack import manifest
 from relaychaos.stack.channel import new_guid, transfer
-from relaychaos.relay_under_test.mutants.catalogue import MUTANTS, description
 
 from .conftest import ROOT
 
@@ -30,6 +31,9 @@ def test_the_mutant_starts_and_serves_a_transfer(make_stack, folder: Path):
     stack.start_relay()
     [outcome] = stack.send(transfer(new_guid(), "alice", "bob", 10))
     assert outcome.code == "0000"
-    for command, result in (("resolve", stack.supervisor.resolve(60)), ("reprocess", stack.supervisor.reprocess(3)),
-                            ("purge", stack.supervisor.purge(3600))):
+    for command, result in (
+        ("resolve", stack.supervisor.resolve(60)),
+        ("reprocess", stack.supervisor.reprocess(3)),
+        ("purge", stack.supervisor.purge(3600)),
+    ):
         assert result.ok, f"{command}: {result.tail()}"

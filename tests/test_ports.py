@@ -1,4 +1,5 @@
 """Ports are leased: no two harness processes share one, a dead holder's go back, a busy one is never given."""
+
 import os
 import signal
 import socket
@@ -34,17 +35,20 @@ def own_lock(tmp_path, monkeypatch):
 
 
 def holder(n: int) -> tuple[subprocess.Popen, set[int]]:
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(n)], stdout=subprocess.PIPE, text=True,
-                            env=os.environ.copy())
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(n)], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
+    )
     return proc, {int(p) for p in proc.stdout.readline().split()}
 
 
 def test_leases_come_from_outside_the_kernels_ephemeral_range():
     low, high = ports.port_range()
-    e_low, e_high = (int(x) for x in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        e_low, e_high = (int(x) for x in f.read().split())
     assert high < e_low or low > e_high
 
 
+@pytest.mark.process
 def test_two_processes_are_never_given_the_same_port(own_lock, monkeypatch):
     monkeypatch.setenv("RELAYCHAOS_PORTS", "15000-15019")
     proc, theirs = holder(10)
@@ -58,6 +62,7 @@ def test_two_processes_are_never_given_the_same_port(own_lock, monkeypatch):
         proc.wait()
 
 
+@pytest.mark.process
 def test_the_ports_of_a_killed_holder_are_leased_again(own_lock, monkeypatch):
     monkeypatch.setenv("RELAYCHAOS_PORTS", "15100-15102")
     proc, theirs = holder(3)
@@ -91,9 +96,12 @@ def test_a_bad_port_range_says_how_to_write_one(monkeypatch, text):
         ports.port_range()
 
 
+@pytest.mark.process
 def test_a_listener_of_another_process_is_named_as_a_stranger():
-    code = ("import socket, sys, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); "
-            "print(s.getsockname()[1], flush=True); time.sleep(60)")
+    code = (
+        "import socket, sys, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); "
+        "print(s.getsockname()[1], flush=True); time.sleep(60)"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     other = subprocess.Popen(["sleep", "60"])  # the process the harness meant to start: not proc's kin
     try:

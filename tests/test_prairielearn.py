@@ -1,15 +1,17 @@
 """PrairieLearn's results.json: a score in [0, 1], a test per rubric item and scenario set, not gradable if it cannot
 start."""
+
 import json
 
 import pytest
 
 from relaychaos.reports import prairielearn
 
-from .grade_records import class_of_records, record, ungradable
+from .grade_records import class_of_records, record
 
-BOB = record("bob", broken={"one-account-call": ["race-32-one-relay", "min-age-trap"],
-                            "converged": ["kill-before-account-call"]})
+BOB = record(
+    "bob", broken={"one-account-call": ["race-32-one-relay", "min-age-trap"], "converged": ["kill-before-account-call"]}
+)
 
 
 @pytest.mark.parametrize("r", class_of_records(), ids=lambda r: r["submission"])
@@ -24,17 +26,22 @@ def test_the_score_is_the_share_of_max_score_and_each_item_entry_is_a_test():
     assert [(t["name"], t["points"], t["max_points"]) for t in data["tests"]][:3] == [
         ("claims a GUID atomically: copies racing never both send it", 0.0, 30.0),
         ("never sends a GUID twice in any other story", 10.0, 10.0),
-        ("never sends a GUID twice in any other story (hidden scenarios)", 0.0, 6.67)]
+        ("never sends a GUID twice in any other story (hidden scenarios)", 0.0, 6.67),
+    ]
     assert data["tests"][0]["description"] == "checked by one-account-call, one-debit"
 
 
 def test_the_output_holds_each_visible_incident_once_and_a_test_names_it():
     data = prairielearn.results(BOB)
     t = data["tests"][0]
-    assert t["message"] == ("Held in 0 of 1 scenario(s): 0 / 30 points. Broken in: race-32-one-relay (incident "
-                            "reports in the output above).")
-    assert t["output"] == "race-32-one-relay: [one-account-call] GUID g1: the account system received 2 calls for " \
-                          "this GUID"
+    assert t["message"] == (
+        "Held in 0 of 1 scenario(s): 0 / 30 points. Broken in: race-32-one-relay (incident "
+        "reports in the output above)."
+    )
+    assert (
+        t["output"] == "race-32-one-relay: [one-account-call] GUID g1: the account system received 2 calls for "
+        "this GUID"
+    )
     assert data["output"].count("Incident: scenario ") == 1 and "timeline (seconds since" in data["output"]
 
 
@@ -55,8 +62,9 @@ def test_a_submission_that_cannot_start_is_not_gradable_with_the_reason_and_what
     assert data["gradable"] is False and "score" not in data and "tests" not in data
     assert data["format_errors"][0].startswith("could not start: relay 'carol' serve exited with status 1")
     assert data["message"].startswith("Your submission could not be graded: could not start: relay 'carol'")
-    assert data["output"].endswith("What the relay printed last:\n  File \"relay.py\", line 2\n    def main(:\n"
-                                   "SyntaxError: invalid syntax")
+    assert data["output"].endswith(
+        'What the relay printed last:\n  File "relay.py", line 2\n    def main(:\nSyntaxError: invalid syntax'
+    )
 
 
 def test_a_grading_cut_at_its_budget_is_not_gradable_so_the_attempt_does_not_count_and_says_it_is_no_score():
@@ -73,17 +81,20 @@ def test_a_zero_max_score_gives_score_0_not_a_division_by_zero():
     assert prairielearn.results(r)["score"] == 0.0
 
 
-@pytest.mark.parametrize("breakage, expected", [
-    (lambda d: d.pop("score"), "missing field 'score' (required unless gradable is false)"),
-    (lambda d: d.update(score=84.5), "results.score must be in [0, 1], not 84.5"),
-    (lambda d: d.update(score="0.8"), "results.score must be a number"),
-    (lambda d: d.update(gradable="true"), "results.gradable must be true or false"),
-    (lambda d: d.update(format_errors=[1]), "results.format_errors must be a string or a list of strings"),
-    (lambda d: d["tests"][0].update(points="13.5"), "tests[0].points must be a number"),
-    (lambda d: d["tests"][0].update(images=[{"label": "plot"}]), "tests[0].images[0]: missing field 'url'"),
-    (lambda d: d.update(output="x" * 1_000_001), "over the limit of 1000000"),
-    (lambda d: d.update(score=float("nan")), "results.score must be a number"),
-])
+@pytest.mark.parametrize(
+    "breakage, expected",
+    [
+        (lambda d: d.pop("score"), "missing field 'score' (required unless gradable is false)"),
+        (lambda d: d.update(score=84.5), "results.score must be in [0, 1], not 84.5"),
+        (lambda d: d.update(score="0.8"), "results.score must be a number"),
+        (lambda d: d.update(gradable="true"), "results.gradable must be true or false"),
+        (lambda d: d.update(format_errors=[1]), "results.format_errors must be a string or a list of strings"),
+        (lambda d: d["tests"][0].update(points="13.5"), "tests[0].points must be a number"),
+        (lambda d: d["tests"][0].update(images=[{"label": "plot"}]), "tests[0].images[0]: missing field 'url'"),
+        (lambda d: d.update(output="x" * 1_000_001), "over the limit of 1000000"),
+        (lambda d: d.update(score=float("nan")), "results.score must be a number"),
+    ],
+)
 def test_hand_broken_results_are_caught(breakage, expected):
     data = prairielearn.results(BOB)
     breakage(data)

@@ -16,6 +16,7 @@ then merged into one gradebook. Each test then says one thing that must hold of 
 
 An attack that succeeds is a finding: its test fails with the attack's own evidence line.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,19 @@ from pathlib import Path
 
 import pytest
 
-from .red_team_batch import (ATTACKS, BUDGET_S, CORRECT, DAEMON_MARK, LOG_MIB, assert_nothing_left, cli, course, declared,
-                             grade_batch, interrupt_after)
+from .red_team_batch import (
+    ATTACKS,
+    BUDGET_S,
+    CORRECT,
+    DAEMON_MARK,
+    LOG_MIB,
+    assert_nothing_left,
+    cli,
+    course,
+    declared,
+    grade_batch,
+    interrupt_after,
+)
 
 pytestmark = pytest.mark.stack
 NEVER_READY = {"diagnosis_root"}  # exits before /health on every first start, so that the diagnosis runs it again
@@ -72,8 +84,10 @@ def test_an_attack_achieves_nothing_and_says_so_for_every_attempt(batch, attack)
     assert not bugs, f"{attack}'s own code failed (an attack that cannot run proves nothing):\n{lines(bugs)}"
     said = {m["attempt"] for m in found}
     missing = [a for a in declared(attack)["ATTEMPTS"] if a not in said]
-    assert not missing, (f"{attack} never reported {missing} (its logs: {[str(p) for p in batch.logs.get(attack, [])]}"
-                         f"); what it said:\n{lines(found)}")
+    assert not missing, (
+        f"{attack} never reported {missing} (its logs: {[str(p) for p in batch.logs.get(attack, [])]}"
+        f"); what it said:\n{lines(found)}"
+    )
 
 
 def test_no_relay_reaches_a_listener_on_the_machine(batch):
@@ -81,17 +95,27 @@ def test_no_relay_reaches_a_listener_on_the_machine(batch):
 
 
 def test_the_harness_outputs_are_as_the_grade_left_them_seconds_later(batch):
-    changed = sorted(k for k in batch.hashes_then.keys() | batch.hashes_later.keys()
-                     if batch.hashes_then.get(k) != batch.hashes_later.get(k))
+    changed = sorted(
+        k
+        for k in batch.hashes_then.keys() | batch.hashes_later.keys()
+        if batch.hashes_then.get(k) != batch.hashes_later.get(k)
+    )
     assert not changed, f"the grade's outputs changed after it ended: {changed}"
-    marked = [str(p) for out in batch.outs + [batch.merged] for p in out.rglob("*")
-              if p.is_file() and p.suffix in (".json", ".csv", ".html") and DAEMON_MARK in p.read_text(errors="replace")]
+    marked = [
+        str(p)
+        for out in batch.outs + [batch.merged]
+        for p in out.rglob("*")
+        if p.is_file() and p.suffix in (".json", ".csv", ".html") and DAEMON_MARK in p.read_text(errors="replace")
+    ]
     assert not marked, f"a relay's daemon wrote into the harness's outputs: {marked}"
 
 
 def test_the_submissions_own_folders_are_unchanged(batch):
-    changed = sorted(k for k in batch.class_then.keys() | batch.class_later.keys()
-                     if batch.class_then.get(k) != batch.class_later.get(k))
+    changed = sorted(
+        k
+        for k in batch.class_then.keys() | batch.class_later.keys()
+        if batch.class_then.get(k) != batch.class_later.get(k)
+    )
     assert not changed, f"a relay changed a submission's own folder (it runs on a copy): {changed[:20]}"
 
 
@@ -103,8 +127,9 @@ def test_nothing_is_written_outside_the_relays_folders(batch):
 def test_a_correct_relay_graded_beside_the_attacks_gets_full_marks(batch, relay):
     record = batch.records[relay]
     broken = [(e["item"], e["set"], e["broken_in"]) for e in record["items"] if e["points"] < e["max_points"]]
-    assert record["gradable"] and not record["timed_out"] and record["score"] == record["max_score"], \
+    assert record["gradable"] and not record["timed_out"] and record["score"] == record["max_score"], (
         f"{relay}: {record['score']}/{record['max_score']}, error {record['error']}, broken {broken}"
+    )
 
 
 def test_no_process_of_the_batch_is_left(batch):
@@ -130,7 +155,8 @@ def test_a_ledger_trap_cannot_make_the_harness_wait(batch, trap):
     assert not record["timed_out"], f"{trap}'s grade ran out of its {BUDGET_S} s budget"
     assert record["execution_time_s"] <= reference["execution_time_s"] + 12, (
         f"{trap} took {record['execution_time_s']} s to grade; the reference {reference['execution_time_s']} s: the "
-        f"harness waited on the relay's ledger")
+        f"harness waited on the relay's ledger"
+    )
 
 
 def test_a_log_flood_stays_within_the_submissions_log_budget(batch):
@@ -156,9 +182,24 @@ def test_ctrl_c_stops_a_grade_of_attacking_relays_within_seconds_leaving_nothing
         pytest.skip("needs root (every layer of the sandbox)")
     tag, base, subs, rubric = small_class
     took, status, out, slots = interrupt_after(  # interrupted while grading the first of two
-        cli("grade", str(subs["ledger_trap"]), str(subs["ledger_lease"]), "--out", str(base / "out"), "--rubric",
-            str(rubric), "--scenarios", "happy-path,hidden-probe", "--workers", "1"), tag, armed="RED-TEAM",
-        settle_s=0.5, timeout_s=15)
+        cli(
+            "grade",
+            str(subs["ledger_trap"]),
+            str(subs["ledger_lease"]),
+            "--out",
+            str(base / "out"),
+            "--rubric",
+            str(rubric),
+            "--scenarios",
+            "happy-path,hidden-probe",
+            "--workers",
+            "1",
+        ),
+        tag,
+        armed="RED-TEAM",
+        settle_s=0.5,
+        timeout_s=15,
+    )
     assert status == 130 and took <= 15, f"status {status} {took:.1f} s after Ctrl-C:\n{out[-3000:]}"
     assert slots, "no relay of the grade was seen running before Ctrl-C"
     assert_nothing_left(tag, slots)
@@ -169,9 +210,25 @@ def test_ctrl_c_stops_a_run_of_an_attacking_relay_within_seconds_leaving_nothing
         pytest.skip("needs root (every layer of the sandbox)")
     tag, base, subs, _ = small_class
     took, status, out, slots = interrupt_after(
-        cli("run", "--relay", str(subs["ledger_trap"] / "relay.toml"), "--out", str(base / "run"), "-n", "0", "--",
-            "--relaychaos-scenarios", f"hidden={base / 'hidden'}", "-k", "hidden-probe"), tag,
-        armed="is now a view", settle_s=1, timeout_s=15)
+        cli(
+            "run",
+            "--relay",
+            str(subs["ledger_trap"] / "relay.toml"),
+            "--out",
+            str(base / "run"),
+            "-n",
+            "0",
+            "--",
+            "--relaychaos-scenarios",
+            f"hidden={base / 'hidden'}",
+            "-k",
+            "hidden-probe",
+        ),
+        tag,
+        armed="is now a view",
+        settle_s=1,
+        timeout_s=15,
+    )
     assert took <= 15, f"`relaychaos run` took {took:.1f} s to stop after Ctrl-C (status {status}):\n{out[-3000:]}"
     assert slots, "no relay of the run was seen running before Ctrl-C"
     assert_nothing_left(tag, slots)

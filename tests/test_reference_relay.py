@@ -1,4 +1,5 @@
 """The reference relay, rule by rule of the contract, against the real fixture through real Toxiproxy."""
+
 import json
 import sqlite3
 import threading
@@ -7,8 +8,8 @@ import time
 import pytest
 import requests
 
-from relaychaos.stack.channel import new_guid, transfer
 from relaychaos.errors import RelayError
+from relaychaos.stack.channel import new_guid, transfer
 
 from .conftest import REFERENCE
 
@@ -42,8 +43,10 @@ def test_a_new_guid_is_claimed_and_committed_before_the_call_then_done(ref):
     assert json.loads(r["request"]) == transfer(guid, "alice", "bob", 10)
 
 
-@pytest.mark.parametrize("accounts, amount, code", [
-    ({"alice": 5, "bob": 0}, 10, "B201"), ({"alice": 1000}, 10, "B202"), ({"alice": 1000, "bob": 0}, 10, "E500")])
+@pytest.mark.parametrize(
+    "accounts, amount, code",
+    [({"alice": 5, "bob": 0}, 10, "B201"), ({"alice": 1000}, 10, "B202"), ({"alice": 1000, "bob": 0}, 10, "E500")],
+)
 def test_definite_refusals_are_done_and_replayed(make_stack, accounts, amount, code):
     stack = make_stack(REFERENCE, accounts=accounts)
     stack.start_relay()
@@ -121,21 +124,43 @@ def test_a_guid_reused_for_a_different_request_gets_e904_and_nothing_is_sent(ref
     assert json.loads(row(ref, guid)["request"])["amount"] == 10
 
 
-@pytest.mark.parametrize("body", [
-    b"", b"not json", b"[]", b'{"guid": "g1", "from": "alice", "to": "bob"}',
-    b'{"guid": "g1", "from": "alice", "to": "bob", "amount": 1, "note": "x"}',
-    b'{"guid": 7, "from": "alice", "to": "bob", "amount": 1}',
-    b'{"guid": "' + b"g" * 65 + b'", "from": "alice", "to": "bob", "amount": 1}',
-    b'{"guid": "g 1", "from": "alice", "to": "bob", "amount": 1}',
-    b'{"guid": "g1", "from": "alice", "to": "bob", "amount": 0}',
-    b'{"guid": "g1", "from": "alice", "to": "bob", "amount": -3}',
-    b'{"guid": "g1", "from": "alice", "to": "bob", "amount": 1.5}',
-    b'{"guid": "g1", "from": "alice", "to": "bob", "amount": true}',
-    b'{"guid": "g1", "from": "alice", "to": "bob", "amount": "1"}',
-    b'{"guid": "g1", "from": "", "to": "bob", "amount": 1}',
-    b'{"guid": "g1", "from": "alice", "to": "bob", "amount": 1, "pad": "' + b"x" * 1_000_000 + b'"}',
-], ids=["empty", "not-json", "array", "missing", "extra", "guid-type", "guid-long", "guid-chars", "zero",
-        "negative", "fraction", "boolean", "string-amount", "empty-from", "huge"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"not json",
+        b"[]",
+        b'{"guid": "g1", "from": "alice", "to": "bob"}',
+        b'{"guid": "g1", "from": "alice", "to": "bob", "amount": 1, "note": "x"}',
+        b'{"guid": 7, "from": "alice", "to": "bob", "amount": 1}',
+        b'{"guid": "' + b"g" * 65 + b'", "from": "alice", "to": "bob", "amount": 1}',
+        b'{"guid": "g 1", "from": "alice", "to": "bob", "amount": 1}',
+        b'{"guid": "g1", "from": "alice", "to": "bob", "amount": 0}',
+        b'{"guid": "g1", "from": "alice", "to": "bob", "amount": -3}',
+        b'{"guid": "g1", "from": "alice", "to": "bob", "amount": 1.5}',
+        b'{"guid": "g1", "from": "alice", "to": "bob", "amount": true}',
+        b'{"guid": "g1", "from": "alice", "to": "bob", "amount": "1"}',
+        b'{"guid": "g1", "from": "", "to": "bob", "amount": 1}',
+        b'{"guid": "g1", "from": "alice", "to": "bob", "amount": 1, "pad": "' + b"x" * 1_000_000 + b'"}',
+    ],
+    ids=[
+        "empty",
+        "not-json",
+        "array",
+        "missing",
+        "extra",
+        "guid-type",
+        "guid-long",
+        "guid-chars",
+        "zero",
+        "negative",
+        "fraction",
+        "boolean",
+        "string-amount",
+        "empty-from",
+        "huge",
+    ],
+)
 def test_a_malformed_request_gets_e400_no_row_and_no_call(ref, body):
     resp = requests.post(ref.relay_url() + "/transfer", data=body, timeout=5)
     assert resp.status_code == 400 and resp.json()["code"] == "E400"

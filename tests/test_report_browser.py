@@ -1,6 +1,7 @@
 """The report and a failing scenario's timeline, loaded in a real headless Chromium: lanes and boxes drawn, the
 verdict highlighted, details on click, and not one console error. Skips, saying why, where no Chromium is
 installed (scripts/chromium.sh installs one; CI runs it)."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,11 @@ from . import browser
 from .conftest import ROOT
 from .test_report_page import make_run
 
-pytestmark = pytest.mark.skipif(browser.find() is None, reason="no Chromium on this machine (chromium, "
-                                "chromium-browser, google-chrome or RELAYCHAOS_CHROMIUM): run scripts/chromium.sh")
+pytestmark = pytest.mark.skipif(
+    browser.find() is None,
+    reason="no Chromium on this machine (chromium, "
+    "chromium-browser, google-chrome or RELAYCHAOS_CHROMIUM): run scripts/chromium.sh",
+)
 
 DRAWN = {
     "lanes": "Array.from(document.querySelectorAll('#lanes .lanename')).map(e => e.textContent)",
@@ -27,6 +31,7 @@ DRAWN = {
 }
 
 
+@pytest.mark.process
 def test_a_failing_scenarios_timeline_draws_every_lane_and_box_and_highlights_the_verdict(tmp_path):
     html.write(make_run(tmp_path))
     page = browser.load((tmp_path / "timelines" / "double-debit.html").as_uri(), DRAWN)
@@ -37,18 +42,22 @@ def test_a_failing_scenarios_timeline_draws_every_lane_and_box_and_highlights_th
     assert "at most one account call per GUID" in v["selected"] and "contract §3" in v["selected"]
 
 
+@pytest.mark.process
 def test_hovering_a_box_says_what_it_was_and_clicking_it_shows_its_events_fields(tmp_path):
     html.write(make_run(tmp_path))
     box = "document.querySelector('#chart rect.box.ok')"
-    page = browser.load((tmp_path / "timelines" / "double-debit.html").as_uri(), {
-        "tip": f"{box}.dispatchEvent(new MouseEvent('mousemove', {{bubbles: true, clientX: 50, clientY: 50}}));"
-               "document.getElementById('tip').textContent",
-        "detail": f"{box}.dispatchEvent(new MouseEvent('click', {{bubbles: true}}));"
-                  "document.getElementById('detail').textContent",
-        "all": "document.getElementById('all').click(); document.querySelectorAll('#chart rect.box.hit').length",
-        "zoomed": "const w = +document.getElementById('chart').getAttribute('width');"
-                  "document.getElementById('zoomin').click(); +document.getElementById('chart').getAttribute('width') / w",
-    })
+    page = browser.load(
+        (tmp_path / "timelines" / "double-debit.html").as_uri(),
+        {
+            "tip": f"{box}.dispatchEvent(new MouseEvent('mousemove', {{bubbles: true, clientX: 50, clientY: 50}}));"
+            "document.getElementById('tip').textContent",
+            "detail": f"{box}.dispatchEvent(new MouseEvent('click', {{bubbles: true}}));"
+            "document.getElementById('detail').textContent",
+            "all": "document.getElementById('all').click(); document.querySelectorAll('#chart rect.box.hit').length",
+            "zoomed": "const w = +document.getElementById('chart').getAttribute('width');"
+            "document.getElementById('zoomin').click(); +document.getElementById('chart').getAttribute('width') / w",
+        },
+    )
     assert page.errors == []
     assert "channel sends 1 alice→bob" in page.values["tip"]
     assert '"guid": "g1"' in page.values["detail"] and "transfer" in page.values["detail"]
@@ -56,17 +65,23 @@ def test_hovering_a_box_says_what_it_was_and_clicking_it_shows_its_events_fields
     assert page.values["zoomed"] > 1.5
 
 
+@pytest.mark.process
 def test_the_report_loads_without_console_errors_and_links_timelines_that_exist(tmp_path):
     html.write(make_run(tmp_path))
-    page = browser.load((tmp_path / "report.html").as_uri(), {
-        "links": "Array.from(document.querySelectorAll('a[href^=\"timelines/\"]')).map(a => a.getAttribute('href'))",
-        "plots": "document.querySelectorAll('svg.plot').length",
-    })
+    page = browser.load(
+        (tmp_path / "report.html").as_uri(),
+        {
+            "links": "Array.from(document.querySelectorAll('a[href^=\"timelines/\"]'))"
+            ".map(a => a.getAttribute('href'))",
+            "plots": "document.querySelectorAll('svg.plot').length",
+        },
+    )
     assert page.errors == []
     assert page.values["links"] and all((tmp_path / link).is_file() for link in page.values["links"])
     assert page.values["plots"] >= 3  # the score sheet, and a failing scenario's two
 
 
+@pytest.mark.process
 def test_the_browser_check_does_see_a_page_that_fails(tmp_path):
     bad = tmp_path / "bad.html"
     bad.write_text("<!doctype html><script>console.error('shown'); undefinedThing.go();</script>")
@@ -80,8 +95,11 @@ def test_a_real_race_on_a_check_then_insert_relay_draws_its_timeline_in_the_brow
     from relaychaos.scenarios import ALL
 
     scenario = ALL["race-32-one-relay"]
-    stack = make_stack(ROOT / "relay_under_test" / "mutants" / "check_then_insert" / "relay.toml",
-                       accounts=scenario.accounts, account_timeout_ms=scenario.account_timeout_ms)
+    stack = make_stack(
+        ROOT / "relay_under_test" / "mutants" / "check_then_insert" / "relay.toml",
+        accounts=scenario.accounts,
+        account_timeout_ms=scenario.account_timeout_ms,
+    )
     result = run_and_check(stack, scenario)
     assert not result.ok, "check-then-insert double-sends under 32 concurrent copies"
     run = tmp_path / "run"
@@ -89,8 +107,14 @@ def test_a_real_race_on_a_check_then_insert_relay_draws_its_timeline_in_the_brow
     (run / "histories" / f"{scenario.name}.jsonl").write_text(result.history.dumps())
     results = RunResults(str(stack.manifest.path), "check_then_insert")
     nodeid = f"scenarios/test_suite.py::test_scenario[{scenario.name}]"
-    results.add(nodeid, "call", "failed", 1.0, result.report(),
-                [{**v.to_dict(), "scenario": scenario.name} for v in result.verdicts])
+    results.add(
+        nodeid,
+        "call",
+        "failed",
+        1.0,
+        result.report(),
+        [{**v.to_dict(), "scenario": scenario.name} for v in result.verdicts],
+    )
     results.add(nodeid, "teardown", "passed", 0.0, None)
     results.write(run / "results.json")
     data = json.loads((run / "results.json").read_text())

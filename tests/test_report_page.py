@@ -1,5 +1,6 @@
 """The run's report: every scenario with its verdicts, plots and timeline, from results.json and the kept histories;
 and `relaychaos timeline HISTORY` for a timeline on demand."""
+
 from __future__ import annotations
 
 import gzip
@@ -7,6 +8,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from relaychaos import checkers
 from relaychaos.reports import html
@@ -47,7 +50,7 @@ def test_a_failing_scenario_gets_its_timeline_and_the_report_links_it_with_its_v
     assert "href='timelines/double-debit.html'" in page and "href='histories/double-debit.jsonl.gz'" in page
     assert "href='histories/happy.jsonl'" in page and "timelines/happy.html" not in page
     assert "at most one account call per GUID" in page and "contract §3:" in page
-    assert page.count("<svg class=\"plot latency\"") == 2 and "class=\"plot score-sheet\"" in page
+    assert page.count('<svg class="plot latency"') == 2 and 'class="plot score-sheet"' in page
     assert "rules were broken" in page and "[one-account-call] GUID g1" in page
 
 
@@ -74,10 +77,12 @@ def test_an_unreadable_history_costs_its_timeline_not_the_report(tmp_path):
 
 
 def relaychaos(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "relaychaos.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "relaychaos.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
+@pytest.mark.process
 def test_relaychaos_timeline_draws_any_kept_history_into_the_runs_timelines_and_the_report_links_it(tmp_path):
     results = make_run(tmp_path)
     proc = relaychaos("timeline", str(tmp_path / "histories" / "happy.jsonl"))
@@ -86,6 +91,7 @@ def test_relaychaos_timeline_draws_any_kept_history_into_the_runs_timelines_and_
     assert "href='timelines/happy.html'" in html.write(results).read_text()
 
 
+@pytest.mark.process
 def test_relaychaos_timeline_writes_where_it_is_told(tmp_path):
     history = tmp_path / "history.jsonl"
     history.write_text(double_debit().build().dumps())
@@ -94,11 +100,16 @@ def test_relaychaos_timeline_writes_where_it_is_told(tmp_path):
     assert relaychaos("timeline", str(history)).returncode == 0 and (tmp_path / "history.html").is_file()
 
 
+@pytest.mark.process
 def test_relaychaos_timeline_on_a_missing_or_bad_file_exits_2_naming_it_and_the_fix(tmp_path):
     proc = relaychaos("timeline", str(tmp_path / "nope.jsonl"))
     assert proc.returncode == 2 and "nope.jsonl: cannot read the history" in proc.stderr and "fix:" in proc.stderr
     bad = tmp_path / "bad.jsonl"
     bad.write_text("oops\n" + happy().build().dumps())
     proc = relaychaos("timeline", str(bad))
-    assert proc.returncode == 2 and "bad.jsonl: not a history" in proc.stderr and "line 1: not a history event" in proc.stderr
+    assert (
+        proc.returncode == 2
+        and "bad.jsonl: not a history" in proc.stderr
+        and "line 1: not a history event" in proc.stderr
+    )
     assert "Traceback" not in proc.stderr

@@ -1,4 +1,6 @@
-"""Ctrl-C during `relaychaos run`: one line, the finished scenarios written and marked partial, exit 130, nothing left."""
+"""Ctrl-C during `relaychaos run`: one line, the finished scenarios written and marked partial, exit 130,
+nothing left."""
+
 import json
 import os
 import re
@@ -43,10 +45,15 @@ def alive(pid: int) -> bool:
 def test_ctrl_c_writes_the_partial_results_and_report_says_one_line_exits_130_and_leaves_nothing(tmp_path):
     out = tmp_path / "run"
     began = time.time()
-    proc = subprocess.Popen([sys.executable, "-m", "relaychaos.cli", "run", "--out", str(out), "--", "-m",
-                             "not stateful"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True,  # its own group: the terminal's Ctrl-C, as a test can send it
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as in a terminal
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "relaychaos.cli", "run", "--out", str(out), "--", "-m", "not stateful"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group: the terminal's Ctrl-C, as a test can send it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # as in a terminal
     results = out / "results.json"
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and proc.poll() is None:
@@ -61,7 +68,7 @@ def test_ctrl_c_writes_the_partial_results_and_report_says_one_line_exits_130_an
     assert proc.returncode == 130, stdout + stderr
     m = re.search(r"relaychaos: interrupted after (\d+) of (\d+) scenarios; partial results and report in", stdout)
     assert m and 1 <= int(m.group(1)) < int(m.group(2)), stdout
-    tail = stdout[stdout.index("relaychaos: running"):] + stderr
+    tail = stdout[stdout.index("relaychaos: running") :] + stderr
     for noise in ("Traceback", "KeyboardInterrupt", "PluggyTeardownRaisedWarning"):
         assert noise not in tail, tail
     data = json.loads(results.read_text())

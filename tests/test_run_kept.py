@@ -1,4 +1,5 @@
 """Every run keeps its histories and relay logs; `relaychaos recheck` judges them again and reproduces the verdicts."""
+
 import json
 import re
 import subprocess
@@ -6,8 +7,7 @@ import sys
 
 import pytest
 
-from relaychaos.chaos import load_history, save_history
-from relaychaos.history import History
+from relaychaos.history import History, save
 from relaychaos.run_folder import RunFolder
 
 from .conftest import OPAQUE_G1, ROOT
@@ -16,8 +16,13 @@ MUTANT = ROOT / "relay_under_test" / "mutants" / "timeout_as_failed" / "relay.to
 
 
 def cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "relaychaos.cli", *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "relaychaos.cli", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def scenarios(folder):
@@ -28,26 +33,41 @@ def test_a_large_history_is_kept_gzipped_and_reads_back_the_same(tmp_path):
     history = History()
     for i in range(50):
         history.append("runner", "ok", "step", n=i, padding="x" * 100)
-    path = save_history(history, tmp_path / "big.jsonl", compress_above=1000)
+    path = save(history, tmp_path / "big.jsonl", 1000)
     assert path.name == "big.jsonl.gz" and not (tmp_path / "big.jsonl").exists()
-    assert [e.value for e in load_history(path)] == [e.value for e in history]
-    small = save_history(history, tmp_path / "small.jsonl", compress_above=10**6)
+    assert [e.value for e in History.read(path)] == [e.value for e in history]
+    small = save(history, tmp_path / "small.jsonl", 10**6)
     assert small.name == "small.jsonl"
 
 
 def test_two_scenarios_of_one_name_get_two_names(tmp_path):
     folder = RunFolder(tmp_path)
-    assert [folder.claim("race 32"), folder.claim("race 32"), folder.claim("race 32")] == \
-        ["race_32", "race_32-2", "race_32-3"]
+    assert [folder.claim("race 32"), folder.claim("race 32"), folder.claim("race 32")] == [
+        "race_32",
+        "race_32-2",
+        "race_32-3",
+    ]
     assert (tmp_path / "logs" / "race_32-2").is_dir()
 
 
 @pytest.mark.stack
 def test_a_run_keeps_every_history_and_log_and_recheck_reproduces_its_verdicts(tmp_path):
     run = tmp_path / "run"
-    proc = cli("run", "--relay", MUTANT, "--out", run, "--hunt", "--", "-k",  # --hunt: the machine runs too
-               "happy-path or dropped-response-downstream or stateful", "--relaychaos-budget", "grade",
-               "--relaychaos-seed", "0")
+    proc = cli(
+        "run",
+        "--relay",
+        MUTANT,
+        "--out",
+        run,
+        "--hunt",
+        "--",
+        "-k",  # --hunt: the machine runs too
+        "happy-path or dropped-response-downstream or stateful",
+        "--relaychaos-budget",
+        "grade",
+        "--relaychaos-seed",
+        "0",
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     before = scenarios(run)
     assert len(before) == 3
@@ -63,8 +83,9 @@ def test_a_run_keeps_every_history_and_log_and_recheck_reproduces_its_verdicts(t
     assert again.returncode == 1, again.stdout + again.stderr
     assert "0 scenario(s) judged differently" in again.stdout
     after = scenarios(run)
-    assert {n: (s["outcome"], s["verdicts"]) for n, s in after.items()} == \
-        {n: (s["outcome"], s["verdicts"]) for n, s in before.items()}
+    assert {n: (s["outcome"], s["verdicts"]) for n, s in after.items()} == {
+        n: (s["outcome"], s["verdicts"]) for n, s in before.items()
+    }
     assert (run / "junit.xml").read_text() == junit
 
     one = cli("recheck", run / failing["history"])
@@ -93,6 +114,7 @@ def test_recheck_rewrites_the_verdicts_results_junit_and_report_when_the_judgeme
     assert "<failure" in (run / "junit.xml").read_text()
 
 
+@pytest.mark.process
 def test_recheck_of_something_that_is_not_a_run_exits_2_naming_the_fix(tmp_path):
     proc = cli("recheck", tmp_path)
     assert proc.returncode == 2 and "no results.json here" in proc.stderr and "fix:" in proc.stderr
@@ -103,14 +125,15 @@ def test_recheck_of_something_that_is_not_a_run_exits_2_naming_the_fix(tmp_path)
 
 
 def test_the_report_names_the_relay_by_its_manifest_name_not_its_folder(tmp_path):
-    from relaychaos.pytest_plugin import manifest_name
     from relaychaos.reports.html import render
     from relaychaos.reports.results import RunResults
+    from relaychaos.results_recorder import manifest_name
 
     folder = tmp_path / "relay manifests"
     folder.mkdir()
-    (folder / "relay.toml").write_text('name = "ledger-v2"\n[commands]\nserve = ["true"]\nresolve = ["true"]\n'
-                                       'reprocess = ["true"]\npurge = ["true"]\n')
+    (folder / "relay.toml").write_text(
+        'name = "ledger-v2"\n[commands]\nserve = ["true"]\nresolve = ["true"]\nreprocess = ["true"]\npurge = ["true"]\n'
+    )
     assert manifest_name(folder / "relay.toml") == "ledger-v2"
     results = RunResults(str(folder / "relay.toml"), manifest_name(folder / "relay.toml"))
     results.write(tmp_path / "results.json")

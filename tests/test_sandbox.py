@@ -1,10 +1,12 @@
 """The sandbox, layer by layer: what each enforces, what is said when it cannot, and what a diagnosis finds.
 
 The red team (tests/test_red_team.py) attacks the layers together, as students would; here
-each is pinned down on its own: the exec wrapper, the seccomp program, the filesystem view, the
-slot's network and cgroups, the level on record, strict mode's refusal, and the message that
-names what starves or refuses a relay.
+each is pinned down on its own: the exec wrapper, the seccomp program, the level on record,
+strict mode's refusal, the message that names what starves or refuses a relay, the ledger
+file's checks and tamper evidence. The isolated command (the filesystem view, the slot's
+network and cgroups) is in test_sandbox_isolation.py.
 """
+
 import errno
 import json
 import os
@@ -12,7 +14,6 @@ import socket
 import struct
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -20,14 +21,15 @@ from relaychaos.errors import RelayError, SandboxError
 from relaychaos.sandbox import landlock, levels, seccomp
 from relaychaos.sandbox.levels import Limits, probe
 from relaychaos.sandbox.plan import WRAPPER, Plan
-from relaychaos.sandbox.policy import Sandbox, outermost, runtime_paths
+from relaychaos.sandbox.policy import Sandbox, outermost
 
 from .conftest import REFERENCE
 
-ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0 or landlock.abi() < 6 or levels.offered()[0],
-                               reason=f"needs every layer (euid {os.geteuid()}, ABI {landlock.abi()}, missing "
-                                      f"{levels.offered()[0]})")
-PROBE = r'''
+ROOT_ONLY = pytest.mark.skipif(
+    os.geteuid() != 0 or landlock.abi() < 6 or levels.offered()[0],
+    reason=f"needs every layer (euid {os.geteuid()}, ABI {landlock.abi()}, missing {levels.offered()[0]})",
+)
+PROBE = r"""
 import ctypes, errno, json, os, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -55,7 +57,7 @@ attempt("fast_open", lambda: socket.socket().sendto(b"x", 0x20000000, ("127.0.0.
 import fcntl, tempfile
 attempt("lease", lambda: fcntl.fcntl(tempfile.TemporaryFile(), 1024, fcntl.F_WRLCK))
 print(json.dumps(out))
-'''
+"""
 
 
 def wrapped(plan: Plan, *argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -63,30 +65,42 @@ def wrapped(plan: Plan, *argv: str, env: dict | None = None) -> subprocess.Compl
 
 
 # -- the exec wrapper -------------------------------------------------------------------------
+@pytest.mark.process
 def test_the_wrapper_execs_the_command_in_place_with_the_limits_set():
-    done = wrapped(Plan(rlimits={"nofile": 77, "core": 0}), sys.executable, "-c",
-                   "import resource; print(resource.getrlimit(resource.RLIMIT_NOFILE))")
+    done = wrapped(
+        Plan(rlimits={"nofile": 77, "core": 0}),
+        sys.executable,
+        "-c",
+        "import resource; print(resource.getrlimit(resource.RLIMIT_NOFILE))",
+    )
     assert done.returncode == 0 and done.stdout.split() == ["(77,", "77)"], done.stderr
 
 
+@pytest.mark.process
 def test_a_command_that_cannot_be_found_exits_127_naming_it():
     done = wrapped(Plan(), "no-such-relay-binary")
     assert done.returncode == 127 and "cannot run `no-such-relay-binary`" in done.stderr
 
 
+@pytest.mark.process
 def test_a_layer_that_cannot_be_applied_stops_the_command_and_names_the_layer():
     done = wrapped(Plan(rlimits={"nofile": 1 << 40}), "true")  # above the hard limit: refused
     assert done.returncode == 126
     assert "layer 'rlimits' could not be applied: nofile" in done.stderr and "`true` was not run" in done.stderr
 
 
+@pytest.mark.process
 def test_the_wrapper_imports_no_package_so_that_it_starts_fast():
-    done = subprocess.run([sys.executable, "-I", "-S", "-X", "importtime", WRAPPER, Plan().dumps(), "--", "true"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-X", "importtime", WRAPPER, Plan().dumps(), "--", "true"],
+        capture_output=True,
+        text=True,
+    )
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "import time" in line}
     assert not {m for m in imported if m.startswith(("relaychaos", "dataclasses", "pathlib"))}, imported
 
 
+@pytest.mark.process
 def test_what_python_ignores_is_not_passed_on_to_the_relay():
     """Python ignores SIGPIPE and SIGXFSZ; an exec keeps an ignored signal ignored. The relay gets defaults."""
     done = wrapped(Plan(seccomp=True), "grep", "SigIgn", "/proc/self/status")
@@ -115,13 +129,37 @@ def run_bpf(code: bytes, nr: int, args: tuple[int, ...], arch: int = seccomp.AUD
             raise AssertionError(f"opcode {op:#x} not modelled")
 
 
-CALLS = [(41, (2, 1, 0)), (41, (10, 1 | 0x80000, 6)), (41, (1, 1, 0)), (41, (1, 2, 0)), (41, (2, 2, 0)),
-         (41, (2, 3, 1)), (41, (2, 1, 262)), (41, (2, 1, 132)), (41, (16, 3, 0)), (41, (17, 3, 0)),
-         (53, (1, 1, 0)), (53, (2, 1, 0)), (56, (0x11,)), (56, (0x10000000 | 0x11,)), (272, (0x400,)),
-         (272, (0x40000000,)), (101, ()), (425, ()), (321, ()), (0, ()), (59, ()), (435, ()),
-         (44, (3, 0, 1, 0x20000000)), (44, (3, 0, 1, 0x40)), (46, (3, 0, 0x20000000)), (307, (3, 0, 1, 0x20000000)),
-         (72, (3, 1024, 1)), (72, (3, 4, 0x800)),
-         (0x40000000 | 41, (2, 1, 0))]
+CALLS = [
+    (41, (2, 1, 0)),
+    (41, (10, 1 | 0x80000, 6)),
+    (41, (1, 1, 0)),
+    (41, (1, 2, 0)),
+    (41, (2, 2, 0)),
+    (41, (2, 3, 1)),
+    (41, (2, 1, 262)),
+    (41, (2, 1, 132)),
+    (41, (16, 3, 0)),
+    (41, (17, 3, 0)),
+    (53, (1, 1, 0)),
+    (53, (2, 1, 0)),
+    (56, (0x11,)),
+    (56, (0x10000000 | 0x11,)),
+    (272, (0x400,)),
+    (272, (0x40000000,)),
+    (101, ()),
+    (425, ()),
+    (321, ()),
+    (0, ()),
+    (59, ()),
+    (435, ()),
+    (44, (3, 0, 1, 0x20000000)),
+    (44, (3, 0, 1, 0x40)),
+    (46, (3, 0, 0x20000000)),
+    (307, (3, 0, 1, 0x20000000)),
+    (72, (3, 1024, 1)),
+    (72, (3, 4, 0x800)),
+    (0x40000000 | 41, (2, 1, 0)),
+]
 
 
 @pytest.mark.parametrize("nr, args", CALLS)
@@ -141,12 +179,25 @@ def test_another_architecture_is_killed_before_any_rule_is_read():
     assert run_bpf(seccomp.program(notify=False), 41, (2, 1, 0), arch=0x40000003) == seccomp.RET_KILL_PROCESS
 
 
+@pytest.mark.process
 def test_in_a_real_process_only_tcp_and_unix_sockets_open_and_no_namespace_can_be_made():
     done = wrapped(Plan(seccomp=True), sys.executable, "-c", PROBE)
     assert json.loads(done.stdout) == {
-        "tcp": "ok", "tcp6": "ok", "unix": "ok", "udp": "EACCES", "mptcp": "EPROTONOSUPPORT",
-        "sctp": "EPROTONOSUPPORT", "netlink": "EAFNOSUPPORT", "packet": "EAFNOSUPPORT", "userns": "EPERM",
-        "io_uring": "ENOSYS", "ptrace": "EPERM", "bpf": "EPERM", "fast_open": "EACCES", "lease": "EPERM"}, done.stderr
+        "tcp": "ok",
+        "tcp6": "ok",
+        "unix": "ok",
+        "udp": "EACCES",
+        "mptcp": "EPROTONOSUPPORT",
+        "sctp": "EPROTONOSUPPORT",
+        "netlink": "EAFNOSUPPORT",
+        "packet": "EAFNOSUPPORT",
+        "userns": "EPERM",
+        "io_uring": "ENOSYS",
+        "ptrace": "EPERM",
+        "bpf": "EPERM",
+        "fast_open": "EACCES",
+        "lease": "EPERM",
+    }, done.stderr
 
 
 # -- the plan and the level -------------------------------------------------------------------------
@@ -172,14 +223,30 @@ def test_strict_refuses_to_run_when_any_layer_is_missing_naming_it_and_how_to_ge
     levels.check("auto", {"network": "nft not installed"})  # auto runs, and says it
 
 
+@pytest.mark.process
 def test_strict_refusal_from_the_command_line_is_one_message_and_exit_2(tmp_path):
-    code = ("import sys; from relaychaos.sandbox import levels; levels.netns.missing = lambda: 'nft is not here'; "
-            "from relaychaos.cli import main; sys.exit(main(['replay', sys.argv[1], '--out', sys.argv[2], "
-            "'--sandbox', 'strict']))")
-    done = subprocess.run([sys.executable, "-c", code, str(REFERENCE.parents[2] / "scenarios" / "regressions" /
-                                                          "check-then-insert-short-resends.yaml"), str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "--sandbox strict refuses" in done.stderr and "network (nft is not here)" in done.stderr
+    code = (
+        "import sys; from relaychaos.sandbox import levels; levels.netns.missing = lambda: 'nft is not here'; "
+        "from relaychaos.cli import main; sys.exit(main(['replay', sys.argv[1], '--out', sys.argv[2], "
+        "'--sandbox', 'strict']))"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            str(REFERENCE.parents[2] / "scenarios" / "regressions" / "check-then-insert-short-resends.yaml"),
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (
+        done.returncode == 2
+        and "--sandbox strict refuses" in done.stderr
+        and "network (nft is not here)" in done.stderr
+    )
     assert not (tmp_path / "o").exists(), "nothing started"
 
 
@@ -190,91 +257,6 @@ def test_here_every_layer_is_enforced_and_said_in_one_line():
     assert json.dumps(level)
     line = levels.describe(level)
     assert line.startswith("sandbox auto: uid (") and "network" in line and "not enforced" not in line
-
-
-# -- the isolated command -------------------------------------------------------------------------------
-def isolated(slot, code: str, port: int = 29999, lock_delay_ms: int = 0) -> subprocess.CompletedProcess:
-    sandbox, copy, ledger, tmp = slot
-    plan = sandbox.plan("serve", copy=copy, ledger_dir=ledger, tmp_dir=tmp, connect=(29998,), bind=(port,),
-                        lock_delay_ms=lock_delay_ms)
-    env = sandbox.env({"LEDGER_PATH": str(ledger / "ledger.sqlite")}, copy, tmp)
-    return subprocess.run(plan.wrap([sys.executable, "-c", code]), capture_output=True, text=True, timeout=60,
-                          env=env, cwd=copy.cwd)
-
-
-@ROOT_ONLY
-def test_a_relay_sees_its_own_root_processes_host_name_and_environment(slot):
-    done = isolated(slot, "import os, socket, json; print(json.dumps([sorted(os.listdir('/')), "
-                          "sorted(p for p in os.listdir('/proc') if p.isdigit()), socket.gethostname(), "
-                          "sorted(os.environ), os.getuid()]))")
-    root, pids, host, env, uid = json.loads(done.stdout.splitlines()[-1])
-    _, copy, ledger, _ = slot
-    bound = {Path(p).parts[1] for p in (*runtime_paths(), str(copy.root), str(ledger))}  # the tops of its binds
-    assert set(root) <= {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "opt", "dev", "proc",
-                         "sys", "tmp", "run"} | bound, root
-    assert pids == ["2"] and host == "relay"  # its init (PID 1) is root's: hidden and uid == slot[0].slot.uid
-    assert set(env) <= {"PATH", "HOME", "LANG", "LEDGER_PATH", "LC_CTYPE"}, env
-
-
-@ROOT_ONLY
-def test_the_harness_its_runs_and_its_package_are_not_in_the_relay_s_view(slot):
-    import relaychaos
-
-    harness = os.path.dirname(relaychaos.__file__)
-    done = isolated(slot, f"import os; print([p for p in ({harness!r}, '/root/.ssh') if os.path.exists(p)], "
-                          f"os.listdir('/run/relaychaos'))")
-    assert done.stdout.strip() == f"[] ['slot-{slot[0].slot.number}']", done.stdout + done.stderr
-
-
-@ROOT_ONLY
-def test_the_ledger_folder_holds_regular_files_only(slot):
-    _, _, ledger, _ = slot
-    done = isolated(slot, f"""
-import os
-for name, make in (("fifo", lambda p: os.mkfifo(p)), ("link", lambda p: os.symlink("/etc/passwd", p)),
-                   ("file", lambda p: open(p, "w").close())):
-    try:
-        make(os.path.join({str(ledger)!r}, name)); print(name, "made")
-    except OSError as e:
-        print(name, e.strerror)
-""")
-    assert done.stdout.split("\n")[:3] == ["fifo Permission denied", "link Permission denied", "file made"], done.stdout
-
-
-@ROOT_ONLY
-def test_a_relay_reaches_nothing_of_the_machine_but_its_slot_s_ports(slot):
-    """Its own loopback; the harness's end of the pair only on the harness's ports, and there Landlock's one."""
-    done = isolated(slot, """
-import socket
-for host, port in (("127.0.0.1", 22), ("10.213.0.1", 22), ("192.0.2.1", 80), ("8.8.8.8", 53)):
-    s = socket.socket(); s.settimeout(2)
-    try:
-        s.connect((host, port)); print("connected")
-    except OSError as e:
-        print(e.strerror or type(e).__name__)
-""")
-    assert "connected" not in done.stdout and len(done.stdout.split("\n")) >= 4, done.stdout + done.stderr
-
-
-@ROOT_ONLY
-def test_a_command_s_processes_all_die_with_it_and_its_ipc_with_them(slot):
-    code = ("import os, subprocess, sys, time; subprocess.Popen(['sleep', '300'], start_new_session=True); "
-            "print('up and', 'running', flush=True); time.sleep(300)")
-    sandbox, copy, ledger, tmp = slot
-    plan = sandbox.plan("serve", copy=copy, ledger_dir=ledger, tmp_dir=tmp, connect=(), bind=())
-    from relaychaos.stack.processes import spawn
-
-    child = spawn("t", [sys.executable, "-c", code], log_path=tmp.parent / "t.log", cwd=copy.cwd,
-                  env=sandbox.env({}, copy, tmp), plan=plan)
-    try:
-        for _ in range(500):
-            if "up and running" in (tmp.parent / "t.log").read_text():
-                break
-            __import__("time").sleep(0.01)
-        assert len(sandbox.cgroups.pids()) >= 3  # init, python, sleep: all in the slot's cgroups
-    finally:
-        child.kill()
-    assert sandbox.cgroups.pids() == []
 
 
 # -- a runtime the limits starve ---------------------------------------------------------------
@@ -318,6 +300,7 @@ def test_a_relay_that_listens_without_binding_is_refused_the_ephemeral_port(make
     assert "seccomp refused listen on 0.0.0.0:0 (an unbound socket" in str(e.value), str(e.value)
 
 
+@pytest.mark.slow
 def test_a_ledger_that_is_a_view_or_a_slow_query_is_unreadable_at_once(tmp_path):
     import sqlite3
     import time
@@ -326,8 +309,10 @@ def test_a_ledger_that_is_a_view_or_a_slow_query_is_unreadable_at_once(tmp_path)
 
     path = tmp_path / "ledger.sqlite"
     with sqlite3.connect(path) as conn:
-        conn.execute("CREATE VIEW ledger AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
-                     "SELECT i AS guid FROM r")
+        conn.execute(
+            "CREATE VIEW ledger AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
+            "SELECT i AS guid FROM r"
+        )
     with pytest.raises(ledger_file.LedgerFileError, match="is a view, not a table"):
         ledger_file.rows(path)
     with sqlite3.connect(path) as conn:
@@ -335,8 +320,9 @@ def test_a_ledger_that_is_a_view_or_a_slow_query_is_unreadable_at_once(tmp_path)
         conn.execute("CREATE TABLE ledger (guid TEXT PRIMARY KEY)")
     started = time.monotonic()
     with pytest.raises(sqlite3.OperationalError, match="interrupted"):
-        ledger_file.connect(path).execute("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
-                                          "SELECT count(*) FROM r").fetchone()
+        ledger_file.connect(path).execute(
+            "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+        ).fetchone()
     assert time.monotonic() - started < ledger_file.QUERY_S + 1
 
 
@@ -358,8 +344,10 @@ def test_the_audit_names_each_change_made_behind_the_harness_s_back(stack, toxip
     assert stack.audit() == [], "what the harness itself set is no tampering"
     toxiproxy.remove_toxic(stack.proxies["account"], "latency_downstream")  # someone else's hand
     toxiproxy.set_enabled(stack.proxies["hub-a"], True)
-    assert stack.audit() == ["toxic latency_downstream (latency) on proxy account was removed; the harness added it",
-                             "proxy hub-a is enabled; the harness disabled it"]
+    assert stack.audit() == [
+        "toxic latency_downstream (latency) on proxy account was removed; the harness added it",
+        "proxy hub-a is enabled; the harness disabled it",
+    ]
     stack.heal()
     assert stack.audit() == []
 

@@ -1,4 +1,5 @@
 """`relaychaos soak`: a seeded nemesis schedule, open-loop traffic, then every rule; a clear end however it ends."""
+
 import json
 import os
 import signal
@@ -37,7 +38,7 @@ def test_every_fault_of_the_catalogue_comes_within_the_first_minute_each_healed_
     assert first_minute == set(schedule.catalogue(300))
     faults = [x for x in s.nemesis if x.kind != "join"]
     assert [x.kind for x in faults] == ["fault", "heal"] * (len(faults) // 2), "one fault at a time"
-    assert all(x.at < y.at for x, y in zip(faults, faults[1:]))
+    assert all(x.at < y.at for x, y in zip(faults, faults[1:], strict=False))
     assert [x.steps for x in s.nemesis if x.kind == "join"] == [(schedule.S.Start("b"),)]
 
 
@@ -89,10 +90,14 @@ def test_a_short_soak_finds_the_check_then_insert_race_and_writes_its_timeline(t
 
 @pytest.mark.stack
 def test_a_relay_that_dies_and_will_not_start_again_stops_the_soak_with_a_verdict(tmp_path):
-    dies_once = derived_relay(tmp_path / "dies_once", "dies_once", serve=["python", "run.py", "dies_once", "serve"],
-                              resolve=["python", "run.py", "reference", "resolve"],
-                              reprocess=["python", "run.py", "reference", "reprocess"],
-                              purge=["python", "run.py", "reference", "purge"])
+    dies_once = derived_relay(
+        tmp_path / "dies_once",
+        "dies_once",
+        serve=["python", "run.py", "dies_once", "serve"],
+        resolve=["python", "run.py", "reference", "resolve"],
+        reprocess=["python", "run.py", "reference", "reprocess"],
+        purge=["python", "run.py", "reference", "purge"],
+    )
     proc = soak("--relay", str(dies_once), "--duration", "60s", "--rate", "50", "--out", str(tmp_path / "out"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())

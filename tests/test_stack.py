@@ -1,4 +1,5 @@
 """The real stack end to end: channel → [hub proxy] → relay_base → [account proxy] → account system."""
+
 import pytest
 
 from relaychaos.recorder import Recorder

@@ -1,4 +1,5 @@
 """The supervisor runs any relay.toml as the contract says, explains every failure, and leaves nothing behind."""
+
 import os
 import signal
 import socket
@@ -9,8 +10,8 @@ import time
 
 import pytest
 
-from relaychaos.stack import manifest
 from relaychaos.errors import RelayError
+from relaychaos.stack import manifest
 from relaychaos.stack.supervisor import Supervisor
 
 from .conftest import BASE, REFERENCE
@@ -19,8 +20,9 @@ pytestmark = pytest.mark.stack  # real relay processes
 
 
 def supervisor(path, tmp_path):
-    return Supervisor(manifest.load(path), workdir=tmp_path / "run", account_url="http://127.0.0.1:9",
-                      account_timeout_ms=300)
+    return Supervisor(
+        manifest.load(path), workdir=tmp_path / "run", account_url="http://127.0.0.1:9", account_timeout_ms=300
+    )
 
 
 def gone(pid: int, within_s: float = 5.0) -> bool:
@@ -35,16 +37,19 @@ def gone(pid: int, within_s: float = 5.0) -> bool:
 
 
 def test_serve_gets_the_contract_environment_and_this_python(write_manifest, tmp_path):
-    script = ("import os, sys, json; from aiohttp import web\n"
-              "keys = ['RELAY_HOST','RELAY_PORT','ACCOUNT_URL','LEDGER_PATH','ACCOUNT_TIMEOUT_MS']\n"
-              "open('env.json','w').write(json.dumps({k: os.environ[k] for k in keys} | {'py': sys.executable}))\n"
-              "app = web.Application(); app.router.add_get('/health', lambda r: web.Response(text='ok'))\n"
-              "web.run_app(app, host=os.environ['RELAY_HOST'], port=int(os.environ['RELAY_PORT']))\n")
+    script = (
+        "import os, sys, json; from aiohttp import web\n"
+        "keys = ['RELAY_HOST','RELAY_PORT','ACCOUNT_URL','LEDGER_PATH','ACCOUNT_TIMEOUT_MS']\n"
+        "open('env.json','w').write(json.dumps({k: os.environ[k] for k in keys} | {'py': sys.executable}))\n"
+        "app = web.Application(); app.router.add_get('/health', lambda r: web.Response(text='ok'))\n"
+        "web.run_app(app, host=os.environ['RELAY_HOST'], port=int(os.environ['RELAY_PORT']))\n"
+    )
     path = write_manifest(["python", "-c", script])
     sup = supervisor(path, tmp_path)
     try:
         relay = sup.start()
         import json
+
         env = json.loads((path.parent / "env.json").read_text())
         assert env["RELAY_HOST"] == "127.0.0.1" and env["RELAY_PORT"] == str(relay.port)
         assert env["ACCOUNT_URL"] == "http://127.0.0.1:9" and env["ACCOUNT_TIMEOUT_MS"] == "300"
@@ -56,14 +61,17 @@ def test_serve_gets_the_contract_environment_and_this_python(write_manifest, tmp
 
 def test_a_batch_command_gets_every_variable_of_the_contract_a_relay_port_too(write_manifest, tmp_path):
     """Section 1: every command gets RELAY_HOST and RELAY_PORT; a batch command that parses them must not crash."""
-    script = ("import os, json\nkeys = ['RELAY_HOST','RELAY_PORT','ACCOUNT_URL','LEDGER_PATH','ACCOUNT_TIMEOUT_MS']\n"
-              "open('batch-env.json','w').write(json.dumps({k: os.environ[k] for k in keys}))\n"
-              "int(os.environ['RELAY_PORT'])\n")
+    script = (
+        "import os, json\nkeys = ['RELAY_HOST','RELAY_PORT','ACCOUNT_URL','LEDGER_PATH','ACCOUNT_TIMEOUT_MS']\n"
+        "open('batch-env.json','w').write(json.dumps({k: os.environ[k] for k in keys}))\n"
+        "int(os.environ['RELAY_PORT'])\n"
+    )
     path = write_manifest(["true"], resolve=["python", "-c", script])
     sup = supervisor(path, tmp_path)
     try:
         assert sup.resolve(1.0).returncode == 0
         import json
+
         env = json.loads((path.parent / "batch-env.json").read_text())
         assert env["RELAY_HOST"] == "127.0.0.1" and 0 < int(env["RELAY_PORT"]) < 65536
         assert env["ACCOUNT_URL"] == "http://127.0.0.1:9" and env["ACCOUNT_TIMEOUT_MS"] == "300"
@@ -88,8 +96,10 @@ def test_a_relay_that_exits_at_start_is_reported_with_its_last_log_lines(write_m
 
 
 def test_a_relay_that_never_answers_health_is_killed_at_its_ready_timeout(write_manifest, tmp_path):
-    path = write_manifest(["python", "-c", "import os, time; open('pid','w').write(str(os.getpid())); "
-                                          "time.sleep(600)"], ready_timeout_s=0.5)
+    path = write_manifest(
+        ["python", "-c", "import os, time; open('pid','w').write(str(os.getpid())); time.sleep(600)"],
+        ready_timeout_s=0.5,
+    )
     t0 = time.monotonic()
     with pytest.raises(RelayError) as e:
         supervisor(path, tmp_path).start()
@@ -107,11 +117,13 @@ def test_a_busy_port_is_named_before_anything_starts(tmp_path):
 
 
 def test_kill_is_sigkill_of_the_whole_group_and_restart_uses_the_same_ledger(write_manifest, tmp_path):
-    script = ("import os, subprocess, sys; from aiohttp import web\n"
-              "kid = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
-              "open('kid','w').write(str(kid.pid))\n"
-              "app = web.Application(); app.router.add_get('/health', lambda r: web.Response(text='ok'))\n"
-              "web.run_app(app, host=os.environ['RELAY_HOST'], port=int(os.environ['RELAY_PORT']))\n")
+    script = (
+        "import os, subprocess, sys; from aiohttp import web\n"
+        "kid = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        "open('kid','w').write(str(kid.pid))\n"
+        "app = web.Application(); app.router.add_get('/health', lambda r: web.Response(text='ok'))\n"
+        "web.run_app(app, host=os.environ['RELAY_HOST'], port=int(os.environ['RELAY_PORT']))\n"
+    )
     path = write_manifest(["python", "-c", script])
     sup = supervisor(path, tmp_path)
     relay = sup.start()
@@ -137,8 +149,11 @@ def test_two_serve_processes_run_on_one_ledger(tmp_path):
 
 
 def test_batch_commands_get_their_arguments_and_a_time_limit(write_manifest, tmp_path):
-    path = write_manifest(["true"], resolve=["python", "-c", "import sys; print(sys.argv[1:])"],
-                          purge=["python", "-c", "import time; time.sleep(600)"])
+    path = write_manifest(
+        ["true"],
+        resolve=["python", "-c", "import sys; print(sys.argv[1:])"],
+        purge=["python", "-c", "import time; time.sleep(600)"],
+    )
     sup = supervisor(path, tmp_path)
     done = sup.resolve(min_age_s=2.5)
     assert done.ok and "['--min-age', '2.5']" in done.tail()
@@ -166,10 +181,12 @@ def test_no_relay_outlives_a_harness_that_is_killed(tmp_path):
 
 
 def test_a_serve_that_leaves_its_port_to_a_detached_process_is_refused(write_manifest, tmp_path):
-    daemon = ("import os; from aiohttp import web\n"
-              "open('daemon.pid', 'w').write(str(os.getpid()))\n"
-              "app = web.Application(); app.router.add_get('/health', lambda r: web.Response(text='ok'))\n"
-              "web.run_app(app, host='127.0.0.1', port=int(os.environ['RELAY_PORT']))\n")
+    daemon = (
+        "import os; from aiohttp import web\n"
+        "open('daemon.pid', 'w').write(str(os.getpid()))\n"
+        "app = web.Application(); app.router.add_get('/health', lambda r: web.Response(text='ok'))\n"
+        "web.run_app(app, host='127.0.0.1', port=int(os.environ['RELAY_PORT']))\n"
+    )
     path = write_manifest(["sh", "-c", f"setsid -f {sys.executable} daemon.py; exec sleep 60"])
     (path.parent / "daemon.py").write_text(daemon)
     sup = supervisor(path, tmp_path)

@@ -1,5 +1,6 @@
 """The timeline of a history: a lane per actor, a box per operation coloured by its outcome, faults shaded,
 kills and starts marked, the verdicts' events highlighted; and the plots drawn from the same model."""
+
 import gzip
 import json
 import re
@@ -111,13 +112,18 @@ def test_the_account_rate_plot_counts_debited_and_other_calls_apart():
 
 
 def test_the_score_sheet_shows_held_rules_and_bars_for_broken_ones():
-    results = {"scenarios": [{}, {}, {}], "rules": {
-        "one-debit": {"what": "at most one applied debit per GUID", "held": False, "broken_in": ["a", "b"]},
-        "balances": {"what": "balances", "held": True, "broken_in": []}}}
+    results = {
+        "scenarios": [{}, {}, {}],
+        "rules": {
+            "one-debit": {"what": "at most one applied debit per GUID", "held": False, "broken_in": ["a", "b"]},
+            "balances": {"what": "balances", "held": True, "broken_in": []},
+        },
+    }
     svg = plots.score_sheet_svg(results)
     assert "broken in 2 of 3 scenarios: a, b" in svg and "✓ held" in svg and svg.count("<rect") == 1
 
 
+@pytest.mark.slow
 def test_a_history_of_thousands_of_events_is_drawn_in_well_under_seconds():
     import time
 

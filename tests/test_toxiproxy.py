@@ -1,9 +1,10 @@
 """Toxiproxy is the real server, found in the documented order, and every refusal is explained."""
+
 import pytest
 import requests
 
-from relaychaos.stack import toxiproxy_server
 from relaychaos.errors import ToxiproxyError
+from relaychaos.stack import toxiproxy_server
 from relaychaos.stack.ports import lease_port
 
 pytestmark = pytest.mark.stack  # the real Toxiproxy server

@@ -8,6 +8,7 @@
 - The engine drives the stack: it imports neither the scenarios nor the reports.
 - Sizes: no module over 400 lines, no function over 60.
 """
+
 import ast
 from pathlib import Path
 
@@ -16,12 +17,43 @@ import pytest
 from .conftest import ROOT
 
 # relaychaos.<subpackage> -> its folder in the checkout (harness/ is relaychaos itself)
-FOLDERS = {"fixtures": "fixtures", "reports": "reports", "scenarios": "scenarios",
-           "relay_under_test": "relay_under_test"}
-IO_MODULES = {"subprocess", "socket", "sqlite3", "os", "shutil", "asyncio", "aiohttp", "requests", "urllib", "http",
-              "multiprocessing", "signal", "docker", "toxiproxy", "tempfile", "ctypes", "io", "pathlib"}
-IMPURE = ("relaychaos.stack", "relaychaos.engine", "relaychaos.chaos", "relaychaos.cli", "relaychaos.pytest_plugin",
-          "relaychaos.reports", "relaychaos.paths", "relaychaos.fixtures", "relaychaos.scenarios")
+FOLDERS = {
+    "fixtures": "fixtures",
+    "reports": "reports",
+    "scenarios": "scenarios",
+    "relay_under_test": "relay_under_test",
+}
+IO_MODULES = {
+    "subprocess",
+    "socket",
+    "sqlite3",
+    "os",
+    "shutil",
+    "asyncio",
+    "aiohttp",
+    "requests",
+    "urllib",
+    "http",
+    "multiprocessing",
+    "signal",
+    "docker",
+    "toxiproxy",
+    "tempfile",
+    "ctypes",
+    "io",
+    "pathlib",
+}
+IMPURE = (
+    "relaychaos.stack",
+    "relaychaos.engine",
+    "relaychaos.chaos",
+    "relaychaos.cli",
+    "relaychaos.pytest_plugin",
+    "relaychaos.reports",
+    "relaychaos.paths",
+    "relaychaos.fixtures",
+    "relaychaos.scenarios",
+)
 
 
 def module_name(path: Path) -> str:
@@ -93,8 +125,12 @@ def test_the_checkers_are_pure_functions_of_a_history(mod):
 @pytest.mark.parametrize("mod", under("relaychaos.relay_under_test") + under("relaychaos.fixtures"))
 def test_relays_and_fixtures_import_nothing_of_the_harness(mod):
     own = "relaychaos.relay_under_test" if mod.startswith("relaychaos.relay_under_test") else "relaychaos.fixtures"
-    foreign = [i for i in imports(MODULES[mod]) if (i.startswith("relaychaos") and not i.startswith(own))
-               or i.split(".")[0] in ("harness", "fixtures", "reports", "scenarios", "relay_under_test")]
+    foreign = [
+        i
+        for i in imports(MODULES[mod])
+        if (i.startswith("relaychaos") and not i.startswith(own))
+        or i.split(".")[0] in ("harness", "fixtures", "reports", "scenarios", "relay_under_test")
+    ]
     assert not foreign, f"{mod} imports {foreign}"
 
 
@@ -110,16 +146,28 @@ def test_the_engine_imports_neither_scenarios_nor_reports(mod):
 
 
 def test_the_walls_test_sees_the_whole_package():
-    assert {"relaychaos.checkers.facts", "relaychaos.engine.runner", "relaychaos.stack.world",
-            "relaychaos.reports.incident", "relaychaos.relay_under_test.reference.relay"} <= set(MODULES)
+    assert {
+        "relaychaos.checkers.facts",
+        "relaychaos.engine.runner",
+        "relaychaos.stack.world",
+        "relaychaos.reports.incident",
+        "relaychaos.relay_under_test.reference.relay",
+    } <= set(MODULES)
 
 
 def _sizes():
     for mod, path in sorted(MODULES.items()):
         text = path.read_text()
-        yield mod, path, len(text.splitlines()), [
-            (n.name, n.end_lineno - n.lineno + 1) for n in ast.walk(ast.parse(text))
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        yield (
+            mod,
+            path,
+            len(text.splitlines()),
+            [
+                (n.name, n.end_lineno - n.lineno + 1)
+                for n in ast.walk(ast.parse(text))
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ],
+        )
 
 
 def test_no_module_over_400_lines_and_no_function_over_60():
@@ -131,16 +179,41 @@ def test_no_module_over_400_lines_and_no_function_over_60():
 
 # -- one way to start relay code -------------------------------------------------------------------
 SCRIPTS = sorted((ROOT / "scripts").glob("*.py")) + sorted((ROOT / "benchmarks").glob("*.py"))
-SPAWNING = {("subprocess", None), ("os", "fork"), ("os", "forkpty"), ("os", "system"), ("os", "popen"),
-            ("os", "posix_spawn"), ("os", "posix_spawnp"), ("pty", "spawn"), ("asyncio", "create_subprocess_exec"),
-            ("asyncio", "create_subprocess_shell")} | {("os", n) for n in ("execv", "execve", "execvp", "execvpe",
-                                                                       "execl", "execle", "execlp", "execlpe",
-                                                                       "spawnv", "spawnve", "spawnvp", "spawnl")}
+SPAWNING = {
+    ("subprocess", None),
+    ("os", "fork"),
+    ("os", "forkpty"),
+    ("os", "system"),
+    ("os", "popen"),
+    ("os", "posix_spawn"),
+    ("os", "posix_spawnp"),
+    ("pty", "spawn"),
+    ("asyncio", "create_subprocess_exec"),
+    ("asyncio", "create_subprocess_shell"),
+} | {
+    ("os", n)
+    for n in (
+        "execv",
+        "execve",
+        "execvp",
+        "execvpe",
+        "execl",
+        "execle",
+        "execlp",
+        "execlpe",
+        "spawnv",
+        "spawnve",
+        "spawnvp",
+        "spawnl",
+    )
+}
 # Who may call relaychaos.stack.processes.spawn, and what for: relay code only through sandbox.launch.
-SPAWN_CALLERS = {"relaychaos.sandbox.launch": "every relay command, in its sandbox",
-                 "relaychaos.stack.account_system": "the account-system fixture",
-                 "relaychaos.stack.toxiproxy_server": "the Toxiproxy server",
-                 "benchmarks/account_system.py": "a bare aiohttp server, the benchmark's baseline"}
+SPAWN_CALLERS = {
+    "relaychaos.sandbox.launch": "every relay command, in its sandbox",
+    "relaychaos.stack.account_system": "the account-system fixture",
+    "relaychaos.stack.toxiproxy_server": "the Toxiproxy server",
+    "benchmarks/account_system.py": "a bare aiohttp server, the benchmark's baseline",
+}
 
 
 def _calls(path: Path) -> list[tuple[str, str]]:
@@ -157,8 +230,10 @@ def _calls(path: Path) -> list[tuple[str, str]]:
 
 
 def _starts_processes(path: Path) -> list[str]:
-    return sorted({f"{b}.{a}" for b, a in _calls(path) if (b, a) in SPAWNING or (b, None) in SPAWNING}
-                  | {a for b, a in _calls(path) if a == "spawn" and b in ("", "processes")})
+    return sorted(
+        {f"{b}.{a}" for b, a in _calls(path) if (b, a) in SPAWNING or (b, None) in SPAWNING}
+        | {a for b, a in _calls(path) if a == "spawn" and b in ("", "processes")}
+    )
 
 
 def _reads_commands(path: Path) -> bool:
@@ -168,8 +243,14 @@ def _reads_commands(path: Path) -> bool:
 FILES = {**{mod: path for mod, path in MODULES.items()}, **{str(p.relative_to(ROOT)): p for p in SCRIPTS}}
 
 
-@pytest.mark.parametrize("name", sorted(n for n, p in FILES.items() if _reads_commands(p)
-                                        and n not in ("relaychaos.stack.manifest", "relaychaos.sandbox.launch")))
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        n
+        for n, p in FILES.items()
+        if _reads_commands(p) and n not in ("relaychaos.stack.manifest", "relaychaos.sandbox.launch")
+    ),
+)
 def test_who_reads_a_relay_s_commands_starts_no_process_but_through_the_sandbox(name):
     """A module that reads a manifest's commands may record or change them, never run them itself: relay code
     starts in relaychaos.sandbox.launch alone, with the whole sandbox around it."""
@@ -177,8 +258,11 @@ def test_who_reads_a_relay_s_commands_starts_no_process_but_through_the_sandbox(
 
 
 def test_only_the_named_starters_call_spawn():
-    callers = sorted(n for n, p in FILES.items() if "spawn" in [a for b, a in _calls(p) if b in ("", "processes")]
-                     and n != "relaychaos.stack.processes")
+    callers = sorted(
+        n
+        for n, p in FILES.items()
+        if "spawn" in [a for b, a in _calls(p) if b in ("", "processes")] and n != "relaychaos.stack.processes"
+    )
     assert callers == sorted(SPAWN_CALLERS), f"spawn() callers: {callers}"
 
 

@@ -5,6 +5,7 @@ and runs `relaychaos run` on the bundled reference (and the pytest plugin) from 
 unrelated folder that holds its own `fixtures/` and `reports/` packages, which must
 never be imported. Toxiproxy is found as documented (on PATH).
 """
+
 import json
 import os
 import subprocess
@@ -25,13 +26,21 @@ TRAP = 'raise SystemExit("relaychaos imported this project\'s own {name}/ packag
 def installed(tmp_path_factory):
     """(venv folder, wheel path): the wheel built from this checkout, installed into a fresh venv."""
     work = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(work / "dist")],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(work / "dist")],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     [wheel] = (work / "dist").glob("relaychaos-*.whl")
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([venv / "bin" / "pip", "install", "-q", "--disable-pip-version-check", str(wheel)], check=True,
-                   capture_output=True, text=True)
+    subprocess.run(
+        [venv / "bin" / "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return venv, wheel
 
 
@@ -46,8 +55,11 @@ def elsewhere(tmp_path):
 
 def env_for(venv: Path) -> dict:
     tools = ROOT / "tools" / "bin"
-    return {**os.environ, "PATH": f"{venv / 'bin'}{os.pathsep}{tools}{os.pathsep}{os.environ['PATH']}",
-            "PYTHONPATH": ""}
+    return {
+        **os.environ,
+        "PATH": f"{venv / 'bin'}{os.pathsep}{tools}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": "",
+    }
 
 
 def test_the_wheel_claims_one_top_level_import_name(installed):
@@ -63,8 +75,14 @@ def test_the_wheel_holds_the_timeline_pages_script(installed):
 
 def test_relaychaos_run_on_the_reference_from_an_unrelated_folder(installed, elsewhere):
     venv, _ = installed
-    done = subprocess.run([venv / "bin" / "relaychaos", "run", "--out", str(elsewhere / "run")], cwd=elsewhere,
-                          env=env_for(venv), capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [venv / "bin" / "relaychaos", "run", "--out", str(elsewhere / "run")],
+        cwd=elsewhere,
+        env=env_for(venv),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads((elsewhere / "run" / "results.json").read_text())
     assert results["ok"] and results["summary"]["passed"] >= 30 and results["relay_name"] == "reference"
@@ -73,11 +91,35 @@ def test_relaychaos_run_on_the_reference_from_an_unrelated_folder(installed, els
 
 def test_the_pytest_plugin_runs_scenarios_from_the_installed_package(installed, elsewhere):
     venv, _ = installed
-    stdlib = next(Path(p) for p in subprocess.run(
-        [venv / "bin" / "python", "-c", "from relaychaos import paths; print(paths.bundled_relays())"],
-        capture_output=True, text=True, check=True, env=env_for(venv)).stdout.split())
-    done = subprocess.run([venv / "bin" / "python", "-m", "pytest", "--pyargs", "relaychaos.scenarios", "-q",
-                           "-p", "no:cacheprovider", "-k", "happy-path or malformed-requests",
-                           "--relay", str(stdlib / "stdlib" / "relay.toml")],
-                          cwd=elsewhere, env=env_for(venv), capture_output=True, text=True, timeout=300)
+    stdlib = next(
+        Path(p)
+        for p in subprocess.run(
+            [venv / "bin" / "python", "-c", "from relaychaos import paths; print(paths.bundled_relays())"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env_for(venv),
+        ).stdout.split()
+    )
+    done = subprocess.run(
+        [
+            venv / "bin" / "python",
+            "-m",
+            "pytest",
+            "--pyargs",
+            "relaychaos.scenarios",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            "happy-path or malformed-requests",
+            "--relay",
+            str(stdlib / "stdlib" / "relay.toml"),
+        ],
+        cwd=elsewhere,
+        env=env_for(venv),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]

@@ -5,16 +5,20 @@ line, the contract clauses it enforces, its checker), in the order reports list
 them (money first); see rulebook.py. Shaped after Jepsen's checker.clj:
 compose independent checks over one recorded history.
 """
+
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
-from relaychaos.events import Event
-from relaychaos.checkers.verdict import Verdict
-# The rule modules register their rules on import; their order here is the rule book's order.
-from relaychaos.checkers import money, ledger_rules, answers, interface  # noqa: F401, I001
 from relaychaos.checkers.facts import Facts, no_collection
 from relaychaos.checkers.rulebook import RULES, Rule
+from relaychaos.checkers.verdict import Verdict
+from relaychaos.events import Event
+
+# The rule modules register their rules on import; their order here is the rule book's order.
+# isort: off
+from relaychaos.checkers import money, ledger_rules, answers, interface  # noqa: F401, E402
+# isort: on
 
 __all__ = ["RULES", "Rule", "Verdict", "check", "notes"]
 
@@ -22,14 +26,25 @@ __all__ = ["RULES", "Rule", "Verdict", "check", "notes"]
 def check(history: Iterable[Event]) -> list[Verdict]:
     """Every verdict of every checker on this history, ordered by the rule book, then by GUID label.
 
+    Each rule is judged apart (Jepsen's check-safe): a checker that raises gives its rule one
+    `unknown` verdict naming the exception (Verdict.not_judged), and every other rule still judges.
+    A history that cannot be read is an error (HistoryError, ValueError), not a verdict.
+
     `history`: a History, a list of events, or a relaychaos.history.HistoryFile (a saved
     file, read in one pass and never held in memory whole).
     """
     with no_collection():
         facts = Facts(history)
-        verdicts = [v for r in RULES.values() for v in r.check(facts)]
+        verdicts = [v for r in RULES.values() for v in _judged(r, facts)]
     order = {rule: n for n, rule in enumerate(RULES)}
     return sorted(verdicts, key=lambda v: (order.get(v.rule, len(order)), facts.guid_order(v.guid)))
+
+
+def _judged(rule: Rule, facts: Facts) -> list[Verdict]:
+    try:
+        return list(rule.check(facts))
+    except Exception as e:  # check-safe: one rule's bug loses no other rule's verdicts
+        return [Verdict.not_judged(rule.id, e)]
 
 
 def notes(history: Iterable[Event]) -> list[str]:

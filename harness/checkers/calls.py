@@ -3,6 +3,7 @@
 A ChannelCall keeps only the fields the rules read (not its two events), so a
 history of a million events fits in memory as its calls.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,14 @@ def classify_body(raw: str) -> tuple[dict | None, tuple[str, ...]]:
     if not isinstance(body, dict):
         return None, ()
     guid, src, dst, amount = (body.get(k) for k in TRANSFER_FIELDS)
-    if not (isinstance(guid, str) and GUID_FORM.fullmatch(guid) and isinstance(src, str) and isinstance(dst, str)
-            and type(amount) is int and amount > 0):
+    if not (
+        isinstance(guid, str)
+        and GUID_FORM.fullmatch(guid)
+        and isinstance(src, str)
+        and isinstance(dst, str)
+        and type(amount) is int
+        and amount > 0
+    ):
         return None, ()
     return {k: body[k] for k in TRANSFER_FIELDS}, tuple(sorted(set(body) - set(TRANSFER_FIELDS)))
 
@@ -44,19 +51,48 @@ class ChannelCall:
     are the events' times, `index`/`end_index` their places in the history.
     """
 
-    __slots__ = ("index", "invoked_at", "sent_guid", "guid", "raw", "intent", "race", "request", "extra_fields",
-                 "end_index", "completed_at", "end_type", "code", "status", "body", "sent_at", "retransmits")
+    __slots__ = (
+        "index",
+        "invoked_at",
+        "sent_guid",
+        "guid",
+        "raw",
+        "intent",
+        "race",
+        "request",
+        "extra_fields",
+        "end_index",
+        "completed_at",
+        "end_type",
+        "code",
+        "status",
+        "body",
+        "sent_at",
+        "retransmits",
+    )
 
     def __init__(self, invoke: Event):
         v = invoke.value
-        self.index, self.invoked_at, self.sent_guid = invoke.index, invoke.time, v.get("guid")
-        self.raw, self.intent, self.race = v.get("raw"), v.get("intent"), v.get("race")
-        self.request, self.extra_fields = v.get("request"), ()
+        self.index: int = invoke.index
+        self.invoked_at: float = invoke.time
+        self.sent_guid: str | None = v.get("guid")
+        self.raw: str | None = v.get("raw")
+        self.intent: str | None = v.get("intent")
+        self.race: int | None = v.get("race")
+        self.request: dict | None = v.get("request")
+        self.extra_fields: tuple[str, ...] = ()
         if self.raw is not None:
             self.request, self.extra_fields = classify_body(self.raw)
         self.guid: str | None = self.request["guid"] if self.request else self.sent_guid
-        self.end_index = self.completed_at = self.end_type = self.code = self.status = self.body = None
-        self.sent_at, self.retransmits = invoke.time, None
+        # set by `complete` (all None while the call has not completed)
+        self.end_index: int | None = None
+        self.completed_at: float | None = None
+        self.end_type: str | None = None
+        self.code: str | None = None
+        self.status: int | None = None
+        self.body: str | None = None
+        self.sent_at: float | None = invoke.time  # None: the request never was on an established connection
+        self.retransmits: int | None = None
 
     def complete(self, e: Event) -> None:
         """Fold in the completion event."""
@@ -105,7 +141,7 @@ class ChannelCall:
 
     @property
     def events(self) -> tuple[int, ...]:
-        return (self.index,) + ((self.end_index,) if self.completed else ())
+        return (self.index,) if self.end_index is None else (self.index, self.end_index)
 
 
 @dataclass

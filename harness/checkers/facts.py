@@ -8,6 +8,7 @@ the rules ask is then a dictionary look-up or a bisection, so a check is linear
 in the history's length. The source is any iterable of events (a History, a list,
 a relaychaos.history.HistoryFile); it is iterated again only if `events` is asked for.
 """
+
 from __future__ import annotations
 
 import gc
@@ -15,21 +16,21 @@ import re
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
 from contextlib import contextmanager
 from functools import cached_property
-from typing import Iterable
+from typing import cast
 
-from relaychaos.events import Event
 # ChannelCall, Batch and classify_body lived here before calls.py: still importable from here
 from relaychaos.checkers.calls import TRANSFER_FIELDS, Batch, ChannelCall, classify_body  # noqa: F401
 from relaychaos.checkers.faults import FaultState, FaultTimeline
+from relaychaos.events import BATCH_COMMANDS, Event, Op
 from relaychaos.tolerances import Tolerances
 
 DEFINITE = {"0000", "B201", "B202", "B203", "E500"}
 KNOWN_CODES = DEFINITE | {"E400", "E901", "E902", "E903", "E904"}
-BATCH_COMMANDS = ("resolve", "reprocess", "purge")
 _DIGITS = re.compile(r"(\d+)")
-DISTURBING = ("kill", "server-fault", "add-toxic", "disable-proxy")  # faults that may change a first send's answer
+DISTURBING = (Op.KILL, Op.SERVER_FAULT, Op.ADD_TOXIC, Op.DISABLE_PROXY)  # faults that may change a first send's answer
 
 
 @contextmanager
@@ -56,8 +57,11 @@ def _named(v: dict) -> list:
 
 def _always_shown(e: Event) -> bool:
     """Fault and process events: part of every GUID's timeline."""
-    return (e.process == "nemesis" and not (e.f == "add-toxic" and e.type == "ok")) or \
-        ("slot" in e.value and e.type != "invoke") or (e.f in BATCH_COMMANDS and "run" in e.value)
+    return (
+        (e.process == "nemesis" and not (e.f == Op.ADD_TOXIC and e.type == "ok"))
+        or ("slot" in e.value and e.type != "invoke")
+        or (e.f in BATCH_COMMANDS and "run" in e.value)
+    )
 
 
 class Facts:
@@ -76,10 +80,10 @@ class Facts:
         self.failed_steps: list[Event] = []
         self._labels: dict[str, str] = {}
         self._stats: dict | None = None
-        self._by_guid: dict[str, list[ChannelCall]] = {}
+        self._by_guid: dict[str | None, list[ChannelCall]] = {}  # None: malformed bodies that named no GUID
         self._named: dict[str, list[int]] = {}  # GUID -> events naming it (not fault or process events)
         self._shown: list[int] = []  # fault and process events
-        self._times: dict[str, list[float]] = {"disturbing": [], "kill": [], "heal": []}
+        self._times: dict[str, list[float]] = {"disturbing": [], Op.KILL: [], Op.HEAL: []}
         self._open_batches: dict[str, Batch] = {}
         self._header: dict | None = None
         with no_collection():
@@ -92,7 +96,7 @@ class Facts:
         for e in history:
             times.append(e.time)
             v = e.value
-            if e.f != "transfer" or e.process == "nemesis" or "slot" in v or "hold_guids" in v or "guids" in v:
+            if e.f != Op.TRANSFER or e.process == "nemesis" or "slot" in v or "hold_guids" in v or "guids" in v:
                 self._fold(e)
                 continue
             if e.type == "invoke":
@@ -124,7 +128,7 @@ class Facts:
         f, v = e.f, e.value
         if e.process == "nemesis":
             self.faults.see(e)
-        if f == "step":
+        if f == Op.STEP:
             if e.type == "fail":
                 self.failed_steps.append(e)
         elif f in BATCH_COMMANDS and "run" in v:
@@ -133,24 +137,24 @@ class Facts:
                 self.batches.append(batch)
             elif e.process in self._open_batches:
                 self._open_batches.pop(e.process).end = e
-        elif f == "ledger-snapshot" and e.type == "ok":
+        elif f == Op.LEDGER_SNAPSHOT and e.type == "ok":
             self.snapshots.append(self._snapshot(e))
-        elif f == "ledger-snapshot" and e.type == "fail":
+        elif f == Op.LEDGER_SNAPSHOT and e.type == "fail":
             self.schema_events.append(e)
-        elif f == "scenario" and self._header is None:
+        elif f == Op.SCENARIO and self._header is None:
             self.scenario = self._header = v
-        elif f == "guid":
+        elif f == Op.GUID:
             self._labels[v["guid"]] = v["label"]
             return  # not part of any GUID's timeline
-        elif f == "account-stats":
+        elif f == Op.ACCOUNT_STATS:
             self._stats = v["stats"]
-        elif f == "ledger-schema":
+        elif f == Op.LEDGER_SCHEMA:
             self.schema_events.append(e)
-        elif f == "tampered":
+        elif f == Op.TAMPERED:
             self.tampered.append(e)
         if f in DISTURBING:
             self._times["disturbing"].append(e.time)
-        if f in ("kill", "heal"):
+        if f in (Op.KILL, Op.HEAL):
             self._times[f].append(e.time)
         if _always_shown(e):
             self._shown.append(e.index)
@@ -214,10 +218,11 @@ class Facts:
         out: dict[str, set[str]] = {}
         for c in self.channel:
             if c.request is not None:
-                out.setdefault(c.intent or c.guid, set()).add(c.guid)
+                guid = cast(str, c.guid)  # a well-formed request's own GUID
+                out.setdefault(c.intent or guid, set()).add(guid)
         return out
 
-    def channel_for(self, guid: str) -> list[ChannelCall]:
+    def channel_for(self, guid: str | None) -> list[ChannelCall]:
         return self._by_guid.get(guid, [])
 
     @property
@@ -229,8 +234,8 @@ class Facts:
         return self.stats.get("calls", [])
 
     @cached_property
-    def _calls_by_guid(self) -> dict[str, list[dict]]:
-        out: dict[str, list[dict]] = {}
+    def _calls_by_guid(self) -> dict[str | None, list[dict]]:
+        out: dict[str | None, list[dict]] = {}
         for c in self.account_calls:
             out.setdefault(c.get("guid"), []).append(c)
         return out
@@ -258,8 +263,11 @@ class Facts:
         out: dict[str, list[float]] = {}
         for b, end_wall, rows0, rows1, _ in self.batch_windows("purge"):
             for guid, row in rows0.items():
-                if row.get("status") == "DONE" and guid not in rows1 and \
-                        end_wall - row["updated_at"] >= b.argument - self.tolerances.clock_slack_s:
+                if (
+                    row.get("status") == "DONE"
+                    and guid not in rows1
+                    and end_wall - row["updated_at"] >= b.argument - self.tolerances.clock_slack_s
+                ):
                     out.setdefault(guid, []).append(b.end.time)
         return out
 
@@ -299,8 +307,11 @@ class Facts:
         out: dict[str, dict] = {}
         for c in self.channel:
             refused = c.extra_fields and c.answered and c.code == "E400"
-            if c.request is not None and c.guid not in out and not refused:
-                out[c.guid] = c.request
+            if c.request is None or refused:
+                continue
+            guid = cast(str, c.guid)  # a well-formed request's own GUID
+            if guid not in out:
+                out[guid] = c.request
         return out
 
     def hub_disturbed(self, t0: float, t1: float) -> bool:

@@ -4,14 +4,16 @@ A history's events are in index order but their times need not be (threads read
 the clock before they append), so "the events up to time t" means the events
 before the first one later than t, found on the running maximum of the times.
 """
+
 from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from itertools import accumulate
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 
-from relaychaos.events import Event
+from relaychaos.events import Event, Op
 
 
 @dataclass
@@ -30,31 +32,36 @@ class FaultState:
         v = e.value
         if "proxy" in v:
             self.sides[v["proxy"]] = v.get("side", "")
-        if e.f == "add-toxic" and e.type == "invoke":
+        if e.f == Op.ADD_TOXIC and e.type == "invoke":
             self.toxics.setdefault(v["proxy"], {})[v["toxic"]] = v
-        elif e.f == "remove-toxic":
+        elif e.f == Op.REMOVE_TOXIC:
             self.toxics.get(v["proxy"], {}).pop(v["toxic"], None)
             if not self.toxics.get(v["proxy"], True):
                 del self.toxics[v["proxy"]]
-        elif e.f == "disable-proxy":
+        elif e.f == Op.DISABLE_PROXY:
             self.disabled.add(v["proxy"])
-        elif e.f == "enable-proxy":
+        elif e.f == Op.ENABLE_PROXY:
             self.disabled.discard(v["proxy"])
-        elif e.f == "server-fault":
+        elif e.f == Op.SERVER_FAULT:
             self.held |= set(v.get("hold_guids") or ())
             self.delay_ms = float(v.get("delay_ms", self.delay_ms) or 0)
-        elif e.f == "release":
+        elif e.f == Op.RELEASE:
             self.held = set() if v.get("guids") is None else self.held - set(v["guids"])
-        elif e.f == "heal":
+        elif e.f == Op.HEAL:
             self.toxics.clear()
             self.disabled.clear()
             self.held.clear()
             self.delay_ms = 0.0
 
-    def copy(self) -> "FaultState":
+    def copy(self) -> FaultState:
         """A copy to keep (the toxics' add events are shared: nothing changes them)."""
-        return FaultState({p: dict(t) for p, t in self.toxics.items()}, set(self.disabled), dict(self.sides),
-                          set(self.held), self.delay_ms)
+        return FaultState(
+            {p: dict(t) for p, t in self.toxics.items()},
+            set(self.disabled),
+            dict(self.sides),
+            set(self.held),
+            self.delay_ms,
+        )
 
     def _on(self, side: str) -> list[str]:
         return [p for p in set(self.toxics) | self.disabled if self.sides.get(p) == side]
@@ -118,6 +125,7 @@ class FaultTimeline:
         """Which states were in force from t0 to t1: the one at t0, then the one after each nemesis event
         from t0 up to t1 (as numbers k of states[k])."""
         applied, before_t0 = self._applied(t1), self._applied(t0)
+        later: Sequence[int]
         if self._sorted:
             later = range(bisect_left(self._times, t0, 0, applied) + 1, applied + 1)
         else:

@@ -1,17 +1,22 @@
 """Checkers of the contract's interface: answers that parse, the ledger table, batch commands, /health."""
+
 from __future__ import annotations
 
 import json
 
-from relaychaos.checkers.verdict import Verdict
 from relaychaos.checkers.facts import KNOWN_CODES, Facts
 from relaychaos.checkers.rulebook import rule
+from relaychaos.checkers.verdict import Verdict
+from relaychaos.events import Op
 
 REQUIRED_COLUMNS = ("guid", "status", "resp_code", "request", "response", "attempts", "updated_at")
 
 
-@rule("interface", "answers are JSON objects with guid and a known code, with the right HTTP status",
-      contract=("3.answer", "3.malformed"))
+@rule(
+    "interface",
+    "answers are JSON objects with guid and a known code, with the right HTTP status",
+    contract=("3.answer", "3.malformed"),
+)
 def interface(f: Facts) -> list[Verdict]:
     """Every answer is HTTP 200 with a JSON object holding guid and a known code; E400 comes with HTTP 400.
 
@@ -22,21 +27,22 @@ def interface(f: Facts) -> list[Verdict]:
         if not c.answered:
             continue
         problem, cited = None, "3.answer"
+        text = c.body or ""
         try:
-            body = json.loads(c.body or "")
+            body = json.loads(text)
         except ValueError:
             body = None
         if not isinstance(body, dict):
             problem = f"the answer is not a JSON object: {str(c.body)[:80]!r}"
         elif "code" not in body:
-            problem = f"the answer lacks code: {c.body[:80]!r}"
+            problem = f"the answer lacks code: {text[:80]!r}"
         elif body["code"] not in KNOWN_CODES:
             problem = f"the answer's code {body['code']!r} is not one of the contract's"
         elif body["code"] == "E400":
             if c.status != 400:
                 problem, cited = f"code E400 came with HTTP {c.status}", "3.malformed"
         elif "guid" not in body:
-            problem = f"the answer lacks guid: {c.body[:80]!r}"
+            problem = f"the answer lacks guid: {text[:80]!r}"
         elif c.status != 200:
             problem = f"code {body['code']} came with HTTP {c.status}"
         if problem:
@@ -44,20 +50,37 @@ def interface(f: Facts) -> list[Verdict]:
     return []
 
 
-@rule("ledger-schema", "the ledger has the contract's table and columns, and can be read",
-      contract=("4.schema", "4.readers"))
+@rule(
+    "ledger-schema",
+    "the ledger has the contract's table and columns, and can be read",
+    contract=("4.schema", "4.readers"),
+)
 def ledger_schema(f: Facts) -> list[Verdict]:
     out = []
     for e in f.schema_events:
-        if e.f == "ledger-schema":
+        if e.f == Op.LEDGER_SCHEMA:
             missing = [c for c in REQUIRED_COLUMNS if c not in e.value.get("columns", [])]
             if missing:
                 why = e.value.get("error") or "the table exists"
-                out.append(Verdict("ledger-schema", None, f"the ledger at LEDGER_PATH lacks table `ledger` or its "
-                                   f"columns {', '.join(missing)} ({why})", (e.index,), clause="4.schema"))
-        elif e.f == "ledger-snapshot" and e.type == "fail":
-            out.append(Verdict("ledger-schema", None, f"the ledger could not be read after step "
-                               f"{e.value.get('after_step')}: {e.value.get('error')}", (e.index,), clause="4.readers"))
+                out.append(
+                    Verdict(
+                        "ledger-schema",
+                        None,
+                        f"the ledger at LEDGER_PATH lacks table `ledger` or its columns {', '.join(missing)} ({why})",
+                        (e.index,),
+                        clause="4.schema",
+                    )
+                )
+        elif e.f == Op.LEDGER_SNAPSHOT and e.type == "fail":
+            out.append(
+                Verdict(
+                    "ledger-schema",
+                    None,
+                    f"the ledger could not be read after step {e.value.get('after_step')}: {e.value.get('error')}",
+                    (e.index,),
+                    clause="4.readers",
+                )
+            )
             break
     return out
 
@@ -77,14 +100,23 @@ def batch_runs(f: Facts) -> list[Verdict]:
         if b.end is not None and rc is not None and _account_unreachable(f, b.invoke.time, b.end.time):
             continue
         how = "was killed at its time limit" if b.end and rc is None else f"exited with status {rc}"
-        out.append(Verdict("batch-runs", None, f"`{' '.join(b.invoke.value.get('argv', []))}` {how}; a batch "
-                           "command exits 0 when it ran through", (b.invoke.index,) + ((b.end.index,) if b.end else ()),
-                           clause="1.batch-exit"))
+        out.append(
+            Verdict(
+                "batch-runs",
+                None,
+                f"`{' '.join(b.invoke.value.get('argv', []))}` {how}; a batch command exits 0 when it ran through",
+                (b.invoke.index,) + ((b.end.index,) if b.end else ()),
+                clause="1.batch-exit",
+            )
+        )
     return out
 
 
-@rule("tampering", "the stack stays as the harness set it: toxics, proxies, the account system's faults",
-      contract=("6.sandbox",))
+@rule(
+    "tampering",
+    "the stack stays as the harness set it: toxics, proxies, the account system's faults",
+    contract=("6.sandbox",),
+)
 def tampering(f: Facts) -> list[Verdict]:
     """Whatever the harness set up and later found changed, not by itself: only the relay can have done it.
 
@@ -92,17 +124,27 @@ def tampering(f: Facts) -> list[Verdict]:
     when first seen. A relay may reach only its port, the account proxy and its
     folders: the harness's controls are none of these.
     """
-    return [Verdict("tampering", None, f"first seen after step {e.value.get('after_step')}, "
-                    f"{e.time - f.start:.2f} s into the run: the stack was no longer as the harness set it: "
-                    f"{'; '.join(e.value.get('changes', []))}", (e.index,),
-                    details={"changes": e.value.get("changes", [])}, clause="6.sandbox")
-            for e in f.tampered]
+    return [
+        Verdict(
+            "tampering",
+            None,
+            f"first seen after step {e.value.get('after_step')}, "
+            f"{e.time - f.start:.2f} s into the run: the stack was no longer as the harness set it: "
+            f"{'; '.join(e.value.get('changes', []))}",
+            (e.index,),
+            details={"changes": e.value.get("changes", [])},
+            clause="6.sandbox",
+        )
+        for e in f.tampered
+    ]
 
 
 def _account_unreachable(f: Facts, t0: float, t1: float) -> bool:
     """Whether the account proxy was down, or cut or held answers, at some moment between t0 and t1."""
-    return any(down or any(kind in ("timeout", "limit_data", "reset_peer") for kind, _ in toxics)
-               for down, toxics in f.account_states(t0, t1))
+    return any(
+        down or any(kind in ("timeout", "limit_data", "reset_peer") for kind, _ in toxics)
+        for down, toxics in f.account_states(t0, t1)
+    )
 
 
 @rule("serve-ready", "serve starts and answers GET /health", contract=("1.ready", "3.health"))
@@ -110,6 +152,13 @@ def serve_ready(f: Facts) -> list[Verdict]:
     if not f.failed_steps:
         return []
     e = f.failed_steps[0]
-    return [Verdict("serve-ready", None, f"step {e.value.get('step')} failed: "
-                    f"{(str(e.value.get('error')).splitlines() or [''])[0]}", (e.index,),
-                    details={"error": e.value.get("error")}, clause="3.health")]
+    return [
+        Verdict(
+            "serve-ready",
+            None,
+            f"step {e.value.get('step')} failed: {(str(e.value.get('error')).splitlines() or [''])[0]}",
+            (e.index,),
+            details={"error": e.value.get("error")},
+            clause="3.health",
+        )
+    ]

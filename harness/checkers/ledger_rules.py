@@ -1,20 +1,28 @@
 """Checkers of the ledger: write before send, agreement with the account system, legal transitions,
 convergence, and the batch jobs' own limits (min-age, retention, attempt cap)."""
+
 from __future__ import annotations
 
-from relaychaos.checkers.verdict import Verdict
 from relaychaos.checkers.facts import Facts
 from relaychaos.checkers.rulebook import rule
+from relaychaos.checkers.verdict import Verdict
 
 UNDECIDED = {"SENT", "UNKNOWN", "RECEIVED"}
 # status before -> statuses any step may lead to (claims, sends and their outcomes; background calls included)
-ANY_STEP = {None: {"RECEIVED", "SENT", "DONE", "UNKNOWN", "FAILED"}, "RECEIVED": {"SENT", "DONE", "UNKNOWN", "FAILED"},
-            "SENT": {"DONE", "UNKNOWN", "FAILED"}, "FAILED": {"SENT", "DONE", "UNKNOWN"}}
+ANY_STEP = {
+    None: {"RECEIVED", "SENT", "DONE", "UNKNOWN", "FAILED"},
+    "RECEIVED": {"SENT", "DONE", "UNKNOWN", "FAILED"},
+    "SENT": {"DONE", "UNKNOWN", "FAILED"},
+    "FAILED": {"SENT", "DONE", "UNKNOWN"},
+}
 BY_RESOLVE = {"UNKNOWN": {"DONE", "FAILED"}, "SENT": {"DONE", "FAILED"}, "RECEIVED": {"DONE", "FAILED"}}
 
 
-@rule("write-before-send", "the account system receives a transfer only after its SENT row was committed",
-      contract=("3.claim-new", "3.failed-resend", "5.reprocess"))
+@rule(
+    "write-before-send",
+    "the account system receives a transfer only after its SENT row was committed",
+    contract=("3.claim-new", "3.failed-resend", "5.reprocess"),
+)
 def write_before_send(f: Facts) -> list[Verdict]:
     """Each account call found a committed SENT row, or it is a GUID's first call found UNKNOWN.
 
@@ -31,15 +39,25 @@ def write_before_send(f: Facts) -> list[Verdict]:
         if guid is None or call.get("sent_row") is True or (first and late):
             continue
         seen = call.get("ledger_error") or f"the row was {call.get('ledger_status') or 'missing'}"
-        out.append(Verdict("write-before-send", call["guid"],
-                           f"the account system received this transfer when no committed SENT row existed "
-                           f"({seen}): the relay sent before writing its ledger",
-                           f.events_for(call["guid"]), (call["seq"],), clause="3.claim-new"))
+        out.append(
+            Verdict(
+                "write-before-send",
+                call["guid"],
+                f"the account system received this transfer when no committed SENT row existed "
+                f"({seen}): the relay sent before writing its ledger",
+                f.events_for(call["guid"]),
+                (call["seq"],),
+                clause="3.claim-new",
+            )
+        )
     return out
 
 
-@rule("ledger-agrees", "the ledger's status and code agree with what the account system did",
-      contract=("3.definite", "3.refused", "5.resolve-found", "5.resolve-404"))
+@rule(
+    "ledger-agrees",
+    "the ledger's status and code agree with what the account system did",
+    contract=("3.definite", "3.refused", "5.resolve-found", "5.resolve-404"),
+)
 def ledger_agrees(f: Facts) -> list[Verdict]:
     out = []
     for guid, row in f.final_rows.items():
@@ -54,19 +72,24 @@ def ledger_agrees(f: Facts) -> list[Verdict]:
             problem = f"the ledger says DONE with {code}, but the account system answered {first}"
         elif status == "FAILED" and calls:
             cited = "5.resolve-404"
-            problem = (f"the ledger says FAILED (definitely not sent), but the account system received it "
-                       f"{len(calls)} time(s) and debited it {debits} time(s)")
+            problem = (
+                f"the ledger says FAILED (definitely not sent), but the account system received it "
+                f"{len(calls)} time(s) and debited it {debits} time(s)"
+            )
         if problem:
             out.append(Verdict("ledger-agrees", guid, problem, f.events_for(guid), f.call_seqs(guid), clause=cited))
     return out
 
 
-@rule("transitions", "ledger statuses move only along the contract's transitions",
-      contract=("3.unknown", "3.done-replay", "5.purge-keeps", "5.reprocess-not-unknown"))
+@rule(
+    "transitions",
+    "ledger statuses move only along the contract's transitions",
+    contract=("3.unknown", "3.done-replay", "5.purge-keeps", "5.reprocess-not-unknown"),
+)
 def transitions(f: Facts) -> list[Verdict]:
     """Between consecutive snapshots, each row moves only along the contract's transitions."""
     out, flagged = [], set()
-    for before, after in zip(f.snapshots, f.snapshots[1:]):
+    for before, after in zip(f.snapshots, f.snapshots[1:], strict=False):
         kind = after.value.get("kind")
         rows0, rows1 = before.value["rows"], after.value["rows"]
         for guid in sorted(set(rows0) | set(rows1)):
@@ -74,7 +97,7 @@ def transitions(f: Facts) -> list[Verdict]:
             s1 = rows1.get(guid, {}).get("status")
             if s0 == s1 or guid in flagged:
                 continue
-            allowed = set(ANY_STEP.get(s0, set()))
+            allowed: set[str | None] = set(ANY_STEP.get(s0, set()))  # None: the row deleted
             if kind == "resolve":
                 allowed |= BY_RESOLVE.get(s0, set())
             if kind == "purge" and s0 == "DONE":
@@ -83,14 +106,22 @@ def transitions(f: Facts) -> list[Verdict]:
                 flagged.add(guid)
                 via = f"during step {after.value.get('after_step')} ({kind})"
                 what = "deleted" if s1 is None else f"moved to {s1}"
-                out.append(Verdict("transitions", guid, f"the ledger row went from {s0} and was {what} {via}; "
-                                   f"the contract allows {s0} → {', '.join(sorted(map(str, allowed))) or 'nothing'} "
-                                   "there", f.events_for(guid) + (before.index, after.index), f.call_seqs(guid),
-                                   clause=_broken_clause(s0, s1, kind)))
+                out.append(
+                    Verdict(
+                        "transitions",
+                        guid,
+                        f"the ledger row went from {s0} and was {what} {via}; "
+                        f"the contract allows {s0} → {', '.join(sorted(map(str, allowed))) or 'nothing'} "
+                        "there",
+                        f.events_for(guid) + (before.index, after.index),
+                        f.call_seqs(guid),
+                        clause=_broken_clause(s0, s1, kind),
+                    )
+                )
     return out
 
 
-def _broken_clause(before: str | None, after: str | None, kind: str) -> str:
+def _broken_clause(before: str | None, after: str | None, kind: str | None) -> str:
     """The contract sentence a forbidden move breaks."""
     if after is None:
         return "5.purge-keeps"
@@ -101,16 +132,31 @@ def _broken_clause(before: str | None, after: str | None, kind: str) -> str:
     return "3.unknown"
 
 
-@rule("converged", "after the final heal, resolve and reprocess, no row is left SENT or UNKNOWN",
-      contract=("5.resolve-asks", "5.resolve-found", "5.resolve-404"))
+@rule(
+    "converged",
+    "after the final heal, resolve and reprocess, no row is left SENT or UNKNOWN",
+    contract=("5.resolve-asks", "5.resolve-found", "5.resolve-404"),
+)
 def converged(f: Facts) -> list[Verdict]:
-    return [Verdict("converged", guid, f"after the final heal, resolve and reprocess the row is still {row['status']}",
-                    f.events_for(guid), f.call_seqs(guid), clause="5.resolve-asks")
-            for guid, row in sorted(f.final_rows.items()) if row.get("status") in UNDECIDED]
+    return [
+        Verdict(
+            "converged",
+            guid,
+            f"after the final heal, resolve and reprocess the row is still {row['status']}",
+            f.events_for(guid),
+            f.call_seqs(guid),
+            clause="5.resolve-asks",
+        )
+        for guid, row in sorted(f.final_rows.items())
+        if row.get("status") in UNDECIDED
+    ]
 
 
-@rule("purge-retention", "purge deletes the DONE rows at least --retention old, and no younger ones",
-      contract=("5.purge",))
+@rule(
+    "purge-retention",
+    "purge deletes the DONE rows at least --retention old, and no younger ones",
+    contract=("5.purge",),
+)
 def purge_retention(f: Facts) -> list[Verdict]:
     out = []
     tol = f.tolerances
@@ -120,15 +166,33 @@ def purge_retention(f: Facts) -> list[Verdict]:
                 continue
             age = end_wall - row["updated_at"]
             if guid not in rows1 and age < b.argument - tol.clock_slack_s:
-                out.append(Verdict("purge-retention", guid, f"purge --retention {b.argument:g} deleted this DONE row "
-                                   f"when it was only {age:.2f} s old", f.events_for(guid), f.call_seqs(guid),
-                                   clause="5.purge"))
+                out.append(
+                    Verdict(
+                        "purge-retention",
+                        guid,
+                        f"purge --retention {b.argument:g} deleted this DONE row when it was only {age:.2f} s old",
+                        f.events_for(guid),
+                        f.call_seqs(guid),
+                        clause="5.purge",
+                    )
+                )
             old = b.wall - row["updated_at"]
-            if guid in rows1 and rows1[guid].get("updated_at") == row["updated_at"] and \
-                    old >= b.argument + tol.retention_slack_s:
-                out.append(Verdict("purge-retention", guid, f"purge --retention {b.argument:g} kept this DONE row "
-                                   f"although it was {old:.2f} s old when purge started", f.events_for(guid),
-                                   f.call_seqs(guid), clause="5.purge"))
+            if (
+                guid in rows1
+                and rows1[guid].get("updated_at") == row["updated_at"]
+                and old >= b.argument + tol.retention_slack_s
+            ):
+                out.append(
+                    Verdict(
+                        "purge-retention",
+                        guid,
+                        f"purge --retention {b.argument:g} kept this DONE row "
+                        f"although it was {old:.2f} s old when purge started",
+                        f.events_for(guid),
+                        f.call_seqs(guid),
+                        clause="5.purge",
+                    )
+                )
     return out
 
 
@@ -140,15 +204,26 @@ def resolve_min_age(f: Facts) -> list[Verdict]:
             new = rows1.get(guid, {}).get("status")
             age = end_wall - row["updated_at"]
             if row.get("status") == "UNKNOWN" and new != "UNKNOWN" and age < b.argument - f.tolerances.clock_slack_s:
-                out.append(Verdict("resolve-min-age", guid, f"resolve --min-age {b.argument:g} settled this UNKNOWN "
-                                   f"row as {new} when it was only {age:.2f} s old; the account system may still "
-                                   "have been processing it", f.events_for(guid), f.call_seqs(guid),
-                                   clause="5.resolve-min-age"))
+                out.append(
+                    Verdict(
+                        "resolve-min-age",
+                        guid,
+                        f"resolve --min-age {b.argument:g} settled this UNKNOWN "
+                        f"row as {new} when it was only {age:.2f} s old; the account system may still "
+                        "have been processing it",
+                        f.events_for(guid),
+                        f.call_seqs(guid),
+                        clause="5.resolve-min-age",
+                    )
+                )
     return out
 
 
-@rule("resolve-keeps-unanswered", "resolve leaves a row as it is when its query fails or times out",
-      contract=("5.resolve-query-fails",))
+@rule(
+    "resolve-keeps-unanswered",
+    "resolve leaves a row as it is when its query fails or times out",
+    contract=("5.resolve-query-fails",),
+)
 def resolve_keeps_unanswered(f: Facts) -> list[Verdict]:
     """While the query API cannot answer (account proxy down, or answers held), resolve changes no row."""
     out = []
@@ -159,10 +234,18 @@ def resolve_keeps_unanswered(f: Facts) -> list[Verdict]:
             after = rows1.get(guid)
             if row.get("status") == "UNKNOWN" and (after or {}).get("status") != "UNKNOWN":
                 now = "deleted" if after is None else f"{after['status']} (code {after.get('resp_code')})"
-                out.append(Verdict("resolve-keeps-unanswered", guid, f"resolve ran while the account system's query "
-                                   f"API could not answer, and moved this UNKNOWN row to {now}; a query that fails "
-                                   "or times out leaves the row as it is", f.events_for(guid), f.call_seqs(guid),
-                                   clause="5.resolve-query-fails"))
+                out.append(
+                    Verdict(
+                        "resolve-keeps-unanswered",
+                        guid,
+                        f"resolve ran while the account system's query "
+                        f"API could not answer, and moved this UNKNOWN row to {now}; a query that fails "
+                        "or times out leaves the row as it is",
+                        f.events_for(guid),
+                        f.call_seqs(guid),
+                        clause="5.resolve-query-fails",
+                    )
+                )
     return out
 
 
@@ -171,8 +254,11 @@ def _queries_cannot_answer(f: Facts, t0: float, t1: float) -> bool:
     return all(down or ("timeout", "downstream") in toxics for down, toxics in f.account_states(t0, t1))
 
 
-@rule("malformed-no-effect", "a malformed request (or one refused with E400) leaves no ledger row and makes no "
-      "account call", contract=("3.malformed",))
+@rule(
+    "malformed-no-effect",
+    "a malformed request (or one refused with E400) leaves no ledger row and makes no account call",
+    contract=("3.malformed",),
+)
 def malformed_no_effect(f: Facts) -> list[Verdict]:
     """For GUIDs the channel only ever sent malformed or had refused with E400: no row, no account call.
 
@@ -191,11 +277,20 @@ def malformed_no_effect(f: Facts) -> list[Verdict]:
         rows = sorted(names & f.snapshot_guids)
         sent = sorted((c for g in names for c in f.calls_for(g)), key=lambda c: c["seq"])
         if rows or sent:
-            what = ", ".join(([f"a ledger row ({', '.join(rows)})"] if rows else []) +
-                             ([f"{len(sent)} account call(s)"] if sent else []))
-            out.append(Verdict("malformed-no-effect", guid, f"every request of this GUID was malformed or answered "
-                               f"E400, yet it left {what}", f.events_for(guid), tuple(c["seq"] for c in sent),
-                               clause="3.malformed"))
+            what = ", ".join(
+                ([f"a ledger row ({', '.join(rows)})"] if rows else [])
+                + ([f"{len(sent)} account call(s)"] if sent else [])
+            )
+            out.append(
+                Verdict(
+                    "malformed-no-effect",
+                    guid,
+                    f"every request of this GUID was malformed or answered E400, yet it left {what}",
+                    f.events_for(guid),
+                    tuple(c["seq"] for c in sent),
+                    clause="3.malformed",
+                )
+            )
     return out
 
 
@@ -206,16 +301,28 @@ def attempt_cap(f: Facts) -> list[Verdict]:
         cap = int(b.argument)
         for guid, row in rows0.items():
             later = rows1.get(guid, {})
-            if (row.get("status") == "FAILED" and row["attempts"] >= cap and later.get("attempts", 0) > row["attempts"]
-                    and not _resent_by_channel(f, guid, since, b.end.time)):
-                out.append(Verdict("attempt-cap", guid, f"reprocess --max-attempts {cap} tried this GUID again "
-                                   f"although it had already been tried {row['attempts']} time(s) "
-                                   f"(attempts went to {later['attempts']})", f.events_for(guid), f.call_seqs(guid),
-                                   clause="5.reprocess"))
+            if (
+                row.get("status") == "FAILED"
+                and row["attempts"] >= cap
+                and later.get("attempts", 0) > row["attempts"]
+                and not _resent_by_channel(f, guid, since, b.end.time)
+            ):
+                out.append(
+                    Verdict(
+                        "attempt-cap",
+                        guid,
+                        f"reprocess --max-attempts {cap} tried this GUID again "
+                        f"although it had already been tried {row['attempts']} time(s) "
+                        f"(attempts went to {later['attempts']})",
+                        f.events_for(guid),
+                        f.call_seqs(guid),
+                        clause="5.reprocess",
+                    )
+                )
     return out
 
 
 def _resent_by_channel(f: Facts, guid: str, t0: float, t1: float) -> bool:
     """Whether a channel call of the GUID was in flight at some moment from t0 to t1 (and so may have made an
     attempt)."""
-    return any(c.invoked_at <= t1 and (not c.completed or c.completed_at >= t0) for c in f.channel_for(guid))
+    return any(c.invoked_at <= t1 and (c.completed_at is None or c.completed_at >= t0) for c in f.channel_for(guid))

@@ -1,9 +1,10 @@
 """Checkers of the money: one account call and one debit per GUID, nothing lost, balances that add up."""
+
 from __future__ import annotations
 
-from relaychaos.checkers.verdict import Verdict
 from relaychaos.checkers.facts import TRANSFER_FIELDS, Facts
 from relaychaos.checkers.rulebook import rule
+from relaychaos.checkers.verdict import Verdict
 
 
 def _transfer(request: dict | None) -> dict:
@@ -15,7 +16,8 @@ class _Origins:
     """The GUIDs the channel sent, by their request less the GUID: where a call under an unknown GUID came from."""
 
     def __init__(self, sent: dict[str, dict]):
-        self.sent, self.index = sent, {}
+        self.sent = sent
+        self.index: dict[tuple, list[str]] | None = {}  # None: requests that cannot be keys
         try:
             for g, r in sent.items():
                 self.index.setdefault(self._key(r), []).append(g)
@@ -37,20 +39,41 @@ class _Origins:
         return [g for g, r in self.sent.items() if {**_transfer(r), "guid": None} == body]
 
 
-@rule("one-account-call", "at most one account call per GUID",
-      contract=("3.claim-new", "3.unknown", "3.e903", "1.sigkill", "1.two-serves", "5.reprocess-not-unknown",
-                "5.reprocess-races", "5.resolve-min-age", "5.purge-keeps"))
+@rule(
+    "one-account-call",
+    "at most one account call per GUID",
+    contract=(
+        "3.claim-new",
+        "3.unknown",
+        "3.e903",
+        "1.sigkill",
+        "1.two-serves",
+        "5.reprocess-not-unknown",
+        "5.reprocess-races",
+        "5.resolve-min-age",
+        "5.purge-keeps",
+    ),
+)
 def one_account_call(f: Facts) -> list[Verdict]:
     out = []
     for guid in sorted({c["guid"] for c in f.account_calls if c.get("guid")}):
         calls = f.calls_for(guid)
         if len(calls) > 1 and any(len(life) > 1 for life in f.lives(guid)):
             codes = ", ".join(str(c.get("code")) for c in calls)
-            purged = " (counted per life of its ledger row: a purge deleted it in between)" if f.purged.get(guid) else ""
-            out.append(Verdict("one-account-call", guid,
-                               f"the account system received {len(calls)} calls for this GUID (answers: {codes})"
-                               f"{purged}; a relay may send a GUID at most once", f.events_for(guid), f.call_seqs(guid),
-                               clause="3.claim-new"))
+            purged = (
+                " (counted per life of its ledger row: a purge deleted it in between)" if f.purged.get(guid) else ""
+            )
+            out.append(
+                Verdict(
+                    "one-account-call",
+                    guid,
+                    f"the account system received {len(calls)} calls for this GUID (answers: {codes})"
+                    f"{purged}; a relay may send a GUID at most once",
+                    f.events_for(guid),
+                    f.call_seqs(guid),
+                    clause="3.claim-new",
+                )
+            )
     return out
 
 
@@ -69,13 +92,24 @@ def one_debit(f: Facts) -> list[Verdict]:
     out = []
     for guid, summary in f.stats.get("guids", {}).items():
         if summary.get("debits", 0) > 1 and _debits_per_life(f, guid) > 1:
-            out.append(Verdict("one-debit", guid, f"this GUID was debited {summary['debits']} times",
-                               f.events_for(guid), f.call_seqs(guid), clause="3.claim-new"))
+            out.append(
+                Verdict(
+                    "one-debit",
+                    guid,
+                    f"this GUID was debited {summary['debits']} times",
+                    f.events_for(guid),
+                    f.call_seqs(guid),
+                    clause="3.claim-new",
+                )
+            )
     return out
 
 
-@rule("guid-preserved", "every account call carries a GUID the channel sent, with the channel's request",
-      contract=("3.failed-resend", "5.reprocess"))
+@rule(
+    "guid-preserved",
+    "every account call carries a GUID the channel sent, with the channel's request",
+    contract=("3.failed-resend", "5.reprocess"),
+)
 def guid_preserved(f: Facts) -> list[Verdict]:
     """Every account call carries a GUID the channel sent, with the channel's own request."""
     out = []
@@ -89,18 +123,36 @@ def guid_preserved(f: Facts) -> list[Verdict]:
             events = tuple(sorted({i for g in origin for i in f.events_for(g)}))
             seqs = tuple(sorted({call["seq"], *(s for g in origin for s in f.call_seqs(g))}))
             came_from = f" (the channel's request looks like {', '.join(origin)})" if origin else ""
-            out.append(Verdict("guid-preserved", guid,
-                               f"the account system received GUID {guid}, which the channel never sent{came_from}; "
-                               "a relay must resend with the same GUID", events, seqs, clause="5.reprocess"))
+            out.append(
+                Verdict(
+                    "guid-preserved",
+                    guid,
+                    f"the account system received GUID {guid}, which the channel never sent{came_from}; "
+                    "a relay must resend with the same GUID",
+                    events,
+                    seqs,
+                    clause="5.reprocess",
+                )
+            )
         elif _transfer(req) != _transfer(sent[guid]):
-            out.append(Verdict("guid-preserved", guid,
-                               f"the account system received {req} for this GUID, but the channel sent {sent[guid]}",
-                               f.events_for(guid), (call["seq"],), clause="5.reprocess"))
+            out.append(
+                Verdict(
+                    "guid-preserved",
+                    guid,
+                    f"the account system received {req} for this GUID, but the channel sent {sent[guid]}",
+                    f.events_for(guid),
+                    (call["seq"],),
+                    clause="5.reprocess",
+                )
+            )
     return out
 
 
-@rule("exactly-once", "what the channel was told definitely matches what the account system did",
-      contract=("3.definite", "3.done-replay"))
+@rule(
+    "exactly-once",
+    "what the channel was told definitely matches what the account system did",
+    contract=("3.definite", "3.done-replay"),
+)
 def exactly_once(f: Facts) -> list[Verdict]:
     """What the channel was told definitely matches what the account system did."""
     out = []
@@ -108,19 +160,38 @@ def exactly_once(f: Facts) -> list[Verdict]:
         debits = f.stats.get("guids", {}).get(guid, {}).get("debits", 0)
         told = {c.code for c in f.channel_for(guid) if c.code and c.request == f.channel_guids[guid]}
         if "0000" in told and debits == 0:
-            out.append(Verdict("exactly-once", guid, "the channel was told 0000 (applied) but the account system "
-                               "never debited this GUID: the transfer was lost", f.events_for(guid), f.call_seqs(guid),
-                               clause="3.definite"))
+            out.append(
+                Verdict(
+                    "exactly-once",
+                    guid,
+                    "the channel was told 0000 (applied) but the account system "
+                    "never debited this GUID: the transfer was lost",
+                    f.events_for(guid),
+                    f.call_seqs(guid),
+                    clause="3.definite",
+                )
+            )
         refused = told & {"B201", "B202", "B203", "E500"}
         if refused and debits > 0:
-            out.append(Verdict("exactly-once", guid, f"the channel was told {'/'.join(sorted(refused))} (nothing "
-                               f"applied) but the account system debited this GUID {debits} time(s)",
-                               f.events_for(guid), f.call_seqs(guid), clause="3.definite"))
+            out.append(
+                Verdict(
+                    "exactly-once",
+                    guid,
+                    f"the channel was told {'/'.join(sorted(refused))} (nothing "
+                    f"applied) but the account system debited this GUID {debits} time(s)",
+                    f.events_for(guid),
+                    f.call_seqs(guid),
+                    clause="3.definite",
+                )
+            )
     return out
 
 
-@rule("balances", "balances are conserved and equal what the applied GUIDs imply",
-      contract=("3.claim-new", "1.two-serves"))
+@rule(
+    "balances",
+    "balances are conserved and equal what the applied GUIDs imply",
+    contract=("3.claim-new", "1.two-serves"),
+)
 def balances(f: Facts) -> list[Verdict]:
     """Final balances equal the initial ones moved once by every applied channel GUID, and sum the same."""
     initial = dict(f.scenario.get("accounts", {}))
@@ -135,26 +206,59 @@ def balances(f: Facts) -> list[Verdict]:
             expected[req["to"]] = expected.get(req["to"], 0) + req["amount"] * times
     out = []
     if sum(actual.values()) != sum(initial.values()):
-        out.append(Verdict("balances", None, f"money was created or destroyed: balances sum to "
-                           f"{sum(actual.values())}, started at {sum(initial.values())}", (), (), clause="3.claim-new"))
+        out.append(
+            Verdict(
+                "balances",
+                None,
+                f"money was created or destroyed: balances sum to "
+                f"{sum(actual.values())}, started at {sum(initial.values())}",
+                (),
+                (),
+                clause="3.claim-new",
+            )
+        )
     if actual != expected:
-        off = {a: (expected.get(a), actual.get(a)) for a in sorted(set(actual) | set(expected))
-               if expected.get(a) != actual.get(a)}
-        extra = sorted((g for g, s in f.stats.get("guids", {}).items()
-                        if (s.get("debits", 0) > 1 and _debits_per_life(f, g) > 1)
-                        or (s.get("debits", 0) and g not in f.channel_guids)), key=f.guid_order)
+        off = {
+            a: (expected.get(a), actual.get(a))
+            for a in sorted(set(actual) | set(expected))
+            if expected.get(a) != actual.get(a)
+        }
+        extra = sorted(
+            (
+                g
+                for g, s in f.stats.get("guids", {}).items()
+                if (s.get("debits", 0) > 1 and _debits_per_life(f, g) > 1)
+                or (s.get("debits", 0) and g not in f.channel_guids)
+            ),
+            key=f.guid_order,
+        )
         extras = set(extra)
         seqs = tuple(c["seq"] for c in f.account_calls if c.get("guid") in extras and c.get("applied"))
-        out.append(Verdict("balances", extra[0] if len(extra) == 1 else None,
-                           "final balances differ from what the applied GUIDs imply (account: expected, actual): "
-                           + ", ".join(f"{a}: {e}, {x}" for a, (e, x) in off.items())
-                           + (f"; debited more than once or under a GUID the channel never sent: {', '.join(extra)}"
-                              if extra else ""), (), seqs, clause="3.claim-new"))
+        out.append(
+            Verdict(
+                "balances",
+                extra[0] if len(extra) == 1 else None,
+                "final balances differ from what the applied GUIDs imply (account: expected, actual): "
+                + ", ".join(f"{a}: {e}, {x}" for a, (e, x) in off.items())
+                + (
+                    f"; debited more than once or under a GUID the channel never sent: {', '.join(extra)}"
+                    if extra
+                    else ""
+                ),
+                (),
+                seqs,
+                clause="3.claim-new",
+            )
+        )
     return out
 
 
-@rule("one-debit-per-payment", "a payment the client meant once is debited once, whatever GUIDs it carried "
-      "(a rule for the client: a new GUID is a new transfer to the relay)", contract=("3.claim-new",))
+@rule(
+    "one-debit-per-payment",
+    "a payment the client meant once is debited once, whatever GUIDs it carried "
+    "(a rule for the client: a new GUID is a new transfer to the relay)",
+    contract=("3.claim-new",),
+)
 def one_debit_per_payment(f: Facts) -> list[Verdict]:
     """A payment the client meant to make once is debited at most once, whatever GUIDs it was sent under."""
     out = []
@@ -167,9 +271,16 @@ def one_debit_per_payment(f: Facts) -> list[Verdict]:
             events = tuple(sorted({i for g in sent for i in f.events_for(g)}))
             seqs = tuple(sorted(s for g in sent for s in f.call_seqs(g)))
             listed = ", ".join(sorted(sent, key=f.guid_order))
-            out.append(Verdict("one-debit-per-payment", debited[0],
-                               f"the client's one payment {intent!r} went out under {len(sent)} GUIDs "
-                               f"({listed}) and {len(debited)} of them were debited: the client "
-                               "minted a new GUID instead of resending the same one", events, seqs,
-                               clause="3.claim-new"))
+            out.append(
+                Verdict(
+                    "one-debit-per-payment",
+                    debited[0],
+                    f"the client's one payment {intent!r} went out under {len(sent)} GUIDs "
+                    f"({listed}) and {len(debited)} of them were debited: the client "
+                    "minted a new GUID instead of resending the same one",
+                    events,
+                    seqs,
+                    clause="3.claim-new",
+                )
+            )
     return out

@@ -8,16 +8,18 @@ registered, so a citation cannot point at nothing). Rules are listed in the
 order their modules register them: money first, then the ledger, the answers,
 the interface.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from relaychaos.contract import Clause, clause
 
 if TYPE_CHECKING:
-    from relaychaos.checkers.verdict import Verdict
     from relaychaos.checkers.facts import Facts
+    from relaychaos.checkers.verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -27,7 +29,7 @@ class Rule:
     id: str
     text: str
     contract: tuple[str, ...]
-    check: Callable[["Facts"], list["Verdict"]]
+    check: Callable[[Facts], list[Verdict]]
 
     @property
     def clauses(self) -> list[Clause]:
@@ -49,10 +51,12 @@ def rule(rule_id: str, text: str, *, contract: tuple[str, ...]):
     for c in contract:
         clause(c)
 
-    def register(check: Callable[["Facts"], list["Verdict"]]):
+    def register(check: Callable[[Facts], list[Verdict]]):
         if rule_id in RULES:
-            raise ValueError(f"rule {rule_id!r} is registered twice ({RULES[rule_id].check.__name__}, "
-                             f"{check.__name__})")
+            raise ValueError(
+                f"rule {rule_id!r} is registered twice ({RULES[rule_id].check.__name__}, {check.__name__})"
+            )
         RULES[rule_id] = Rule(rule_id, text, tuple(contract), check)
         return check
+
     return register

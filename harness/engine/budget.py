@@ -8,11 +8,13 @@ RELAYCHAOS_BUDGET; without any, `ci` when the CI variable is set, else `quick`. 
 Hypothesis profile is registered or loaded, so a project's own property tests keep
 their settings whatever relaychaos does. Every budget stops generating at the first
 failure (report_multiple_bugs=False: one bug is enough to stop a merge) and shrinks it
-within its time budget, which `--shrink-s` (relaychaos.machine_options) overrides.
+within its time budget, which `--shrink-s` (relaychaos.options) overrides.
 """
+
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
 
@@ -22,18 +24,21 @@ SEARCH = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrin
 BUDGETS: dict[str, dict] = {
     "quick": dict(max_examples=8, stateful_step_count=8, phases=SEARCH),  # local work
     "nightly": dict(max_examples=300, stateful_step_count=20, phases=SEARCH),  # a deeper search
-    "ci": dict(max_examples=12, stateful_step_count=8, derandomize=True, database=None, print_blob=True,
-               phases=SEARCH),
+    "ci": dict(max_examples=12, stateful_step_count=8, derandomize=True, database=None, print_blob=True, phases=SEARCH),
     # Grading: stories drawn from --relaychaos-seed and no example database. The grade counts the first
     # failing example as found, so a regrade is the same however far the shrinking got; the shrunk
     # story is what the student reads.
-    "grade": dict(max_examples=12, stateful_step_count=8, database=None,
-                  phases=(Phase.explicit, Phase.generate, Phase.shrink)),
+    "grade": dict(
+        max_examples=12, stateful_step_count=8, database=None, phases=(Phase.explicit, Phase.generate, Phase.shrink)
+    ),
 }
-COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck),  # every example is a real run
-              report_multiple_bugs=False)
+COMMON: dict[str, Any] = dict(
+    deadline=None,
+    suppress_health_check=list(HealthCheck),  # every example is a real run
+    report_multiple_bugs=False,
+)
 # Seconds of shrinking per failure, by budget. A CI run against a buggy relay ends within a minute on a
-# two-core machine (README, Performance): the named scenarios take about 20 s, an example up to a few.
+# two-core machine (docs/performance.md): the named scenarios take about 20 s, an example up to a few.
 SHRINK_S: dict[str, float] = {"quick": 10.0, "ci": 10.0, "grade": 10.0, "nightly": 60.0}
 
 

@@ -4,11 +4,13 @@ A step can send in the background, then kill the relay while the call is in
 flight, then collect the answer. Every call is recorded by the channel through
 the run's Recorder.
 """
+
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from typing import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from relaychaos.engine import steps as S
 from relaychaos.engine.loop_thread import LoopThread
@@ -45,14 +47,16 @@ class Client:
     def send(self, step: S.Send) -> None:
         """One send step: well-formed, raw, or a careless client's; waited for unless in the background."""
         ch = self.channel(step.slot, step.via_hub, step.timeout_s)
+        coro: Coroutine[Any, Any, object]
         if step.raw is not None:
             body = step.raw.replace(S.GUID_PLACEHOLDER, self.guid_of(step.guid))
             coro = ch.send_raw(body.encode(), guid=self.guid_of(step.guid))
         elif step.careless:
             coro = self._careless(ch, step)
         else:
-            coro = ch.send(self.request(step.guid, step.amount, step.src, step.dst), RetryPolicy(step.attempts),
-                           intent=step.guid)
+            coro = ch.send(
+                self.request(step.guid, step.amount, step.src, step.dst), RetryPolicy(step.attempts), intent=step.guid
+            )
         future = self.loop.submit(coro)
         if step.background:
             self.pending.append(future)
@@ -63,8 +67,9 @@ class Client:
         """A client that mints a new GUID for every retry: the client-side incident."""
         for attempt in range(1, step.attempts + 1):
             label = step.guid if attempt == 1 else f"{step.guid}-retry{attempt}"
-            outcome = await ch.send_once(self.request(label, step.amount, step.src, step.dst), attempt=attempt,
-                                         intent=step.guid)
+            outcome = await ch.send_once(
+                self.request(label, step.amount, step.src, step.dst), attempt=attempt, intent=step.guid
+            )
             if outcome.kind not in RetryPolicy().retry_on:
                 return
 
@@ -80,9 +85,11 @@ class Client:
 
             def ready() -> None:
                 waiting[0] -= 1
-                if waiting[0] == 0:
+                if waiting[0] == 0 and release is not None:  # only several relays wait for each other
                     release.set()
-            await asyncio.gather(*(ch.race(request, k, release, ready) for ch, k in zip(chans, per_slot)))
+
+            await asyncio.gather(*(ch.race(request, k, release, ready) for ch, k in zip(chans, per_slot, strict=False)))
+
         self.loop.run(go())
 
     def collect(self, timeout_s: float = TOLERANCES.collect_timeout_s) -> None:

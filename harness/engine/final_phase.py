@@ -4,6 +4,7 @@ Only then do the checkers judge: a correct relay has settled every GUID by now
 (contract §5), so a row still SENT or UNKNOWN is a verdict. The --min-age used is
 safe (§6): larger than ACCOUNT_TIMEOUT_MS plus the longest delay the run injected.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,7 +36,7 @@ def safe_min_age_s(scenario: S.Scenario) -> float:
     return round(scenario.account_timeout_ms / 1000 + max_injected_delay_s(scenario) + TOLERANCES.min_age_margin_s, 3)
 
 
-def converge(runner: "Runner") -> None:
+def converge(runner: Runner) -> None:
     """Heal, collect every call, and settle what is undecided with resolve, reprocess, resolve."""
     runner.recorder.converge(done=False)
     runner.do(S.Heal(), "final")
@@ -51,7 +52,7 @@ def converge(runner: "Runner") -> None:
     runner.recorder.converge(done=True)
 
 
-def _age_undecided(runner: "Runner", min_age_s: float) -> bool:
+def _age_undecided(runner: Runner, min_age_s: float) -> bool:
     """Wait until every undecided row is at least min_age_s old; whether there were any."""
     rows = runner.observer.rows_or_none() or {}
     ages = [r["updated_at"] for r in rows.values() if r.get("status") in UNDECIDED]

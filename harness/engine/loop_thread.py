@@ -3,12 +3,14 @@
 The runner keeps the channel here: a step can send in the background, then
 kill the relay while the call is in flight, then wait for the answer.
 """
+
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import threading
-from typing import Any, Coroutine
+from collections.abc import Coroutine
+from typing import Any
 
 
 class LoopThread:

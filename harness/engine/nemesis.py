@@ -4,9 +4,10 @@ Toxics on a proxy, a proxy down, account-system faults (processing delay, E500,
 GUIDs held until released), healing, and SIGKILL of a relay. Toxics always have
 toxicity 1.0, so the harness, not chance, decides what a run meets.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from relaychaos.engine import steps as S
 from relaychaos.recorder import Recorder
@@ -63,5 +64,7 @@ class Nemesis:
         if relay is None:
             return
         self.recorder.killing(step.slot, relay.child.pid)
-        pid, status = self.stack.kill_relay(step.slot)
+        killed = self.stack.kill_relay(step.slot)
+        assert killed is not None  # the slot was running: checked above
+        pid, status = killed
         self.recorder.killed(step.slot, pid, status)

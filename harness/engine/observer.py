@@ -3,6 +3,7 @@
 It never writes the ledger (contract §6); it reads only this run's rows (their
 GUIDs carry the run's tag), so runs sharing a ledger do not see each other.
 """
+
 from __future__ import annotations
 
 import sqlite3

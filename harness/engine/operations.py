@@ -4,6 +4,7 @@ A relay that will not start raises RelayError (the runner records the failed
 step and stops); a batch command that fails or hangs is recorded and judged
 later by the checkers, never raised.
 """
+
 from __future__ import annotations
 
 from relaychaos.engine import steps as S

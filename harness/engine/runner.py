@@ -10,13 +10,15 @@ loads. After every step the ledger is snapshotted (read-only); then comes the
 final phase (final_phase.py); then the final observations. Checks run
 afterwards, on the history alone.
 """
+
 from __future__ import annotations
 
+import hashlib
 import re
 import time
-import hashlib
 import uuid
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from relaychaos import contract
 from relaychaos.engine import final_phase
@@ -33,8 +35,8 @@ from relaychaos.tolerances import CURRENT as TOLERANCES
 
 LABEL = re.compile(r"[A-Za-z0-9_-]{1,40}")
 
-# step class -> what does it, given the runner
-DISPATCH: dict[type, Callable[["Runner", object], None]] = {
+# step class -> what does it, given the runner and a step of that class
+DISPATCH: dict[type, Callable[[Runner, Any], None]] = {
     S.Send: lambda r, s: r.client.send(s),
     S.Race: lambda r, s: r.client.race(s),
     S.AwaitSends: lambda r, s: r.client.collect(),
@@ -55,8 +57,10 @@ DISPATCH: dict[type, Callable[["Runner", object], None]] = {
     S.Wait: lambda r, s: time.sleep(s.seconds),
 }
 if set(DISPATCH) != set(S.STEP_KINDS.values()):
-    raise ImportError(f"the runner's dispatch table and the step catalogue disagree: "
-                      f"{sorted(c.__name__ for c in set(DISPATCH) ^ set(S.STEP_KINDS.values()))}")
+    raise ImportError(
+        f"the runner's dispatch table and the step catalogue disagree: "
+        f"{sorted(c.__name__ for c in set(DISPATCH) ^ set(S.STEP_KINDS.values()))}"
+    )
 
 
 class Runner:
@@ -68,22 +72,28 @@ class Runner:
         self.tag = tag or uuid.uuid4().hex[:8]
         self.guids: dict[str, str] = {}
         self.executed: list = []  # every step run, in order (the final phase's included)
-        self.client = Client(stack, self.recorder, scenario.account_timeout_ms, self.guid)
-        self.nemesis = Nemesis(stack, self.recorder, self.guid)
-        self.operator = Operator(stack, self.recorder, scenario.batch_timeout_s)
-        self.observer = Observer(stack, self.recorder, self.tag)
+        self.client: Client = Client(stack, self.recorder, scenario.account_timeout_ms, self.guid)
+        self.nemesis: Nemesis = Nemesis(stack, self.recorder, self.guid)
+        self.operator: Operator = Operator(stack, self.recorder, scenario.batch_timeout_s)
+        self.observer: Observer = Observer(stack, self.recorder, self.tag)
 
     @property
     def history(self) -> History:
-        return self.recorder.history
+        """The history, held in memory (a run that streams it to disk reads it from its file: iter_events)."""
+        history = self.recorder.history
+        if not isinstance(history, History):
+            raise TypeError("this run streams its history to disk: read it back with relaychaos.history.iter_events")
+        return history
 
     def guid(self, label: str) -> str:
         """The run's GUID for a scenario label: opaque (a digest of the label and the run's tag), so that nothing a
         relay receives names the scenario, and ending in the tag, so that runs sharing a ledger tell their rows
         apart. The history records which label each GUID stands for; reports show both."""
         if not LABEL.fullmatch(label):
-            raise HarnessError(f"GUID label {label!r} in scenario '{self.scenario.name}' is not 1-40 characters "
-                               "of A-Z a-z 0-9 - _", fix="rename it")
+            raise HarnessError(
+                f"GUID label {label!r} in scenario '{self.scenario.name}' is not 1-40 characters of A-Z a-z 0-9 - _",
+                fix="rename it",
+            )
         if label not in self.guids:
             digest = hashlib.sha256(f"{label}/{self.tag}".encode()).hexdigest()[:12]
             self.guids[label] = f"{digest}-{self.tag}"
@@ -107,13 +117,22 @@ class Runner:
         for step in sc.steps:
             for label in S.guids_of(step):
                 self.guid(label)
-        self.recorder.scenario(name=sc.name, family=sc.family, description=sc.description, accounts=sc.accounts,
-                               account_timeout_ms=sc.account_timeout_ms, max_attempts=sc.max_attempts,
-                               safe_min_age_s=final_phase.safe_min_age_s(sc), guids=dict(self.guids),
-                               steps=[S.describe(s) for s in sc.steps], relay=self.stack.manifest.name, tag=self.tag,
-                               contract=contract.VERSION, tolerances=TOLERANCES.as_dict(),
-                               **({"incident": {k: sc.incident.get(k) for k in ("guids", "broke", "rules")}}
-                                  if sc.incident else {}))
+        self.recorder.scenario(
+            name=sc.name,
+            family=sc.family,
+            description=sc.description,
+            accounts=sc.accounts,
+            account_timeout_ms=sc.account_timeout_ms,
+            max_attempts=sc.max_attempts,
+            safe_min_age_s=final_phase.safe_min_age_s(sc),
+            guids=dict(self.guids),
+            steps=[S.describe(s) for s in sc.steps],
+            relay=self.stack.manifest.name,
+            tag=self.tag,
+            contract=contract.VERSION,
+            tolerances=TOLERANCES.as_dict(),
+            **({"incident": {k: sc.incident.get(k) for k in ("guids", "broke", "rules")}} if sc.incident else {}),
+        )
         self.stack.supervisor.lock_delay_ms = sc.ledger_lock_delay_ms
         return all(self.do(S.Start(slot), "start") for slot in sc.relays if slot not in self.stack.supervisor.relays)
 
@@ -153,7 +172,8 @@ class Runner:
         return self.observer.rows()
 
 
-def run_scenario(stack: Stack, scenario: S.Scenario, tag: str | None = None,
-                 recorder: Recorder | None = None) -> History:
+def run_scenario(
+    stack: Stack, scenario: S.Scenario, tag: str | None = None, recorder: Recorder | None = None
+) -> History:
     """Run scenario on stack (its relays not yet started) and return the full history."""
     return Runner(stack, scenario, recorder, tag).run()

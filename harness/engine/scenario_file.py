@@ -17,15 +17,16 @@ GUIDs are labels; every label a step waits for or releases must have been
 introduced by an earlier send, race or server_fault. A problem raises
 ScenarioFileError naming the file, the line and the fix.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import itertools
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 import yaml
 
@@ -34,9 +35,19 @@ from relaychaos.engine import steps as S
 from relaychaos.errors import HarnessError
 from relaychaos.stack.toxiproxy_control import TOXIC_TYPES
 
-TOP_KEYS = {"name": str, "description": str, "account_timeout_ms": int, "max_attempts": int, "accounts": dict,
-            "relays": list, "batch_timeout_s": float, "ledger_lock_delay_ms": int, "expect": dict, "incident": dict,
-            "steps": list}
+TOP_KEYS = {
+    "name": str,
+    "description": str,
+    "account_timeout_ms": int,
+    "max_attempts": int,
+    "accounts": dict,
+    "relays": list,
+    "batch_timeout_s": float,
+    "ledger_lock_delay_ms": int,
+    "expect": dict,
+    "incident": dict,
+    "steps": list,
+}
 LIMIT_S = 60.0
 
 
@@ -70,8 +81,11 @@ def _plain(node):
 
 def _type_ok(value, annotation) -> bool:
     hint = eval(annotation, vars(S)) if isinstance(annotation, str) else annotation  # noqa: S307 - our own hints
-    options = typing.get_args(hint) if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union \
+    options = (
+        typing.get_args(hint)
+        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
         else (hint,)
+    )
     for opt in options:
         origin = typing.get_origin(opt) or opt
         if opt is type(None) and value is None:
@@ -98,8 +112,12 @@ def _step(path: Path, node) -> S.Step:
         key, args_node = node.value[0]
         kind = key.value
     else:
-        raise _fail(path, node, "a step must be a step name or a mapping of one step name to its fields",
-                    fix="write `- heal` or `- send: {guid: g1, amount: 10}`")
+        raise _fail(
+            path,
+            node,
+            "a step must be a step name or a mapping of one step name to its fields",
+            fix="write `- heal` or `- send: {guid: g1, amount: 10}`",
+        )
     cls = S.STEP_KINDS.get(kind)
     if cls is None:
         raise _fail(path, node, f"unknown step {kind!r}", fix=f"use one of: {', '.join(S.STEP_KINDS)}")
@@ -109,37 +127,53 @@ def _step(path: Path, node) -> S.Step:
     known = {f.name: f for f in dataclasses.fields(cls)}
     for name, value in args.items():
         if name not in known:
-            raise _fail(path, node, f"step {kind!r} has no field {name!r}",
-                        fix=f"its fields are: {', '.join(known) or 'none'}")
+            raise _fail(
+                path, node, f"step {kind!r} has no field {name!r}", fix=f"its fields are: {', '.join(known) or 'none'}"
+            )
         if not _type_ok(value, known[name].type):
-            raise _fail(path, node, f"field {name!r} of step {kind!r} is {value!r}, not a {_type_name(known[name].type)}",
-                        fix=f"give {name} as a {_type_name(known[name].type)}")
-    missing = [n for n, f in known.items() if n not in args and f.default is dataclasses.MISSING
-               and f.default_factory is dataclasses.MISSING]
+            raise _fail(
+                path,
+                node,
+                f"field {name!r} of step {kind!r} is {value!r}, not a {_type_name(known[name].type)}",
+                fix=f"give {name} as a {_type_name(known[name].type)}",
+            )
+    missing = [
+        n
+        for n, f in known.items()
+        if n not in args and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
     if missing:
         raise _fail(path, node, f"step {kind!r} lacks {', '.join(missing)}", fix=f"add {', '.join(missing)}")
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in args.items()}
     return cls(**values)
 
 
-def _check_story(path: Path, nodes, steps: list, relays: tuple[str, ...]) -> None:
+def _check_story(path: Path, nodes, steps: Iterable, relays: tuple[str, ...]) -> None:
     """GUID references, toxic names, slots and timings that cannot work, before anything starts."""
     known: set[str] = set()
     toxics: set[tuple[str, str]] = set()
     running = set(relays)
-    for node, step in zip(nodes, steps):
-        def bad(what: str, fix: str):
+    for node, step in zip(nodes, steps, strict=False):
+
+        def bad(what: str, fix: str, node=node):
             return _fail(path, node, what, fix)
+
         if isinstance(step, (S.Send, S.Race)):
             known.add(step.guid)
         if isinstance(step, S.ServerFault):
             known |= set(step.hold_guids) | set(step.e500_guids)
         for label in S.guids_of(step):
             if label not in known:
-                raise bad(f"GUID {label!r} is referenced before any send, race or server_fault introduces it",
-                          "introduce it first (send it, or hold it with server_fault) or fix the label")
+                raise bad(
+                    f"GUID {label!r} is referenced before any send, race or server_fault introduces it",
+                    "introduce it first (send it, or hold it with server_fault) or fix the label",
+                )
         proxy = getattr(step, "proxy", None)
-        if proxy is not None and proxy != "account" and not (proxy.startswith("hub-") and proxy[4:] in running | set(relays)):
+        if (
+            proxy is not None
+            and proxy != "account"
+            and not (proxy.startswith("hub-") and proxy[4:] in running | set(relays))
+        ):
             raise bad(f"no proxy {proxy!r}", f"use {S.PROXIES_HELP}, for a slot that has been started")
         if isinstance(step, S.AddToxic):
             if step.kind not in TOXIC_TYPES:
@@ -147,19 +181,23 @@ def _check_story(path: Path, nodes, steps: list, relays: tuple[str, ...]) -> Non
             if step.stream not in ("upstream", "downstream"):
                 raise bad(f"unknown stream {step.stream!r}", "use upstream or downstream")
             if any(not isinstance(v, (int, float)) or v < 0 for v in step.attributes.values()):
-                raise bad(f"toxic attributes must be numbers of at least 0, got {step.attributes}",
-                          "give milliseconds or bytes as plain numbers")
+                raise bad(
+                    f"toxic attributes must be numbers of at least 0, got {step.attributes}",
+                    "give milliseconds or bytes as plain numbers",
+                )
             toxics.add((step.proxy, step.name or f"{step.kind}_{step.stream}"))
         if isinstance(step, S.RemoveToxic) and (step.proxy, step.name) not in toxics:
-            raise bad(f"no toxic named {step.name!r} was added to {step.proxy!r} before this step",
-                      "name the toxic in add_toxic (name: ...) and remove it by that name")
+            raise bad(
+                f"no toxic named {step.name!r} was added to {step.proxy!r} before this step",
+                "name the toxic in add_toxic (name: ...) and remove it by that name",
+            )
         if isinstance(step, S.Heal):
             toxics.clear()
         if isinstance(step, S.Start):
             running.add(step.slot)
         if isinstance(step, S.Kill):
             running.discard(step.slot)
-        for slot in ([step.slot] if isinstance(step, S.Send) else list(getattr(step, "slots", ()))):
+        for slot in [step.slot] if isinstance(step, S.Send) else list(getattr(step, "slots", ())):
             if slot not in running:
                 raise bad(f"relay slot {slot!r} is not running at this step", "start it first (- start: {slot: ...})")
         for name in ("seconds", "timeout_s", "min_age_s", "retention_s"):
@@ -184,16 +222,24 @@ def load(path: str | Path) -> ScenarioFile:
     try:
         root = yaml.compose(path.read_text())
     except OSError as e:
-        raise ScenarioFileError(f"cannot read scenario file: {e.strerror}", where=str(path),
-                                fix="check the path") from None
+        raise ScenarioFileError(
+            f"cannot read scenario file: {e.strerror}", where=str(path), fix="check the path"
+        ) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}, line {mark.line + 1}" if mark else str(path)
-        raise ScenarioFileError(f"not valid YAML: {getattr(e, 'problem', e)}", where=where,
-                                fix="correct the YAML syntax (indentation, colons, brackets)") from None
+        raise ScenarioFileError(
+            f"not valid YAML: {getattr(e, 'problem', e)}",
+            where=where,
+            fix="correct the YAML syntax (indentation, colons, brackets)",
+        ) from None
     if not isinstance(root, yaml.MappingNode):
-        raise _fail(path, root, "a scenario file must be a mapping with name and steps",
-                    fix="start with `name: ...` and `steps:`")
+        raise _fail(
+            path,
+            root,
+            "a scenario file must be a mapping with name and steps",
+            fix="start with `name: ...` and `steps:`",
+        )
     top = {k.value: v for k, v in root.value}
     for key, node in top.items():
         if key not in TOP_KEYS:
@@ -205,18 +251,26 @@ def load(path: str | Path) -> ScenarioFile:
     for key, value in plain.items():
         want = TOP_KEYS[key]
         if not (isinstance(value, want) or (want is float and isinstance(value, int))) or isinstance(value, bool):
-            raise _fail(path, top[key], f"{key!r} is {value!r}, not a {want.__name__}", fix=f"give {key} as a {want.__name__}")
+            raise _fail(
+                path, top[key], f"{key!r} is {value!r}, not a {want.__name__}", fix=f"give {key} as a {want.__name__}"
+            )
     if not isinstance(top["steps"], yaml.SequenceNode) or not top["steps"].value:
-        raise _fail(path, top["steps"], "steps must be a non-empty list", fix="list the steps under `steps:`, one `- ` each")
+        raise _fail(
+            path, top["steps"], "steps must be a non-empty list", fix="list the steps under `steps:`, one `- ` each"
+        )
     nodes = top["steps"].value
     steps = [_step(path, n) for n in nodes]
     relays = tuple(plain.get("relays", ["a"]))
     _check_story(path, nodes, steps, relays)
     expect = plain.pop("expect", {}) or {}
     if set(expect) - {"holds_on", "breaks"}:
-        raise _fail(path, top["expect"], f"unknown key in expect: {sorted(set(expect) - {'holds_on', 'breaks'})}",
-                    fix="expect takes holds_on (a list of relays) and breaks (relay: [rules])")
-    fields_ = {k: tuple(v) if k == "relays" else v for k, v in plain.items()}
+        raise _fail(
+            path,
+            top["expect"],
+            f"unknown key in expect: {sorted(set(expect) - {'holds_on', 'breaks'})}",
+            fix="expect takes holds_on (a list of relays) and breaks (relay: [rules])",
+        )
+    fields_: dict[str, typing.Any] = {k: tuple(v) if k == "relays" else v for k, v in plain.items()}
     scenario = S.Scenario(steps=tuple(steps), family="regression", **fields_)
     return ScenarioFile(scenario, path, tuple(expect.get("holds_on", ())), dict(expect.get("breaks", {})))
 
@@ -227,16 +281,27 @@ def dump(scenario: S.Scenario, expect: dict | None = None, comment: str = "") ->
     for step in scenario.steps:
         args = {k: list(v) if isinstance(v, tuple) else v for k, v in S.changed_fields(step).items()}
         steps.append({S.kind(step): args} if args else S.kind(step))
-    data = {"name": scenario.name, "description": scenario.description,
-            "account_timeout_ms": scenario.account_timeout_ms, "max_attempts": scenario.max_attempts,
-            "accounts": dict(scenario.accounts), "relays": list(scenario.relays)}
+    data = {
+        "name": scenario.name,
+        "description": scenario.description,
+        "account_timeout_ms": scenario.account_timeout_ms,
+        "max_attempts": scenario.max_attempts,
+        "accounts": dict(scenario.accounts),
+        "relays": list(scenario.relays),
+    }
     if scenario.ledger_lock_delay_ms:
         data["ledger_lock_delay_ms"] = scenario.ledger_lock_delay_ms
     if expect:
         data["expect"] = expect
     head = "".join(f"# {line}\n" for line in comment.splitlines())
     body = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)
-    step_lines = "".join(f"  - {s}\n" if isinstance(s, str) else "".join(
-        f"  - {k}: {yaml.safe_dump(v, default_flow_style=True, sort_keys=False, width=200).strip()}\n"
-        for k, v in s.items()) for s in steps)
+    step_lines = "".join(
+        f"  - {s}\n"
+        if isinstance(s, str)
+        else "".join(
+            f"  - {k}: {yaml.safe_dump(v, default_flow_style=True, sort_keys=False, width=200).strip()}\n"
+            for k, v in s.items()
+        )
+        for s in steps
+    )
     return f"{head}{body}steps:\n{step_lines}"

@@ -27,16 +27,19 @@ raises FlakyFailure only when its final replay passes or rejects (hypothesis/cor
 and it never does here. `rejected` counts the candidates the budget cut: none means shrinking ended
 on its own.
 """
+
 from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import reject
 
 Trace = tuple  # ((rule name, ((argument, value), ...)), ...): a story as Hypothesis drew it
+# The methods take a trace as a Sequence (the machine builds its own in a list) and key by tuple(trace).
 
 
 @dataclass
@@ -61,22 +64,21 @@ class ShrinkBudget:
 
     def spent(self) -> bool:
         """Whether shrinking has had its time: a failure was found at least `limit_s` seconds ago."""
-        return self.limit_s is not None and self.started is not None and \
-            time.monotonic() - self.started >= self.limit_s
+        return self.limit_s is not None and self.started is not None and time.monotonic() - self.started >= self.limit_s
 
     @property
     def cut(self) -> bool:
         """Whether the budget ended shrinking before Hypothesis had tried every candidate it wanted."""
         return self.rejected > 0
 
-    def remember(self, trace: Trace, error: BaseException, at_end: bool, story: Any = None) -> None:
+    def remember(self, trace: Sequence[Any], error: BaseException, at_end: bool, story: Any = None) -> None:
         """Record a story that failed while running (the first one starts the clock)."""
         if self.started is None:
             self.started = time.monotonic()
         trace = tuple(trace)
         self.failures.setdefault(trace, Remembered(error, at_end, story))
 
-    def failing_here(self, trace: Trace) -> Remembered | None:
+    def failing_here(self, trace: Sequence[Any]) -> Remembered | None:
         """The failure remembered for a story that reaches this step, if any: a candidate whose trace gets
         here fails as that story did, past the budget or not (so Hypothesis sees one outcome per story)."""
         known = self.failures.get(tuple(trace))
@@ -85,7 +87,7 @@ class ShrinkBudget:
             return known
         return None
 
-    def failing_at_end(self, trace: Trace) -> Remembered | None:
+    def failing_at_end(self, trace: Sequence[Any]) -> Remembered | None:
         """The failure remembered for this whole story, if any."""
         known = self.failures.get(tuple(trace))
         if known is not None and known.at_end:
@@ -93,15 +95,15 @@ class ShrinkBudget:
             return known
         return None
 
-    def seen_passing(self, trace: Trace) -> bool:
+    def seen_passing(self, trace: Sequence[Any]) -> bool:
         """Whether a story with this trace once passed the per-step check here (the machine then leaves a
         violation here to the check at the story's end, so that this story goes on as it went before)."""
         return tuple(trace) in self.passed
 
-    def note_passed(self, trace: Trace) -> None:
+    def note_passed(self, trace: Sequence[Any]) -> None:
         self.passed.add(tuple(trace))
 
-    def reject_unless_remembered(self, trace: Trace) -> None:
+    def reject_unless_remembered(self, trace: Sequence[Any]) -> None:
         """Past the budget, at a candidate's end: reject it unless its whole trace is a remembered failing story."""
         if tuple(trace) not in self.failures:
             self._reject()

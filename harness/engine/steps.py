@@ -5,6 +5,7 @@ Hypothesis, or loaded from a scenario file). GUIDs in steps are *labels* ("g1");
 the runner maps each label to a GUID unique to the run. `STEP_KINDS` maps the
 name used in scenario files to the class.
 """
+
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
@@ -163,14 +164,45 @@ class Heal:
     """Remove every toxic, enable every proxy, clear the account system's faults (releasing held GUIDs)."""
 
 
-Step = (Send | Race | AddToxic | RemoveToxic | DisableProxy | EnableProxy | ServerFault | Release | WaitCalls
-        | WaitRow | Kill | Start | Resolve | Reprocess | Purge | Wait | AwaitSends | Heal)
+Step = (
+    Send
+    | Race
+    | AddToxic
+    | RemoveToxic
+    | DisableProxy
+    | EnableProxy
+    | ServerFault
+    | Release
+    | WaitCalls
+    | WaitRow
+    | Kill
+    | Start
+    | Resolve
+    | Reprocess
+    | Purge
+    | Wait
+    | AwaitSends
+    | Heal
+)
 
 STEP_KINDS: dict[str, type] = {
-    "send": Send, "race": Race, "add_toxic": AddToxic, "remove_toxic": RemoveToxic,
-    "disable_proxy": DisableProxy, "enable_proxy": EnableProxy, "server_fault": ServerFault,
-    "release": Release, "wait_calls": WaitCalls, "wait_row": WaitRow, "kill": Kill, "start": Start,
-    "resolve": Resolve, "reprocess": Reprocess, "purge": Purge, "wait": Wait, "await_sends": AwaitSends,
+    "send": Send,
+    "race": Race,
+    "add_toxic": AddToxic,
+    "remove_toxic": RemoveToxic,
+    "disable_proxy": DisableProxy,
+    "enable_proxy": EnableProxy,
+    "server_fault": ServerFault,
+    "release": Release,
+    "wait_calls": WaitCalls,
+    "wait_row": WaitRow,
+    "kill": Kill,
+    "start": Start,
+    "resolve": Resolve,
+    "reprocess": Reprocess,
+    "purge": Purge,
+    "wait": Wait,
+    "await_sends": AwaitSends,
     "heal": Heal,
 }
 KIND_OF = {cls: kind for kind, cls in STEP_KINDS.items()}
@@ -188,8 +220,14 @@ def changed_fields(step) -> dict:
     defaults = _DEFAULTS.get(type(step))
     if defaults is None:
         defaults = _DEFAULTS[type(step)] = tuple(
-            (f.name, f.default if f.default is not MISSING else (
-                f.default_factory() if f.default_factory is not MISSING else MISSING)) for f in fields(step))
+            (
+                f.name,
+                f.default
+                if f.default is not MISSING
+                else (f.default_factory() if f.default_factory is not MISSING else MISSING),
+            )
+            for f in fields(step)
+        )
     return {name: value for name, default in defaults if (value := getattr(step, name)) != default}
 
 
@@ -200,7 +238,7 @@ def describe(step) -> str:
 
 def guids_of(step) -> list[str]:
     """The GUID labels a step names."""
-    out = [getattr(step, "guid")] if hasattr(step, "guid") else []
+    out = [step.guid] if hasattr(step, "guid") else []
     for attr in ("e500_guids", "hold_guids", "guids"):
         out += list(getattr(step, attr, None) or ())
     return out

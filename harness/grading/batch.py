@@ -10,6 +10,7 @@ A submission that cannot start, crashes or hangs is a graded outcome; the batch 
 on. On Ctrl-C the submission being graded is stopped (nothing left running) and the
 gradebook holds every submission graded so far: valid, and partial.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,8 +46,11 @@ def grade_all(subs: list[Submission], out: Path, opts: Options, progress: Progre
     try:
         for i, sub in enumerate(subs, 1):
             folder = out / "submissions" / sub.slug
-            record = grade(sub, folder, opts, lambda state, i=i, sub=sub: progress.update(i, sub.name, n_expected,
-                                                                                          state))
+
+            def report(state: dict, i: int = i, sub: Submission = sub) -> None:
+                progress.update(i, sub.name, n_expected, state)
+
+            record = grade(sub, folder, opts, report)
             write_outputs(record, folder)
             records.append(record)
             progress.finish(i, record)

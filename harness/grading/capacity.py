@@ -11,6 +11,7 @@ below are Gradescope's smallest container, the one grades are meant to hold in; 
 measured there with scripts/gradescope_emulation.py is in docs/grading.md ("Gradescope's
 smallest container").
 """
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,12 @@ def _own(controller: str) -> Path | None:
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         _, names, path = line.split(":", 2)
         if controller in names.split(",") or (controller == "" and names == ""):
-            for root in (Path("/sys/fs/cgroup") / controller, Path("/sys/fs/cgroup/cpu,cpuacct"),
-                         Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup")):
+            for root in (
+                Path("/sys/fs/cgroup") / controller,
+                Path("/sys/fs/cgroup/cpu,cpuacct"),
+                Path("/sys/fs/cgroup/unified"),
+                Path("/sys/fs/cgroup"),
+            ):
                 if root.is_dir() and (root / path.lstrip("/")).is_dir():
                     return root / path.lstrip("/")
     return None
@@ -96,7 +101,9 @@ def workers(arg: str | int, cap: Capacity | None = None) -> int:
         except ValueError:
             from relaychaos.errors import HarnessError
 
-            raise HarnessError(f"--workers {arg!r} is neither a number nor auto", fix="--workers auto, or e.g. 2")
+            raise HarnessError(
+                f"--workers {arg!r} is neither a number nor auto", fix="--workers auto, or e.g. 2"
+            ) from None
     cpus = (cap or measure()).cpus
     return 3 if cpus >= 2 else 2 if cpus >= 1 else 1
 
@@ -116,8 +123,10 @@ def budget_s(arg: str | float, cap: Capacity | None = None) -> float:
         if value <= 0:
             from relaychaos.errors import HarnessError
 
-            raise HarnessError(f"--budget-s {arg!r} is neither a positive number of seconds nor auto",
-                               fix="--budget-s auto, or e.g. 300")
+            raise HarnessError(
+                f"--budget-s {arg!r} is neither a positive number of seconds nor auto",
+                fix="--budget-s auto, or e.g. 300",
+            )
         return value
     cpus = (cap or measure()).cpus
     return round(BUDGET_S * max(1.0, 2.0 / max(cpus, 0.01)), 1)
@@ -127,11 +136,16 @@ def warnings(cap: Capacity) -> list[str]:
     """What is short of the smallest size a grade was shown to hold in, said before anything runs."""
     out = []
     if cap.cpus < MIN_CPUS:
-        out.append(f"this grade has {cap.cpus:g} CPU (its cgroup's quota); grades are meant for "
-                   f"{MIN_CPUS:g} CPU or more (Gradescope's smallest container): below it, timing rules may fail correct relays. Give it at least {MIN_CPUS:g} "
-                   "CPU (docs/grading.md)")
+        out.append(
+            f"this grade has {cap.cpus:g} CPU (its cgroup's quota); grades are meant for "
+            f"{MIN_CPUS:g} CPU or more (Gradescope's smallest container): below it, timing rules may fail correct "
+            f"relays. Give it at least {MIN_CPUS:g} "
+            "CPU (docs/grading.md)"
+        )
     if cap.memory_mib is not None and cap.memory_mib < MIN_MEMORY_MIB:
-        out.append(f"this grade has {cap.memory_mib:.0f} MiB of memory (its cgroup's limit); grades are meant for "
-                   f"{MIN_MEMORY_MIB} MiB or more: below it, the kernel may kill a relay or the harness. Give "
-                   f"it at least {MIN_MEMORY_MIB} MiB (docs/grading.md)")
+        out.append(
+            f"this grade has {cap.memory_mib:.0f} MiB of memory (its cgroup's limit); grades are meant for "
+            f"{MIN_MEMORY_MIB} MiB or more: below it, the kernel may kill a relay or the harness. Give "
+            f"it at least {MIN_MEMORY_MIB} MiB (docs/grading.md)"
+        )
     return out

@@ -10,6 +10,7 @@ not be (no relay.toml, a relay that would not start: each still has its record a
 2 when the batch could not run (a bad rubric or shard, no submissions), 130 after Ctrl-C
 (the gradebook then holds what was graded).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,30 +24,46 @@ from relaychaos.errors import HarnessError
 
 
 def add_parsers(sub) -> None:
-    g = sub.add_parser("grade", help="grade a class of relays: a score per rule, Gradescope and PrairieLearn "
-                                     "results, a gradebook")
+    g = sub.add_parser(
+        "grade", help="grade a class of relays: a score per rule, Gradescope and PrairieLearn results, a gradebook"
+    )
     g.add_argument("submissions", nargs="*", help="submission folders (each holding relay.toml), manifests, globs")
     g.add_argument("--out", help="the gradebook folder (default: runs/grade-YYYYmmdd-HHMMSS)")
     g.add_argument("--rubric", help="a rubric.toml (default: the shipped one, relaychaos/grading/rubric.toml)")
     g.add_argument("--seed", type=int, default=0, help="the stateful machine's seed: the same seed, the same grade")
     g.add_argument("--shard", help="grade only shard i of N (0-based), e.g. 0/4; merge with `gradebook merge`")
-    g.add_argument("--budget-s", default="auto", help="wall seconds per submission, or auto (the default: 120 on two "
-                                                     "CPUs or more, 120 x 2/CPUs on less); a submission cut at its "
-                                                     "budget is not graded, never scored")
-    g.add_argument("--workers", default="auto", help="pytest-xdist workers for the named scenarios, or auto (the "
-                                                   "default: 3 on two cores or more, fewer on less CPU; see "
-                                                   "docs/grading.md)")
-    from relaychaos import machine_options
+    g.add_argument(
+        "--budget-s",
+        default="auto",
+        help="wall seconds per submission, or auto (the default: 120 on two "
+        "CPUs or more, 120 x 2/CPUs on less); a submission cut at its "
+        "budget is not graded, never scored",
+    )
+    g.add_argument(
+        "--workers",
+        default="auto",
+        help="pytest-xdist workers for the named scenarios, or auto (the "
+        "default: 3 on two cores or more, fewer on less CPU; see "
+        "docs/grading.md)",
+    )
+    from relaychaos import options
 
-    machine_options.add_to_argparse(g)  # --hunt (the machine counts even when a named scenario failed), --shrink-s
+    options.add_to_argparse(g)  # --sandbox, --sandbox-limit, --hunt (the machine counts even so), --shrink-s
     g.add_argument("--scenarios", help="only these scenarios (comma-separated names; `stateful` is the machine)")
-    g.add_argument("--sandbox", choices=("auto", "strict", "off"), default="auto")
-    g.add_argument("--sandbox-limit", default=None, help="change sandbox limits, e.g. memory_mib=2048 (see "
-                                                        "docs/sandbox.md)")
-    g.add_argument("--gradescope", nargs="?", const="/autograder", metavar="ROOT",
-                   help="grade ROOT/submission into ROOT/results/results.json (Gradescope's autograder)")
-    g.add_argument("--prairielearn", nargs="?", const="/grade", metavar="ROOT",
-                   help="grade ROOT/student into ROOT/results/results.json (PrairieLearn's external grader)")
+    g.add_argument(
+        "--gradescope",
+        nargs="?",
+        const="/autograder",
+        metavar="ROOT",
+        help="grade ROOT/submission into ROOT/results/results.json (Gradescope's autograder)",
+    )
+    g.add_argument(
+        "--prairielearn",
+        nargs="?",
+        const="/grade",
+        metavar="ROOT",
+        help="grade ROOT/student into ROOT/results/results.json (PrairieLearn's external grader)",
+    )
     g.set_defaults(func=cmd_grade)
     book = sub.add_parser("gradebook", help="gradebook tools")
     books = book.add_subparsers(dest="gradebook_command", required=True)
@@ -57,25 +74,30 @@ def add_parsers(sub) -> None:
 
 
 def _options(args: argparse.Namespace):
-    from relaychaos import machine_options
     from relaychaos.grading import rubric
     from relaychaos.grading.run_one import Options
     from relaychaos.sandbox.levels import probe
 
-    probe(args.sandbox, args.sandbox_limit)  # strict refused here, before anything starts
+    # the options are resolved (flag, environment, default) by relaychaos.cli.main: relaychaos.options.resolve_all
+    sandbox, sandbox_limit, shrink_s, hunt = args.sandbox, args.sandbox_limit, args.shrink_s, bool(args.hunt)
+    probe(sandbox, sandbox_limit)  # strict refused here, before anything starts
     only = tuple(s.strip() for s in args.scenarios.split(",")) if args.scenarios else ()
-    try:
-        shrink_s = machine_options.resolve(machine_options.SHRINK_S, args.shrink_s)
-        hunt = bool(machine_options.resolve(machine_options.HUNT, args.hunt, default=False))
-    except ValueError as e:
-        raise HarnessError(str(e)) from None
     from relaychaos.grading import capacity
 
     workers = capacity.workers(args.workers)
     for warning in capacity.warnings(capacity.measure()):
         print(f"relaychaos: {warning}", file=sys.stderr, flush=True)
-    return Options(rubric.load(args.rubric), args.seed, capacity.budget_s(args.budget_s), workers, args.sandbox, args.sandbox_limit,
-                   only, shrink_s, hunt)
+    return Options(
+        rubric.load(args.rubric),
+        args.seed,
+        capacity.budget_s(args.budget_s),
+        workers,
+        sandbox,
+        sandbox_limit,
+        only,
+        shrink_s,
+        hunt,
+    )
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -95,19 +117,24 @@ def cmd_grade(args: argparse.Namespace) -> int:
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2
-    print(f"relaychaos: grading {len(subs)} submission(s) with rubric '{opts.rubric.name}' "
-          f"({opts.rubric.max_score:g} points), seed {opts.seed}, {opts.budget_s:g} s each -> {out}", flush=True)
+    print(
+        f"relaychaos: grading {len(subs)} submission(s) with rubric '{opts.rubric.name}' "
+        f"({opts.rubric.max_score:g} points), seed {opts.seed}, {opts.budget_s:g} s each -> {out}",
+        flush=True,
+    )
     try:
         records = batch.grade_all(subs, out, opts, Progress(len(subs)))
     except KeyboardInterrupt:
-        print(f"\nrelaychaos: interrupted; the gradebook in {out} holds the submissions graded so far",
-              file=sys.stderr)
+        print(f"\nrelaychaos: interrupted; the gradebook in {out} holds the submissions graded so far", file=sys.stderr)
         return 130
     ungradable = [r["submission"] for r in records if not r.get("gradable", True)]
     print(f"relaychaos: {len(records)} graded; gradebook in {out / 'gradebook.html'} and {out / 'gradebook.csv'}")
     if ungradable:
-        print(f"relaychaos: {len(ungradable)} could not be graded (a 0 each, the reason in the gradebook): "
-              f"{', '.join(ungradable)}", file=sys.stderr)
+        print(
+            f"relaychaos: {len(ungradable)} could not be graded (a 0 each, the reason in the gradebook): "
+            f"{', '.join(ungradable)}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -129,8 +156,9 @@ def _grade_for_platform(root: Path, platform: str, opts) -> int:
     def partial(state: dict) -> None:
         if time.monotonic() - last[0] >= 5.0:
             last[0] = time.monotonic()
-            writer.write(provisional(sub, opts, state.get("done", []), time.monotonic() - started, work / sub.slug),
-                         target)
+            writer.write(
+                provisional(sub, opts, state.get("done", []), time.monotonic() - started, work / sub.slug), target
+            )
 
     record = grade(sub, work / sub.slug, opts, partial)
     writer.write(record, target)

@@ -4,6 +4,7 @@ Every text kept in a record is as reports.student_text makes it: GUIDs as the sc
 labels (read from each scenario's history), the submission's folder as nothing, no ports,
 pids, sandbox folders or worker names; so a regrade writes the same words.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,12 +41,24 @@ def outcome(name: str, set_name: str, result: dict, run_folder: Path, places: di
     message = result.get("message")
     if name == STATEFUL and (result.get("stateful") or {}).get("first_report"):
         message = machine_message(result["stateful"])
-    verdicts = [{"rule": v.get("rule"), "label": labels.get(v.get("guid") or "", None if not v.get("guid") else
-                                                             "<guid>"),
-                 "summary": clean(v.get("summary"), labels, places), "clause": v.get("clause")}
-                for v in result.get("verdicts", [])]
-    return Outcome(name, set_name, result["outcome"], verdicts, clean(message, labels, places) or None,
-                   result.get("duration_s", 0.0))
+    verdicts = [
+        {
+            "rule": v.get("rule"),
+            "label": labels.get(v.get("guid") or "", None if not v.get("guid") else "<guid>"),
+            "summary": clean(v.get("summary"), labels, places),
+            "clause": v.get("clause"),
+            **({"unknown": True} if (v.get("details") or {}).get("unknown") else {}),
+        }
+        for v in result.get("verdicts", [])
+    ]
+    return Outcome(
+        name,
+        set_name,
+        result["outcome"],
+        verdicts,
+        clean(message, labels, places) or None,
+        result.get("duration_s", 0.0),
+    )
 
 
 def machine_message(info: dict) -> str:
@@ -57,19 +70,36 @@ def machine_message(info: dict) -> str:
     last = info.get("last_report")
     if not last or info.get("shrink_s") is None:
         return info["first_report"] + "\n\n(not shrunk: this is the failing example as first found)"
-    how = ("shrunk to its end" if info.get("shrunk") else
-           "not fully shrunk: the time budget ended the shrinking, so the story may be longer than it needs to be")
+    how = (
+        "shrunk to its end"
+        if info.get("shrunk")
+        else "not fully shrunk: the time budget ended the shrinking, so the story may be longer than it needs to be"
+    )
     first = info["first_report"].split("\n", 1)[0]
     return f"{last}\n\n({how}; the grade counts the first failing example, {first.split(': ', 1)[-1]})"
 
 
 def record(sub, rubric: Rubric, seed: int, **fields) -> dict:
     """A record's fields for one submission (see relaychaos.reports.grade_record), `fields` on top."""
-    return {"submission": sub.name, "path": str(sub.folder), "manifest": str(sub.manifest) if sub.manifest else None,
-            "seed": seed, "gradable": True, "error": None, "timed_out": False, "sandbox": {},
-            "rubric": rubric.describe(), "max_score": rubric.max_score, "notes": [], "cap": None, "incidents": [],
-            "stateful": {"ran": False, "shrunk": False, "why_not": None}, "harness": harness(),
-            "graded_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), **fields}
+    return {
+        "submission": sub.name,
+        "path": str(sub.folder),
+        "manifest": str(sub.manifest) if sub.manifest else None,
+        "seed": seed,
+        "gradable": True,
+        "error": None,
+        "timed_out": False,
+        "sandbox": {},
+        "rubric": rubric.describe(),
+        "max_score": rubric.max_score,
+        "notes": [],
+        "cap": None,
+        "incidents": [],
+        "stateful": {"ran": False, "shrunk": False, "why_not": None},
+        "harness": harness(),
+        "graded_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        **fields,
+    }
 
 
 def harness() -> dict:
@@ -89,10 +119,24 @@ def scored(outcomes: list[Outcome], rubric: Rubric) -> dict:
 
 def zero(rubric: Rubric) -> dict:
     """The scored fields of a submission that could not be graded: every item at 0, nothing run."""
-    items = [{"item": i.id, "title": i.title, "rules": list(i.rules), "contract": list(i.contract),
-              "partial": i.partial, "set": "visible", "points": 0.0, "max_points": i.points, "held_in": 0,
-              "scenarios": 0, "broken_in": [], "failures": []} for i in rubric.items]
-    return {"score": 0.0, "items": items, "cap": None, "incidents": [], "scenarios": []}
+    items = [
+        {
+            "item": i.id,
+            "title": i.title,
+            "rules": list(i.rules),
+            "contract": list(i.contract),
+            "partial": i.partial,
+            "set": "visible",
+            "points": 0.0,
+            "max_points": i.points,
+            "held_in": 0,
+            "scenarios": 0,
+            "broken_in": [],
+            "failures": [],
+        }
+        for i in rubric.items
+    ]
+    return {"score": 0.0, "items": items, "cap": None, "incidents": [], "review": [], "scenarios": []}
 
 
 def save(rec: dict, out: Path) -> dict:

@@ -1,7 +1,8 @@
 """The grading run's progress: one live line on a terminal, plain lines elsewhere (CI logs, files).
 
-    [3/19] alice: 21/34 scenarios, 2 verdicts, last race-32-one-relay (machine running) | 0:41 elapsed, ETA 4:10
+[3/19] alice: 21/34 scenarios, 2 verdicts, last race-32-one-relay (machine running) | 0:41 elapsed, ETA 4:10
 """
+
 from __future__ import annotations
 
 import sys
@@ -11,8 +12,11 @@ from typing import TextIO
 
 def clock(seconds: float) -> str:
     seconds = int(max(0, seconds))
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
+    return (
+        f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+        if seconds >= 3600
         else f"{seconds // 60}:{seconds % 60:02d}"
+    )
 
 
 class Progress:
@@ -39,8 +43,10 @@ class Progress:
         verdicts = sum(len(s.get("verdicts", [])) for s in done)
         last = done[-1]["nodeid"].rsplit("[", 1)[-1].rstrip("]") if done else "starting"
         machine = " (machine running)" if state.get("machine") else ""
-        line = (f"[{index}/{self.total}] {name}: {len(done)}/{expected} scenarios, {verdicts} verdicts, last {last}"
-                f"{machine} | {clock(time.monotonic() - self.started)} elapsed, {self.eta()}")
+        line = (
+            f"[{index}/{self.total}] {name}: {len(done)}/{expected} scenarios, {verdicts} verdicts, last {last}"
+            f"{machine} | {clock(time.monotonic() - self.started)} elapsed, {self.eta()}"
+        )
         self._write(line)
 
     def finish(self, index: int, record: dict) -> None:
@@ -50,9 +56,11 @@ class Progress:
         failed = sum(1 for s in record.get("scenarios", []) if s["outcome"] == "failed")
         what = (record["error"] or "").split("\n")[0] or f"{failed} scenarios broke rules"
         cut = ", cut at the time budget" if record.get("timed_out") else ""
-        line = (f"[{index}/{self.total}] {record['submission']}: {record['score']:g}/{record['max_score']:g} "
-                f"({what}{cut}) in {record.get('execution_time_s', 0):.1f} s | "
-                f"{clock(time.monotonic() - self.started)} elapsed, {self.eta()}")
+        line = (
+            f"[{index}/{self.total}] {record['submission']}: {record['score']:g}/{record['max_score']:g} "
+            f"({what}{cut}) in {record.get('execution_time_s', 0):.1f} s | "
+            f"{clock(time.monotonic() - self.started)} elapsed, {self.eta()}"
+        )
         self._write(line, keep=True)
 
     def _write(self, line: str, keep: bool = False) -> None:

@@ -17,6 +17,7 @@ A v1 file (`[[group]]` tables of rule = points) loads as one item per rule, scen
 partial "share": the v1 scores exactly. Every problem in a file is found at once and raised
 as one RubricError naming the file and each fix.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -111,8 +112,11 @@ def load(path: str | Path | None = None) -> Rubric:
     try:
         data = tomllib.loads(path.read_text())
     except OSError as e:
-        raise RubricError(f"cannot read the rubric: {e.strerror}", where=str(path),
-                          fix=f"pass --rubric with an existing file; the default is {DEFAULT}") from None
+        raise RubricError(
+            f"cannot read the rubric: {e.strerror}",
+            where=str(path),
+            fix=f"pass --rubric with an existing file; the default is {DEFAULT}",
+        ) from None
     except tomllib.TOMLDecodeError as e:
         raise RubricError(f"not valid TOML: {e}", where=str(path), fix="correct the syntax") from None
     problems: list[str] = []
@@ -122,13 +126,27 @@ def load(path: str | Path | None = None) -> Rubric:
     caps = _caps(data, problems)
     claims, folders = _sets(data, path, problems)
     weights = data.get("weights", {})
-    problems += [f"[weights].{k} must be a number > 0" for k, v in weights.items()
-                 if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0]
+    problems += [
+        f"[weights].{k} must be a number > 0"
+        for k, v in weights.items()
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0
+    ]
     if problems:
-        raise RubricError("this rubric cannot be used:\n" + "\n".join(f"  - {p}" for p in problems), where=str(path),
-                          fix=f"correct it as listed; the shipped default is {DEFAULT}")
-    return Rubric(path, str(data.get("name", path.stem)), tuple(items), tuple(caps),
-                  {k: float(v) for k, v in weights.items()}, claims, folders, 1 if "group" in data else 2)
+        raise RubricError(
+            "this rubric cannot be used:\n" + "\n".join(f"  - {p}" for p in problems),
+            where=str(path),
+            fix=f"correct it as listed; the shipped default is {DEFAULT}",
+        )
+    return Rubric(
+        path,
+        str(data.get("name", path.stem)),
+        tuple(items),
+        tuple(caps),
+        {k: float(v) for k, v in weights.items()},
+        claims,
+        folders,
+        1 if "group" in data else 2,
+    )
 
 
 def _number(value) -> bool:
@@ -154,15 +172,26 @@ def _items(data: dict, problems: list[str]) -> list[Item]:
             problems.append(f"{where}: `rules` must list the rules that enforce it (known: {', '.join(RULES)})")
             rules = []
         problems += [f"{where}: unknown rule `{r}` (known: {', '.join(RULES)})" for r in rules if r not in RULES]
-        problems += [f"{where}: unknown contract clause `{c}` (known: {', '.join(CLAUSES)})"
-                     for c in contract if c not in CLAUSES]
+        problems += [
+            f"{where}: unknown contract clause `{c}` (known: {', '.join(CLAUSES)})"
+            for c in contract
+            if c not in CLAUSES
+        ]
         partial = raw.get("partial", default_partial)
         if partial not in PARTIAL:
             problems.append(f"{where}: partial = {partial!r}: use one of {', '.join(PARTIAL)}")
         own = tuple(contract) or tuple(dict.fromkeys(c for r in rules if r in RULES for c in RULES[r].contract))
-        items.append(Item(str(raw.get("id", f"item{n}")), str(raw.get("title", "")),
-                          float(raw["points"]) if _number(raw.get("points")) else 0.0, tuple(rules),
-                          tuple(scenarios), own, partial))
+        items.append(
+            Item(
+                str(raw.get("id", f"item{n}")),
+                str(raw.get("title", "")),
+                float(raw["points"]) if _number(raw.get("points")) else 0.0,
+                tuple(rules),
+                tuple(scenarios),
+                own,
+                partial,
+            )
+        )
     ids = [i.id for i in items]
     problems += [f"item id `{i}` is used twice" for i in sorted({i for i in ids if ids.count(i) > 1})]
     if not items:

@@ -11,30 +11,30 @@ its score, and how far a run gets depends on the machine. Both write their
 results as they go (relaychaos.reports.results), so a cut run still leaves them. The
 record (relaychaos.reports.grade_record) is the one source of every output.
 """
+
 from __future__ import annotations
 
-import json
 import os
 import re
-import signal
 import subprocess
-import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from relaychaos import machine_options, paths
+from relaychaos import paths
 from relaychaos.grading import outcomes as graded
 from relaychaos.grading.outcomes import STATEFUL
 from relaychaos.grading.rubric import Rubric
 from relaychaos.grading.score import Outcome
 from relaychaos.grading.submissions import Submission
 from relaychaos.reports.student_text import clean
+from relaychaos.suite_process import start, stop, suite_command
 
-
-MACHINE_SKIPPED = ("a named scenario had already shown a bug, so the random stories were not needed; they run once "
-                   "every named scenario holds")
+MACHINE_SKIPPED = (
+    "a named scenario had already shown a bug, so the random stories were not needed; they run once "
+    "every named scenario holds"
+)
 
 
 @dataclass(frozen=True)
@@ -65,52 +65,39 @@ def expected(opts: Options) -> list[tuple[str, str]]:
 
 
 def _pytest(manifest: Path, out: Path, results: Path, opts: Options, machine: bool) -> list[str]:
-    argv = [sys.executable, "-m", "pytest", str(paths.suite()), "--rootdir", str(paths.suite()), "-c",
-            str(out / "pytest.ini"), "--relay", str(manifest), "--relaychaos-results", str(results), "-q", "-rN",
-            "--sandbox", opts.sandbox, "-p", "no:cacheprovider", "-m", "stateful" if machine else "not stateful"]
-    argv += ["--sandbox-limit", opts.sandbox_limit] if opts.sandbox_limit else []
+    """The suite's command line for one of a grade's two runs: the named scenarios, or the state machine."""
+    values: dict[str, object] = {"sandbox": opts.sandbox, "sandbox_limit": opts.sandbox_limit}
+    extra = ["-rN", "-m", "stateful" if machine else "not stateful"]
     if machine:
-        argv += ["--relaychaos-budget", "grade", "--relaychaos-seed", str(opts.seed)]
-        argv += machine_options.pytest_args({"shrink_s": opts.shrink_s})
+        values |= {"budget": "grade", "seed": opts.seed, "shrink_s": opts.shrink_s}
     else:
-        argv += ["-n", str(opts.workers)] if opts.workers > 1 else []
-        argv += [a for s, f in sorted(opts.rubric.folders.items()) for a in ("--relaychaos-scenarios", f"{s}={f}")]
+        extra += ["-n", str(opts.workers)] if opts.workers > 1 else []
+        extra += [a for s, f in sorted(opts.rubric.folders.items()) for a in ("--relaychaos-scenarios", f"{s}={f}")]
     names = [n for n in opts.only if n != STATEFUL]
     if opts.only and not machine:
-        argv += ["-k", " or ".join(names) if names else "no-such-scenario"]
-    return argv
+        extra += ["-k", " or ".join(names) if names else "no-such-scenario"]
+    return suite_command(manifest, out, results, values, extra)
 
 
 def _start(argv: list[str], log: Path, cwd: Path) -> subprocess.Popen:
-    with open(log, "ab") as f:
-        env = dict(os.environ, RELAYCHAOS_FOUND_DIR=str(cwd / "found"))
-        return subprocess.Popen(argv, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, start_new_session=True)
+    return start(argv, log, cwd, dict(os.environ, RELAYCHAOS_FOUND_DIR=str(cwd / "found")))
 
 
 def _stop(proc: subprocess.Popen | None) -> None:
-    """Kill a pytest run's whole process group (its workers, their relays) and wait for it."""
-    if proc is None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGINT)  # pytest closes its stacks on an interrupt ...
-        proc.wait(timeout=5)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # ... and whatever is left goes now
-    except ProcessLookupError:
-        pass
-    proc.wait()
+    """Stop a pytest run: its whole process group (its workers, their relays), 5 s to close its stacks."""
+    stop(proc, grace_s=5)
     from relaychaos.sandbox.policy import clear_abandoned
 
     clear_abandoned()  # the sandbox slots of workers killed before they could close them
 
 
 def read_results(path: Path) -> list[dict]:
+    """The scenarios a run's results file lists so far; [] while it has not been written."""
+    from relaychaos.reports.results import RunResults
+
     try:
-        return json.loads(path.read_text()).get("scenarios", [])
-    except (OSError, ValueError):
+        return RunResults.load(path).as_dict()["scenarios"]
+    except (OSError, ValueError, KeyError):
         return []
 
 
@@ -126,15 +113,18 @@ def name_of(nodeid: str) -> tuple[str, str | None]:
     return param, None
 
 
-def run_suite(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], None]) -> dict:
-    """Run both pytest runs within the budget; {'scenarios': [...results entries], 'timed_out', 'machine'}."""
-    (out / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+def run_suite(manifest: Path, out: Path, opts: Options, progress: Callable[[dict], None]) -> dict:
+    """Run both pytest runs on the relay of `manifest` within the budget; {'scenarios': [...results entries],
+    'timed_out', 'machine'}."""
     named_json, machine_json = out / "named.json", out / "machine.json"
     want_machine = any(n == STATEFUL for n, _ in expected(opts))
     deadline = time.monotonic() + opts.budget_s
-    named = _start(_pytest(sub.manifest, out, named_json, opts, machine=False), out / "named.log", out)
-    machine = _start(_pytest(sub.manifest, out, machine_json, opts, machine=True), out / "machine.log", out) \
-        if want_machine else None
+    named = _start(_pytest(manifest, out, named_json, opts, machine=False), out / "named.log", out)
+    machine = (
+        _start(_pytest(manifest, out, machine_json, opts, machine=True), out / "machine.log", out)
+        if want_machine
+        else None
+    )
     timed_out, machine_why, never_started = False, None, False
     try:
         while named.poll() is None or (machine is not None and machine.poll() is None):
@@ -181,63 +171,104 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
     os.chmod(out, 0o700)
     (out / LOG_BUDGET).unlink(missing_ok=True)  # the submission's logs start from nothing on every grade
     started = time.monotonic()
-    rec = graded.record(sub, opts.rubric, opts.seed, sandbox=probe(opts.sandbox, opts.sandbox_limit),
-                        notes=list(sub.notes), folder=out.name)
+    rec = graded.record(
+        sub,
+        opts.rubric,
+        opts.seed,
+        sandbox=probe(opts.sandbox, opts.sandbox_limit),
+        notes=list(sub.notes),
+        folder=out.name,
+    )
     try:
-        _check_manifest(sub)
+        manifest = _check_manifest(sub)
         from relaychaos.grading.start_probe import probe as start_probe
 
-        why = start_probe(sub.manifest, out, opts.sandbox, opts.sandbox_limit, out / LOG_BUDGET)
+        why = start_probe(manifest, out, opts.sandbox, opts.sandbox_limit, out / LOG_BUDGET)
         if why:
             raise HarnessError(why)
     except HarnessError as e:
-        rec.update(graded.zero(opts.rubric), gradable=False, error=clean(f"could not start: {e}", {}, _places(sub, out)),
-                   execution_time_s=round(time.monotonic() - started, 2))
+        rec.update(
+            graded.zero(opts.rubric),
+            gradable=False,
+            error=clean(f"could not start: {e}", {}, _places(sub, out)),
+            execution_time_s=round(time.monotonic() - started, 2),
+        )
         return graded.save(rec, out)
-    ran = run_suite(sub, out, opts, progress)
+    ran = run_suite(manifest, out, opts, progress)
     outcomes = _outcomes(ran, opts, sub, out)
-    rec.update(graded.scored(outcomes, opts.rubric), timed_out=ran["timed_out"],
-               execution_time_s=round(time.monotonic() - started, 2))
+    rec.update(
+        graded.scored(outcomes, opts.rubric),
+        timed_out=ran["timed_out"],
+        execution_time_s=round(time.monotonic() - started, 2),
+    )
+    rec.update(_ungradable(ran, outcomes, opts))
+    rec["stateful"] = _stateful(ran)
+    rec["notes"] = sorted(
+        {*sub.notes, *(clean(n, {}, _places(sub, out)) for s in ran["scenarios"] for n in s.get("notes", []))}
+    )
+    return graded.save(rec, out)
+
+
+def _ungradable(ran: dict, outcomes: list[Outcome], opts: Options) -> dict:
+    """The record's error (and gradable False) when the run is no grade: the relay never started, or the
+    budget cut the run; or its error alone when no scenario finished. Nothing when it is a grade."""
     started_none = [o for o in outcomes if any(v.get("rule") == "serve-ready" for v in o.verdicts)]
     counted = [o for o in outcomes if o.counts()]
     if ran["never_started"] or (started_none and len(started_none) == len(counted)):
         first = next(v for v in started_none[0].verdicts if v.get("rule") == "serve-ready")
-        rec.update(error=f"could not start: {first.get('summary')}", gradable=False)
-    elif ran["timed_out"]:  # what the rest would show depends on the machine's speed: not a grade
+        return {"error": f"could not start: {first.get('summary')}", "gradable": False}
+    if ran["timed_out"]:  # what the rest would show depends on the machine's speed: not a grade
         named = [o for o in outcomes if o.name != STATEFUL]
         finished = sum(1 for o in named if o.outcome in ("passed", "failed", "error"))
-        rec.update(gradable=False, error=f"{CUT}: the grading budget of {opts.budget_s:g} s ended after {finished} "
-                                         f"of {len(named)} scenarios (a grade cut short is not scored: the "
-                                         "instructor regrades it with a larger --budget-s)")
-    elif any(o.name != STATEFUL for o in outcomes) and \
-            all(o.outcome in ("error", "not-run") for o in outcomes if o.name != STATEFUL):
-        rec["error"] = "could not run: no scenario finished; see the first scenario's report"
+        return {
+            "gradable": False,
+            "error": f"{CUT}: the grading budget of {opts.budget_s:g} s ended after {finished} "
+            f"of {len(named)} scenarios (a grade cut short is not scored: the "
+            "instructor regrades it with a larger --budget-s)",
+        }
+    if any(o.name != STATEFUL for o in outcomes) and all(
+        o.outcome in ("error", "not-run") for o in outcomes if o.name != STATEFUL
+    ):
+        return {"error": "could not run: no scenario finished; see the first scenario's report"}
+    return {}
+
+
+def _stateful(ran: dict) -> dict:
+    """The record's account of the random stories: whether they ran, were shrunk, and how long it took."""
     machine = next((s for s in ran["scenarios"] if name_of(s["nodeid"])[0] == STATEFUL), None)
     info = (machine or {}).get("stateful") or {}
-    rec["stateful"] = {"ran": machine is not None, "shrunk": bool(info.get("shrunk")), "examples": info.get("examples"),
-                       "shrink_s": info.get("shrink_s"), "slowest_example_s": info.get("slowest_example_s"),
-                       "why_not": MACHINE_SKIPPED if ran["machine_why"] else (None if machine else "not run")}
-    rec["notes"] = sorted({*sub.notes, *(clean(n, {}, _places(sub, out)) for s in ran["scenarios"]
-                                         for n in s.get("notes", []))})
-    return graded.save(rec, out)
+    return {
+        "ran": machine is not None,
+        "shrunk": bool(info.get("shrunk")),
+        "examples": info.get("examples"),
+        "shrink_s": info.get("shrink_s"),
+        "slowest_example_s": info.get("slowest_example_s"),
+        "why_not": MACHINE_SKIPPED if ran["machine_why"] else (None if machine else "not run"),
+    }
 
 
 CUT = "ran out of time"  # the error of a grade cut at its wall budget begins so
 
 
-def _check_manifest(sub: Submission) -> None:
-    """HarnessError when the submission has no usable relay.toml, or its code lies outside its folder."""
+def _check_manifest(sub: Submission) -> Path:
+    """The submission's relay.toml; HarnessError when it has none usable, or its code lies outside its folder."""
     from relaychaos.errors import HarnessError
     from relaychaos.stack import manifest
 
     if sub.manifest is None:
-        raise HarnessError("no relay.toml in the submission's folder", fix="a submission is a folder holding "
-                                                                          "relay.toml (the relay contract, section 1)")
+        raise HarnessError(
+            "no relay.toml in the submission's folder",
+            fix="a submission is a folder holding relay.toml (the relay contract, section 1)",
+        )
     loaded = manifest.load(sub.manifest)
     inside = loaded.code == sub.folder.resolve() or sub.folder.resolve() in loaded.code.parents
     if not inside and loaded.code != paths.bundled_relays():  # the bundled relays share their package
-        raise HarnessError("relay.toml's root lies outside the submission", where="relay.toml",
-                           fix="a submission holds all its code: drop `root`, or name a folder inside the submission")
+        raise HarnessError(
+            "relay.toml's root lies outside the submission",
+            where="relay.toml",
+            fix="a submission holds all its code: drop `root`, or name a folder inside the submission",
+        )
+    return sub.manifest
 
 
 def _places(sub: Submission, out: Path) -> dict[str, str]:
@@ -252,10 +283,16 @@ def provisional(sub: Submission, opts: Options, done: list[dict], elapsed_s: flo
     """A record of what is known while the submission runs (what has not finished counts as not run yet),
     for graders that want results even when they stop the run: Gradescope kills at its own time-out."""
     outcomes = _outcomes({"scenarios": done, "machine_why": None}, opts, sub, out)
-    return graded.record(sub, opts.rubric, opts.seed, timed_out=True, execution_time_s=round(elapsed_s, 2),
-                         **graded.scored(outcomes, opts.rubric),
-                         notes=["partial: the grading run was still going when these results were written"],
-                         stateful={"ran": False, "shrunk": False, "why_not": "still running"})
+    return graded.record(
+        sub,
+        opts.rubric,
+        opts.seed,
+        timed_out=True,
+        execution_time_s=round(elapsed_s, 2),
+        **graded.scored(outcomes, opts.rubric),
+        notes=["partial: the grading run was still going when these results were written"],
+        stateful={"ran": False, "shrunk": False, "why_not": "still running"},
+    )
 
 
 def _outcomes(ran: dict, opts: Options, sub: Submission, out: Path) -> list[Outcome]:

@@ -18,13 +18,25 @@ scenario broke bounds the total.
 Each failing scenario is one incident (its report, once); an item names the incidents
 that cost it, with the one-line summaries of the verdicts it lost them to.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NotRequired, TypedDict
 
 from relaychaos.grading.rubric import SETS, Item, Rubric
 
 SHOWED_NOTHING = "serve-ready"  # the relay would not start: the scenario showed nothing else
+
+
+class CapHit(TypedDict):
+    """A cap some counted scenario broke: the score's `cap` entry."""
+
+    at_most: float
+    why: str
+    rules: list[str]
+    broken_in: list[str]  # the scenarios that broke one of its rules
+    lost: NotRequired[float]  # the points it took off the total (set by score)
 
 
 @dataclass
@@ -46,8 +58,14 @@ class Outcome:
         return self.outcome in ("error", "not-run") or any(v.get("rule") == SHOWED_NOTHING for v in self.verdicts)
 
     def failures_of(self, item: Item, rubric: Rubric) -> list[dict]:
-        """The verdicts of this scenario that count against `item`."""
-        return [v for v in self.verdicts if rubric.item_for(v.get("rule", ""), self.name) == item]
+        """The verdicts of this scenario that count against `item` (a rule not judged counts against none)."""
+        return [
+            v for v in self.verdicts if not v.get("unknown") and rubric.item_for(v.get("rule", ""), self.name) == item
+        ]
+
+    def not_judged(self) -> list[str]:
+        """The rules whose checker raised in this scenario: neither held nor broken, so the grade needs a look."""
+        return [v["rule"] for v in self.verdicts if v.get("unknown")]
 
     def broke(self, item: Item, rubric: Rubric) -> bool:
         """The scenario shows `item` broken: a verdict counts against it, the scenario could not run or was cut
@@ -59,12 +77,19 @@ class Outcome:
         return self.showed_nothing() and item.names(self.name)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "set": self.set, "outcome": self.outcome, "seconds": round(self.seconds, 3),
-                "verdicts": self.verdicts, "cut": self.cut}
+        return {
+            "name": self.name,
+            "set": self.set,
+            "outcome": self.outcome,
+            "seconds": round(self.seconds, 3),
+            "verdicts": self.verdicts,
+            "cut": self.cut,
+        }
 
 
 def score(outcomes: list[Outcome], rubric: Rubric) -> dict:
-    """{'score', 'items': one entry per item and set, 'incidents': one per failing scenario, 'cap': or None}."""
+    """{'score', 'items': one entry per item and set, 'incidents': one per failing scenario, 'cap': or None,
+    'review': the rules not judged (scenario: rule), which cost nothing and ask an instructor to look}."""
     counted = [o for o in outcomes if o.counts()]
     entries = [e for item in rubric.items for e in _entries(item, counted, rubric)]
     total = sum(e.pop("exact") for e in entries)
@@ -74,16 +99,31 @@ def score(outcomes: list[Outcome], rubric: Rubric) -> dict:
         total = cap["at_most"]
     elif cap is not None:
         cap["lost"] = 0.0
-    return {"score": round(total, 2), "items": entries, "cap": cap, "incidents": incidents(counted)}
+    review = [f"{o.name}: {rule}" for o in counted for rule in o.not_judged()]
+    return {"score": round(total, 2), "items": entries, "cap": cap, "incidents": incidents(counted), "review": review}
 
 
 def _entries(item: Item, counted: list[Outcome], rubric: Rubric) -> list[dict]:
     mine = [o for o in counted if item.matches(o.name)]
     item_weight = sum(rubric.weight(o.name) for o in mine)
     if not mine:  # no scenario run exercises it (a run narrowed with --scenarios): nothing showed it broken
-        return [{"item": item.id, "title": item.title, "rules": list(item.rules), "contract": list(item.contract),
-                 "partial": item.partial, "set": "visible", "points": item.points, "max_points": item.points,
-                 "exact": item.points, "held_in": 0, "scenarios": 0, "broken_in": [], "failures": []}]
+        return [
+            {
+                "item": item.id,
+                "title": item.title,
+                "rules": list(item.rules),
+                "contract": list(item.contract),
+                "partial": item.partial,
+                "set": "visible",
+                "points": item.points,
+                "max_points": item.points,
+                "exact": item.points,
+                "held_in": 0,
+                "scenarios": 0,
+                "broken_in": [],
+                "failures": [],
+            }
+        ]
     out = []
     for s in SETS:
         here = [o for o in mine if o.set == s]
@@ -96,12 +136,23 @@ def _entries(item: Item, counted: list[Outcome], rubric: Rubric) -> list[dict]:
             got = max_points * (weight - sum(rubric.weight(o.name) for o in broken)) / weight
         else:
             got = 0.0 if broken else max_points
-        out.append({"item": item.id, "title": item.title, "rules": list(item.rules), "contract": list(item.contract),
-                    "partial": item.partial, "set": s, "points": round(got, 4), "max_points": round(max_points, 4),
-                    "exact": got,
-                    "held_in": len(here) - len(broken), "scenarios": len(here),
-                    "broken_in": [o.name for o in broken],
-                    "failures": [_failure(o, item, rubric) for o in broken]})
+        out.append(
+            {
+                "item": item.id,
+                "title": item.title,
+                "rules": list(item.rules),
+                "contract": list(item.contract),
+                "partial": item.partial,
+                "set": s,
+                "points": round(got, 4),
+                "max_points": round(max_points, 4),
+                "exact": got,
+                "held_in": len(here) - len(broken),
+                "scenarios": len(here),
+                "broken_in": [o.name for o in broken],
+                "failures": [_failure(o, item, rubric) for o in broken],
+            }
+        )
     return out
 
 
@@ -129,16 +180,18 @@ def incidents(counted: list[Outcome]) -> list[dict]:
         if o.outcome == "passed":
             continue
         rules = list(dict.fromkeys(v.get("rule") for v in o.verdicts if v.get("rule")))
-        text = o.message or ("not run: the submission's time budget ran out first" if o.outcome == "not-run"
-                             else "the scenario could not run")
-        out.append({"id": o.name, "scenario": o.name, "set": o.set, "outcome": o.outcome, "rules": rules,
-                    "text": text})
+        text = o.message or (
+            "not run: the submission's time budget ran out first"
+            if o.outcome == "not-run"
+            else "the scenario could not run"
+        )
+        out.append({"id": o.name, "scenario": o.name, "set": o.set, "outcome": o.outcome, "rules": rules, "text": text})
     return out
 
 
-def _cap(counted: list[Outcome], rubric: Rubric) -> dict | None:
+def _cap(counted: list[Outcome], rubric: Rubric) -> CapHit | None:
     """The lowest cap whose rules some counted scenario broke, with where."""
-    hit = []
+    hit: list[CapHit] = []
     for cap in rubric.caps:
         where = [o.name for o in counted if any(v.get("rule") in cap.rules for v in o.verdicts)]
         if where:

@@ -9,6 +9,7 @@ the missing module), instead of after every scenario has shown the same; a relay
 starts costs one start more. What serve printed (and a diagnosis's retry) is kept with the
 submission's other relay logs, in logs/start-probe/.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -20,8 +21,9 @@ from relaychaos.run_folder import LOGS
 TAIL_LINES = 12
 
 
-def probe(manifest_path: Path, folder: Path, sandbox_mode: str, sandbox_limit: str | None,
-          log_budget: Path | None) -> str | None:
+def probe(
+    manifest_path: Path, folder: Path, sandbox_mode: str, sandbox_limit: str | None, log_budget: Path | None
+) -> str | None:
     """None when serve answered /health; else why not, ending with the tail of what serve printed."""
     from relaychaos.reports.student_text import tail
     from relaychaos.sandbox.levels import Limits
@@ -36,18 +38,29 @@ def probe(manifest_path: Path, folder: Path, sandbox_mode: str, sandbox_limit: s
     work.mkdir(parents=True)
     try:
         ledger = sandbox.ledger_dir(work) / "ledger.sqlite"
-        supervisor = Supervisor(loaded, workdir=work, account_url=f"http://{sandbox.account_host}:9",
-                                account_timeout_ms=1000, ledger_path=ledger, sandbox=sandbox)
+        supervisor = Supervisor(
+            loaded,
+            workdir=work,
+            account_url=f"http://{sandbox.account_host}:9",
+            account_timeout_ms=1000,
+            ledger_path=ledger,
+            sandbox=sandbox,
+        )
         try:
             supervisor.start("a")
             return None
         except RelayError as e:
-            said = tail((work / "relay-a.log").read_text(errors="replace") if (work / "relay-a.log").exists()
-                        else "", TAIL_LINES)
+            said = tail(
+                (work / "relay-a.log").read_text(errors="replace") if (work / "relay-a.log").exists() else "",
+                TAIL_LINES,
+            )
             what = e.what.removesuffix("its log says:").rstrip(";: ")
             fix = (e.fix or "").removesuffix("its log says:").rstrip(";: ")
-            return f"{what}" + (f" ({fix})" if fix else "") + (f"; the last lines it printed are below\n{said}" if said
-                                                                else "; it printed nothing")
+            return (
+                f"{what}"
+                + (f" ({fix})" if fix else "")
+                + (f"; the last lines it printed are below\n{said}" if said else "; it printed nothing")
+            )
         finally:
             supervisor.close()
             sandbox.discard(ledger.parent)

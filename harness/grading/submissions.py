@@ -6,6 +6,7 @@ when two share one. The order is by resolved path, so every machine that is give
 the same list splits it the same way: shard i of N takes every N-th submission from
 the i-th (0-based, as Kubernetes' JOB_COMPLETION_INDEX counts).
 """
+
 from __future__ import annotations
 
 import glob
@@ -51,8 +52,10 @@ def find(args: list[str], notice=lambda text: None) -> list[Submission]:
     for arg in args:
         matches = sorted(glob.glob(arg)) if glob.has_magic(arg) else [arg]
         if not matches:
-            raise HarnessError(f"no submission matches {arg!r}", fix="give folders holding relay.toml, manifest "
-                                                                     "paths, or a glob that matches some")
+            raise HarnessError(
+                f"no submission matches {arg!r}",
+                fix="give folders holding relay.toml, manifest paths, or a glob that matches some",
+            )
         for m in matches:
             p = Path(m).expanduser()
             if not p.exists():
@@ -65,16 +68,19 @@ def find(args: list[str], notice=lambda text: None) -> list[Submission]:
     if left_out:
         notice("left out, not submissions: " + "; ".join(left_out))
     if not paths:
-        raise HarnessError("no submission folder among the arguments", fix="give the folders of the submissions, "
-                                                                            "e.g. class/*/")
+        raise HarnessError(
+            "no submission folder among the arguments", fix="give the folders of the submissions, e.g. class/*/"
+        )
     subs: dict[Path, Submission] = {}
     for p in paths:
         folder = p.parent if p.is_file() else p
         subs.setdefault(folder, located(folder.name, folder) if p.is_dir() else Submission(folder.name, folder, p))
     ordered = [subs[k] for k in sorted(subs)]
     names = [s.name for s in ordered]
-    return [Submission(f"{s.folder.parent.name}/{s.name}", s.folder, s.manifest, s.notes)
-            if names.count(s.name) > 1 else s for s in ordered]
+    return [
+        Submission(f"{s.folder.parent.name}/{s.name}", s.folder, s.manifest, s.notes) if names.count(s.name) > 1 else s
+        for s in ordered
+    ]
 
 
 def located(name: str, folder: Path) -> Submission:
@@ -84,9 +90,16 @@ def located(name: str, folder: Path) -> Submission:
     below = sorted(p for p in folder.glob("*/relay.toml") if not p.parent.name.startswith((".", "__")))
     if len(below) == 1:
         sub = below[0].parent.name
-        return Submission(name, folder, below[0], (f"relay.toml was not at the top of the submission but in its "
-                                                   f"folder {sub}/: graded from there (put relay.toml at the top "
-                                                   f"next time)",))
+        return Submission(
+            name,
+            folder,
+            below[0],
+            (
+                f"relay.toml was not at the top of the submission but in its "
+                f"folder {sub}/: graded from there (put relay.toml at the top "
+                f"next time)",
+            ),
+        )
     return Submission(name, folder, None)
 
 
@@ -107,8 +120,10 @@ def parse_shard(text: str | None) -> tuple[int, int]:
         return 0, 1
     m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
     if not m or not 0 <= int(m.group(1)) < int(m.group(2)):
-        raise HarnessError(f"--shard {text!r} is not i/N with 0 <= i < N", fix="e.g. --shard 0/4 ... --shard 3/4 "
-                                                                             "(Kubernetes: $(JOB_COMPLETION_INDEX)/N)")
+        raise HarnessError(
+            f"--shard {text!r} is not i/N with 0 <= i < N",
+            fix="e.g. --shard 0/4 ... --shard 3/4 (Kubernetes: $(JOB_COMPLETION_INDEX)/N)",
+        )
     return int(m.group(1)), int(m.group(2))
 
 

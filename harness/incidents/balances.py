@@ -11,9 +11,12 @@ its lower bound plus its largest debit. A party only ever named in `B202` (unkno
 account) calls is not opened at all. Bounds that contradict each other are a note naming
 the line, never a silent change.
 """
+
 from __future__ import annotations
 
 import math
+
+from relaychaos.incidents.records import AccountLine
 
 
 def opening(bundle) -> tuple[dict[str, int], list[str]]:
@@ -23,7 +26,7 @@ def opening(bundle) -> tuple[dict[str, int], list[str]]:
         return {str(k): int(v) for k, v in given.items()}, []
     net: dict[str, int] = {}
     need: dict[str, int] = {}
-    upper: dict[str, tuple[float, object]] = {}
+    upper: dict[str, tuple[float, AccountLine]] = {}  # party -> (upper bound, the B201 line)
     largest: dict[str, int] = {}
     known: set[str] = set()
     refused_unknown: set[str] = set()
@@ -54,10 +57,12 @@ def opening(bundle) -> tuple[dict[str, int], list[str]]:
         if p in upper:
             high, line = upper[p]
             if high < low:
-                notes.append(f"opening balance of {p}: the account log applied debits that need at least {low} but "
-                             f"refused {line.amount} as insufficient funds ({line.where}), which needs less than "
-                             f"{int(high) + 1}: the replay opens it at {low}, and that refusal will differ; fix: "
-                             "check the log, or set the balances in incident.toml [accounts]")
+                notes.append(
+                    f"opening balance of {p}: the account log applied debits that need at least {low} but "
+                    f"refused {line.amount} as insufficient funds ({line.where}), which needs less than "
+                    f"{int(high) + 1}: the replay opens it at {low}, and that refusal will differ; fix: "
+                    "check the log, or set the balances in incident.toml [accounts]"
+                )
                 out[p] = low
             else:
                 out[p] = int(low + (high - low) // 2)

@@ -11,6 +11,7 @@ the records). Lines out of order, skipped lines and empty files are said in `not
 the first problem that would make a different scenario raises BundleError naming the
 file, the line and the fix (guids.py checks the logs against each other).
 """
+
 from __future__ import annotations
 
 import re
@@ -59,8 +60,12 @@ class Progress:
         now = time.monotonic()
         if now - self.last >= PROGRESS_EVERY_S:
             self.last = now
-            print(f"relaychaos: reading {Path(path).name}: line {line:,}; {self.records:,} records so far, "
-                  f"{now - self.started:.0f} s", file=self.stream, flush=True)
+            print(
+                f"relaychaos: reading {Path(path).name}: line {line:,}; {self.records:,} records so far, "
+                f"{now - self.started:.0f} s",
+                file=self.stream,
+                flush=True,
+            )
 
 
 def _meta(folder: Path) -> dict:
@@ -79,19 +84,27 @@ def _toml_fix(text: str, error: str) -> str:
     at = re.search(r"at line (\d+)", error)
     lines = text.splitlines()
     n = int(at.group(1)) if at else 0
-    for line in lines[max(n - 2, 0):n]:
+    for line in lines[max(n - 2, 0) : n]:
         code = line.split("#", 1)[0]
         if code.count("{") > code.count("}"):
-            return ("an inline table { ... } must end on the line it starts on (TOML 1.0): put it on one line, or "
-                    "write it as a table of its own, e.g. [logs.channel.fields] with one key a line "
-                    f"(see {DOC})")
+            return (
+                "an inline table { ... } must end on the line it starts on (TOML 1.0): put it on one line, or "
+                "write it as a table of its own, e.g. [logs.channel.fields] with one key a line "
+                f"(see {DOC})"
+            )
     return "fix the syntax"
 
 
 def _load(source: Source, convert: Converter, progress: Progress, notes: list[str]) -> tuple[list, int]:
     """The source's records in time order, and how many lines were read; notes on order, skips, empty files."""
-    skipped, out, last, disorder, taken = Skipped(), [], {}, {}, {}
-    answered, by_answer = {}, {}  # an account log: the last answered_at per file, and whether the file follows it
+    skipped = Skipped()
+    out: list[ChannelLine | AccountLine | OpLine] = []
+    last: dict[str, float] = {}  # the latest at so far, per file
+    disorder: dict[str, tuple[int, float]] = {}  # file -> (the first line out of order, how far back)
+    taken: dict[str, int] = {}  # records taken, per file
+    # an account log: the last answered_at per file, and whether the file follows it
+    answered: dict[str, float] = {}
+    by_answer: dict[str, bool] = {}
     follow_answers = source.name == "account" and "answered_at" in source.fields
     append, tick = out.append, progress.tick
     for file, line, fields in rows(source, skipped):
@@ -111,23 +124,31 @@ def _load(source: Source, convert: Converter, progress: Progress, notes: list[st
     merged = " and merged with the other files" if len(source.files) > 1 else ""
     for path, (line, back) in disorder.items():
         if follow_answers and by_answer.get(path, True):
-            notes.append(f"{path}: in the order the calls were answered (answered_at), not the order they were "
-                         f"received (at: line {line}'s is {back:.3f} s earlier than a line above it's): its lines were "
-                         f"sorted by at{merged}")
+            notes.append(
+                f"{path}: in the order the calls were answered (answered_at), not the order they were "
+                f"received (at: line {line}'s is {back:.3f} s earlier than a line above it's): its lines were "
+                f"sorted by at{merged}"
+            )
         else:
-            notes.append(f"{path}: not in the order of at (line {line}'s is {back:.3f} s earlier than a line above "
-                         f"it's): its lines were sorted by at{merged}. That is usual when a line is written as its "
-                         "request ends; if each line was written at its at, the file's times are wrong: correct them")
+            notes.append(
+                f"{path}: not in the order of at (line {line}'s is {back:.3f} s earlier than a line above "
+                f"it's): its lines were sorted by at{merged}. That is usual when a line is written as its "
+                "request ends; if each line was written at its at, the file's times are wrong: correct them"
+            )
     notes += skipped.notes()
     empty = [str(p) for p in source.files if not taken.get(str(p))]
     if empty and source.name in ("channel", "account") and len(empty) == len(source.files):
         why = "; ".join(skipped.notes()) or "it is empty, or a header line only"
-        raise BundleError(f"the {source.name} log holds no record ({why})", where=", ".join(empty),
-                          fix=f"give the {source.name} log with its lines (columns in {DOC}), or map its fields in "
-                              f"{source.table}")
+        raise BundleError(
+            f"the {source.name} log holds no record ({why})",
+            where=", ".join(empty),
+            fix=f"give the {source.name} log with its lines (columns in {DOC}), or map its fields in {source.table}",
+        )
     notes += [f"{p}: no record taken from this file (empty, a header only, or every line skipped)" for p in empty]
     if len(source.files) > 1 and out:
-        notes.append(f"{source.name}: {len(source.files)} files merged by time ({', '.join(p.name for p in source.files)})")
+        notes.append(
+            f"{source.name}: {len(source.files)} files merged by time ({', '.join(p.name for p in source.files)})"
+        )
     out.sort(key=attrgetter("at"))  # stable: lines of one moment stay in file order
     return out, sum(skipped.lines.values())
 
@@ -142,13 +163,24 @@ def read(folder: Path, progress: Progress | None = None) -> Bundle:
     pods = mapping.slots(meta, str(folder / "incident.toml"))
     progress = progress or Progress()
     notes: list[str] = []
-    logs, total, strings = {}, 0, {}
+    logs: dict[str, list] = {}
+    total = 0
+    strings: dict[str, str] = {}
     for name in ("channel", "account", "operations"):
         if name in sources:
             logs[name], n = _load(sources[name], Converter(sources[name], pods, folder, strings), progress, notes)
             total += n
     rows_ = ledger.read(sources["ledger"], strings) if "ledger" in sources else {}
-    bundle = Bundle(folder, logs["channel"], logs["account"], logs.get("operations", []), rows_,
-                    ", ".join(p.name for p in sources["ledger"].files) if "ledger" in sources else None, meta,
-                    notes, total, {name: len(logs.get(name, [])) for name in ("channel", "account", "operations")})
+    bundle = Bundle(
+        folder,
+        logs["channel"],
+        logs["account"],
+        logs.get("operations", []),
+        rows_,
+        ", ".join(p.name for p in sources["ledger"].files) if "ledger" in sources else None,
+        meta,
+        notes,
+        total,
+        {name: len(logs.get(name, [])) for name in ("channel", "account", "operations")},
+    )
     return bundle

@@ -10,6 +10,7 @@ verify exits 0 when the relay breaks every expected rule for every production GU
 show breaking it (on every one of --runs replays), 1 when it does not (saying which are
 missing), 2 when it cannot run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,23 +29,39 @@ CONFIRM_RUNS = 3
 
 
 def _sandbox_options(p) -> None:
-    p.add_argument("--sandbox", choices=("auto", "strict", "off"), default=os.environ.get("RELAYCHAOS_SANDBOX", "auto"),
-                   help="contain the relay's commands (as relaychaos replay)")
+    p.add_argument(
+        "--sandbox",
+        choices=("auto", "strict", "off"),
+        default=os.environ.get("RELAYCHAOS_SANDBOX", "auto"),
+        help="contain the relay's commands (as relaychaos replay)",
+    )
     p.add_argument("--sandbox-limit", metavar="NAME=N,...", default=None, help="change sandbox limits")
 
 
 def add_parsers(sub) -> None:
     incident = sub.add_parser("incident", help="incident bundles: production logs turned into scenarios")
     incidents = incident.add_subparsers(dest="incident_command", required=True)
-    p = incidents.add_parser("import", help="write the scenario that reproduces an incident bundle, and its story "
-                                            "(docs/incident-bundle.md)")
+    p = incidents.add_parser(
+        "import", help="write the scenario that reproduces an incident bundle, and its story (docs/incident-bundle.md)"
+    )
     p.add_argument("bundle", help="the bundle's folder: channel and account logs, optional operations and ledger")
-    p.add_argument("--out", required=True, help="the folder to write night.yaml and story.yaml into (an earlier "
-                                                "import's files there are replaced)")
-    p.add_argument("--relay", help="the relay.toml of the relay that ran that night (expect.breaks, and the relay "
-                                   "the story is shrunk against); default: incident.toml's `relay`")
-    p.add_argument("--account-clock-offset", type=float, default=None, metavar="SECONDS",
-                   help="add this to every account-log time (default: estimated when the clocks disagree)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="the folder to write night.yaml and story.yaml into (an earlier import's files there are replaced)",
+    )
+    p.add_argument(
+        "--relay",
+        help="the relay.toml of the relay that ran that night (expect.breaks, and the relay "
+        "the story is shrunk against); default: incident.toml's `relay`",
+    )
+    p.add_argument(
+        "--account-clock-offset",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="add this to every account-log time (default: estimated when the clocks disagree)",
+    )
     p.add_argument("--name", help="the scenario's name (default: incident.toml's, else the bundle folder's)")
     p.add_argument("--no-shrink", action="store_true", help="write the story without replaying it (no relay runs)")
     p.add_argument("--shrink-runs", type=int, default=80, help="at most this many replays while shrinking")
@@ -63,16 +80,24 @@ def relay_ref(relay: str | None, base: Path, named_in: str = "--relay") -> str |
     """A relay as the expect block names it: found from `base` (the bundle's folder, or the working folder for
     --relay), the project, or the working folder; written relative to the project when it is there (as scenario
     files name the bundled relays), else absolute. HarnessError when it is in none of them."""
-    from relaychaos import paths
-
     if not relay:
         return None
+    return _found_ref(relay, base, named_in)
+
+
+def _found_ref(relay: str, base: Path, named_in: str = "--relay") -> str:
+    """relay_ref of a relay that is named (not empty)."""
+    from relaychaos import paths
+
     root = paths.bundled_relays().parent
     found = next((p.resolve() for p in (base / relay, root / relay, Path(relay)) if p.exists()), None)
     if found is None:
-        raise HarnessError(f"the relay {relay!r} is not there: looked in {base.resolve()}, {root} and the working "
-                           "folder", where=named_in, fix="give a path from the bundle's folder or the project "
-                           "(relay_under_test/mutants/NAME/relay.toml), or --relay")
+        raise HarnessError(
+            f"the relay {relay!r} is not there: looked in {base.resolve()}, {root} and the working folder",
+            where=named_in,
+            fix="give a path from the bundle's folder or the project "
+            "(relay_under_test/mutants/NAME/relay.toml), or --relay",
+        )
     return str(found.relative_to(root)) if found.is_relative_to(root) else str(found)
 
 
@@ -99,47 +124,92 @@ def cmd_import(args: argparse.Namespace) -> int:
     from relaychaos.incidents import story
     from relaychaos.incidents.reconstruct import reconstruct
     from relaychaos.incidents.telling import involved, tell
-    from relaychaos.incidents.write import Head, head_lines, write
+    from relaychaos.incidents.write import head_lines, write
 
     out = Path(args.out)
     started = time.monotonic()
     try:
         if out.suffix in (".yaml", ".yml"):
-            raise HarnessError(f"--out {out} names a file", fix="give a folder: the import writes night.yaml "
-                                                               "(the whole night) and story.yaml (its story) there")
+            raise HarnessError(
+                f"--out {out} names a file",
+                fix="give a folder: the import writes night.yaml (the whole night) and story.yaml (its story) there",
+            )
         _fresh(out)
         b = bundles.read(Path(args.bundle))
         meta = b.meta
-        relay = relay_ref(args.relay, Path.cwd()) if args.relay else relay_ref(meta.get("relay"), b.folder,
-                                                                                 f"{b.folder / 'incident.toml'}: relay")
+        relay = (
+            relay_ref(args.relay, Path.cwd())
+            if args.relay
+            else relay_ref(meta.get("relay"), b.folder, f"{b.folder / 'incident.toml'}: relay")
+        )
         timeout_ms = int(meta.get("account_timeout_ms", 300))
         plan = reconstruct(b, timeout_ms, args.account_clock_offset)
-        head = Head(args.name or meta.get("name") or re.sub(r"[^A-Za-z0-9_-]", "-", b.folder.resolve().name),
-                    " ".join(str(meta.get("description", f"imported from {b.folder}")).split()),
-                    plan.account_timeout_ms, relay,
-                    [relay_ref(h, b.folder, f"{b.folder / 'incident.toml'}: holds_on")
-                     for h in meta.get("holds_on", [REFERENCE])], str(args.bundle))
-        night = write(out / "night.yaml", head_lines(plan, b, head), plan.walk(), plan, b,
-                      keep=story.keeper(involved(plan)) if plan.rules else None)
-        print(f"relaychaos: wrote {night.path}: {night.steps} steps from {b.counts['channel']} channel, "
-              f"{b.counts['account']} account and {b.counts['operations']} operations records ({b.lines:,} lines read; "
-              f"{time.monotonic() - started:.1f} s)")
-        for note in b.notes + plan.notes:
-            print(f"relaychaos: note: {note}")
-        if plan.unreached:
-            first = plan.unreached[0]
-            print(f"relaychaos: note: {len(plan.unreached)} send(s) reached a relay instance while it was down "
-                  f"(first: {first.where}, relay {first.relay}): nothing received them, so they are not replayed")
-        print(f"relaychaos: the logs show: {', '.join(plan.rules) or 'no GUID sent twice'}")
+        head = _head(args, b, plan, relay)
+        night = write(
+            out / "night.yaml",
+            head_lines(plan, b, head),
+            plan.walk(),
+            plan,
+            b,
+            keep=story.keeper(involved(plan)) if plan.rules else None,
+        )
+        _say_read(night, b, plan, started)
         if plan.rules:
             story_path = tell(plan, b, head, out, args, night)
-            print(f"relaychaos: wrote {story_path}; check it with `relaychaos incident verify {story_path} --relay "
-                  f"{relay or 'RELAY'}` (exit 0: reproduced) and `relaychaos replay {story_path}` (exit 0: the fix "
-                  "holds)")
+            print(
+                f"relaychaos: wrote {story_path}; check it with `relaychaos incident verify {story_path} --relay "
+                f"{relay or 'RELAY'}` (exit 0: reproduced) and `relaychaos replay {story_path}` (exit 0: the fix "
+                "holds)"
+            )
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2
     return 0
+
+
+def _head(args: argparse.Namespace, b, plan, relay: str | None):
+    """The head of the files an import writes: the scenario's name and description, the relay it names and
+    the relays it holds on, from the command line or else the bundle's incident.toml."""
+    from relaychaos.incidents.write import Head
+
+    meta = b.meta
+    return Head(
+        args.name or meta.get("name") or re.sub(r"[^A-Za-z0-9_-]", "-", b.folder.resolve().name),
+        " ".join(str(meta.get("description", f"imported from {b.folder}")).split()),
+        plan.account_timeout_ms,
+        relay,
+        [_held_on(h, b.folder) for h in meta.get("holds_on", [REFERENCE])],
+        str(args.bundle),
+    )
+
+
+def _held_on(relay: str | None, folder: Path) -> str:
+    """relay_ref of one relay of the bundle's holds_on, which must name one."""
+    where = f"{folder / 'incident.toml'}: holds_on"
+    ref = relay_ref(relay, folder, where)
+    if ref is None:
+        raise HarnessError(
+            f"holds_on lists an empty relay ({relay!r})", where=where, fix="name each relay holds_on lists"
+        )
+    return ref
+
+
+def _say_read(night, b, plan, started: float) -> None:
+    """What the import read and found, said on stdout: the night written, the notes, the rules broken."""
+    print(
+        f"relaychaos: wrote {night.path}: {night.steps} steps from {b.counts['channel']} channel, "
+        f"{b.counts['account']} account and {b.counts['operations']} operations records ({b.lines:,} lines read; "
+        f"{time.monotonic() - started:.1f} s)"
+    )
+    for note in b.notes + plan.notes:
+        print(f"relaychaos: note: {note}")
+    if plan.unreached:
+        first = plan.unreached[0]
+        print(
+            f"relaychaos: note: {len(plan.unreached)} send(s) reached a relay instance while it was down "
+            f"(first: {first.where}, relay {first.relay}): nothing received them, so they are not replayed"
+        )
+    print(f"relaychaos: the logs show: {', '.join(plan.rules) or 'no GUID sent twice'}")
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -150,15 +220,21 @@ def cmd_verify(args: argparse.Namespace) -> int:
         loaded = scenario_file.load(args.scenario)
         sc = loaded.scenario
         if not sc.incident.get("rules"):
-            raise HarnessError("the scenario has no incident block naming the rules production broke",
-                               where=str(args.scenario), fix="give a scenario written by relaychaos incident import")
+            raise HarnessError(
+                "the scenario has no incident block naming the rules production broke",
+                where=str(args.scenario),
+                fix="give a scenario written by relaychaos incident import",
+            )
         if args.relay:
-            ref = relay_ref(args.relay, Path.cwd())
+            ref = _found_ref(args.relay, Path.cwd())
         elif len(loaded.breaks) == 1:
             ref = next(iter(loaded.breaks))
         else:
-            raise HarnessError("which relay? the expect block names none (or several)", where=str(args.scenario),
-                               fix="give --relay path/to/relay.toml")
+            raise HarnessError(
+                "which relay? the expect block names none (or several)",
+                where=str(args.scenario),
+                fix="give --relay path/to/relay.toml",
+            )
         out = Path(args.out) if args.out else Path("runs") / f"verify-{time.strftime('%Y%m%d-%H%M%S')}"
         failed = 0
         with Replayer(out, args.sandbox, args.sandbox_limit) as replayer:

@@ -15,6 +15,7 @@ Consecutive sends explained by the same fault share one window. A request the co
 malformed (an amount not above 0, a GUID not of its form) is sent as its body, verbatim
 (`raw`), as production's client sent it: the relay must answer it E400.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,14 +28,16 @@ from relaychaos.engine import steps as S
 SLOW_MS = 50  # an account system taking this long keeps the copies of a burst in flight together
 PACE_SHARE = 0.8  # of ACCOUNT_TIMEOUT_MS at most, so a paced call is still answered in time
 
-WHY = {"answer-lost": "the account system applied it but the relay never got the answer: the answer was dropped "
-                      "between them",
-       "request-lost": "the relay timed out and the account system never saw it: the request was lost on the way",
-       "account-down": "refused, and the account system never saw it: the account system could not be reached",
-       "channel-answer-lost": "the channel timed out on a call the account system applied: the relay's answer was "
-                              "dropped on its way to the channel",
-       "channel-request-lost": "the channel timed out and the account system never saw it: the request never "
-                               "reached the relay"}
+WHY = {
+    "answer-lost": "the account system applied it but the relay never got the answer: the answer was dropped "
+    "between them",
+    "request-lost": "the relay timed out and the account system never saw it: the request was lost on the way",
+    "account-down": "refused, and the account system never saw it: the account system could not be reached",
+    "channel-answer-lost": "the channel timed out on a call the account system applied: the relay's answer was "
+    "dropped on its way to the channel",
+    "channel-request-lost": "the channel timed out and the account system never saw it: the request never "
+    "reached the relay",
+}
 
 
 @dataclass(frozen=True)
@@ -55,8 +58,15 @@ def lines(records: list) -> str:
     parts = []
     for file, found in by_file.items():
         found = sorted(found)
-        span = str(found[0]) if len(found) == 1 else (f"{found[0]}-{found[-1]}" if found == list(
-            range(found[0], found[-1] + 1)) else ", ".join(map(str, found[:12])) + (" ..." if len(found) > 12 else ""))
+        span = (
+            str(found[0])
+            if len(found) == 1
+            else (
+                f"{found[0]}-{found[-1]}"
+                if found == list(range(found[0], found[-1] + 1))
+                else ", ".join(map(str, found[:12])) + (" ..." if len(found) > 12 else "")
+            )
+        )
         parts.append(f"{file} line{'s' if len(found) > 1 else ''} {span}")
     return "; ".join(parts)
 
@@ -66,33 +76,45 @@ def _fault(send, calls: list) -> tuple[str, object, object] | None:
     result, applied = send.result, [c for c in calls if c.code == "0000"]
     hub = f"hub-{send.relay}"
     if result in ("E901", "E902") and calls:
-        return ("answer-lost", S.AddToxic("account", "timeout", name="answer-lost", attributes={"timeout": 0}),
-                S.RemoveToxic("account", "answer-lost"))
+        return (
+            "answer-lost",
+            S.AddToxic("account", "timeout", name="answer-lost", attributes={"timeout": 0}),
+            S.RemoveToxic("account", "answer-lost"),
+        )
     if result == "E901":
-        return ("request-lost", S.AddToxic("account", "timeout", stream="upstream", name="request-lost",
-                                           attributes={"timeout": 0}), S.RemoveToxic("account", "request-lost"))
+        return (
+            "request-lost",
+            S.AddToxic("account", "timeout", stream="upstream", name="request-lost", attributes={"timeout": 0}),
+            S.RemoveToxic("account", "request-lost"),
+        )
     if result == "E902":
         return ("account-down", S.DisableProxy("account"), S.EnableProxy("account"))
     if result == "timeout" and applied:
-        return (f"channel-answer-lost-{hub}", S.AddToxic(hub, "timeout", name="channel-answer-lost",
-                                                        attributes={"timeout": 0}),
-                S.RemoveToxic(hub, "channel-answer-lost"))
+        return (
+            f"channel-answer-lost-{hub}",
+            S.AddToxic(hub, "timeout", name="channel-answer-lost", attributes={"timeout": 0}),
+            S.RemoveToxic(hub, "channel-answer-lost"),
+        )
     if result == "timeout":
-        return (f"channel-request-lost-{hub}", S.AddToxic(hub, "timeout", stream="upstream",
-                                                         name="channel-request-lost", attributes={"timeout": 0}),
-                S.RemoveToxic(hub, "channel-request-lost"))
+        return (
+            f"channel-request-lost-{hub}",
+            S.AddToxic(hub, "timeout", stream="upstream", name="channel-request-lost", attributes={"timeout": 0}),
+            S.RemoveToxic(hub, "channel-request-lost"),
+        )
     return None
 
 
 def race(group: list, calls: list, label: str) -> Planned:
     """Resends of one GUID closer than the burst window: one race of as many copies."""
     first, answers = group[0], Counter(s.result for s in group)
-    return Planned(S.Race(label, n=len(group), amount=first.amount, src=first.src, dst=first.dst,
-                          slots=(first.relay,)),
-                   f"{lines(group + calls)}: {len(group)} sends of {first.guid} within "
-                   f"{(group[-1].at - first.at) * 1000:.0f} ms (answers: "
-                   f"{', '.join(f'{c} ×{n}' for c, n in answers.items())}), {len(calls)} account call(s) → they "
-                   "reached the relay together: a race", got=tuple(s.result for s in group))
+    return Planned(
+        S.Race(label, n=len(group), amount=first.amount, src=first.src, dst=first.dst, slots=(first.relay,)),
+        f"{lines(group + calls)}: {len(group)} sends of {first.guid} within "
+        f"{(group[-1].at - first.at) * 1000:.0f} ms (answers: "
+        f"{', '.join(f'{c} ×{n}' for c, n in answers.items())}), {len(calls)} account call(s) → they "
+        "reached the relay together: a race",
+        got=tuple(s.result for s in group),
+    )
 
 
 class FaultPlanner:
@@ -120,9 +142,14 @@ class FaultPlanner:
         if ms != self.slow and self.slow:
             self.out.append(Planned(S.ServerFault(delay_ms=0), "the account system answers at its usual speed again"))
         if ms and ms != self.slow:
-            self.out.append(Planned(S.ServerFault(delay_ms=ms), f"{lines(calls)}: the account system took about {ms} "
-                                                                "ms to answer (answered_at - at): its processing is "
-                                                                "delayed as much while the copies are in flight"))
+            self.out.append(
+                Planned(
+                    S.ServerFault(delay_ms=ms),
+                    f"{lines(calls)}: the account system took about {ms} "
+                    "ms to answer (answered_at - at): its processing is "
+                    "delayed as much while the copies are in flight",
+                )
+            )
         self.slow = ms
 
     def send(self, send, calls: list, label: str) -> None:
@@ -136,10 +163,21 @@ class FaultPlanner:
                 self.window = (fault[0], fault[2])
         gave_up = send.result == "timeout"
         step = send_step(label, send, timeout_s=round(self.account_timeout_ms / 1000 + 0.2, 3) if gave_up else None)
-        seen = "; account system: " + ", ".join(f"{c.where} answered {c.code}" for c in calls[:4]) + \
-            (f" (+{len(calls) - 4})" if len(calls) > 4 else "") if calls else "; the account system has no call for it"
-        self.out.append(Planned(step, f"{send.where}: {send.guid} ({label}) {send.amount} {send.src}→{send.dst} on "
-                                      f"relay {send.relay}: {send.result}{seen}", got=(send.result,)))
+        seen = (
+            "; account system: "
+            + ", ".join(f"{c.where} answered {c.code}" for c in calls[:4])
+            + (f" (+{len(calls) - 4})" if len(calls) > 4 else "")
+            if calls
+            else "; the account system has no call for it"
+        )
+        self.out.append(
+            Planned(
+                step,
+                f"{send.where}: {send.guid} ({label}) {send.amount} {send.src}→{send.dst} on "
+                f"relay {send.relay}: {send.result}{seen}",
+                got=(send.result,),
+            )
+        )
 
 
 def send_step(label: str, send, **options) -> S.Send:

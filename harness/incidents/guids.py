@@ -14,11 +14,12 @@ from the channel's request for that GUID; a channel `0000` for a GUID the accoun
 no call for. Warnings, in bundle.notes: GUIDs that differ
 only in case (the relay takes them as two, and so does the import).
 """
+
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import heapq
+from dataclasses import dataclass
+from typing import NoReturn
 
 from relaychaos.incidents.mapping import BundleError
 from relaychaos.incidents.records import ChannelLine
@@ -36,6 +37,12 @@ class GuidState:
     def label(self) -> str:
         return f"g{self.number}"
 
+    @property
+    def sent(self) -> ChannelLine:
+        """Its first send, while index() runs (reconstruct's walk lets it go: `first` is None after)."""
+        assert self.first is not None, f"GUID {self.label}: its first send was let go"
+        return self.first
+
 
 def _where(bundle, r) -> str:
     return f"{bundle.folder / r.file}, line {r.line}"
@@ -52,21 +59,26 @@ def index(bundle) -> tuple[dict[str, GuidState], list]:
             key = r.guid if r.guid.islower() or not any(c.isupper() for c in r.guid) else r.guid.lower()
             other = folded.setdefault(key, r.guid)
             if other != r.guid:
-                bundle.notes.append(f"{_where(bundle, r)}: GUID {r.guid} differs only in case "
-                                    f"from {other} ({night[other].first.where}): they are taken as two GUIDs, as a "
-                                    "relay takes them; if one system changed the case, set guid_case = \"lower\" for "
-                                    "that log in incident.toml")
+                bundle.notes.append(
+                    f"{_where(bundle, r)}: GUID {r.guid} differs only in case "
+                    f"from {other} ({night[other].sent.where}): they are taken as two GUIDs, as a "
+                    'relay takes them; if one system changed the case, set guid_case = "lower" for '
+                    "that log in incident.toml"
+                )
     gaps: list = []
     for c in bundle.account:
         st = night.get(c.guid)
         if st is None:
             _never_sent(c, _where(bundle, c), night)
-        send = st.first
+        send = st.sent
         if c.amount != send.amount or c.src != send.src or c.dst != send.dst:
-            raise BundleError(f"GUID {c.guid}: the account system received {c.amount} {c.src}→{c.dst}, the channel "
-                              f"sent {send.amount} {send.src}→{send.dst} ({send.where})", where=_where(bundle, c),
-                              fix="the logs disagree on the transfer: check both lines (a unit? a GUID reused?) and "
-                                  "correct the one that is wrong")
+            raise BundleError(
+                f"GUID {c.guid}: the account system received {c.amount} {c.src}→{c.dst}, the channel "
+                f"sent {send.amount} {send.src}→{send.dst} ({send.where})",
+                where=_where(bundle, c),
+                fix="the logs disagree on the transfer: check both lines (a unit? a GUID reused?) and "
+                "correct the one that is wrong",
+            )
         c.amount = send.amount  # one int for both records
         st.calls += 1
         st.debits += c.code == "0000"
@@ -81,25 +93,32 @@ def index(bundle) -> tuple[dict[str, GuidState], list]:
     return night, sorted(((-g, c, send) for g, _, _, c, send in gaps), key=lambda x: (x[0], x[1].line))
 
 
-def _never_sent(c, where: str, night: dict[str, GuidState]) -> None:
+def _never_sent(c, where: str, night: dict[str, GuidState]) -> NoReturn:
     lower = c.guid.lower()
     other = next((g for g in night if g.lower() == lower), None)  # only on the way to an error
     if other is not None:
-        raise BundleError(f"GUID {c.guid} is not in the channel log, but {other} ({night[other].first.where}) differs "
-                          "from it only in case", where=where,
-                          fix="one system changed the GUID's case: set guid_case = \"lower\" (or \"upper\") in "
-                              "[logs.account] and [logs.channel] of incident.toml")
-    raise BundleError(f"GUID {c.guid} is in the account log but the channel log never sent it", where=where,
-                      fix="add the channel's request for it to the channel log, or drop the line if another client "
-                          "sent it (a relay that minted a new GUID, rule guid-preserved, cannot be imported: write "
-                          "that scenario by hand, see scenarios/regressions/recovery-minted-new-guid.yaml)")
+        raise BundleError(
+            f"GUID {c.guid} is not in the channel log, but {other} ({night[other].sent.where}) differs "
+            "from it only in case",
+            where=where,
+            fix='one system changed the GUID\'s case: set guid_case = "lower" (or "upper") in '
+            "[logs.account] and [logs.channel] of incident.toml",
+        )
+    raise BundleError(
+        f"GUID {c.guid} is in the account log but the channel log never sent it",
+        where=where,
+        fix="add the channel's request for it to the channel log, or drop the line if another client "
+        "sent it (a relay that minted a new GUID, rule guid-preserved, cannot be imported: write "
+        "that scenario by hand, see scenarios/regressions/recovery-minted-new-guid.yaml)",
+    )
 
 
 def _unanswered_ok(bundle, night: dict[str, GuidState]) -> None:
     """A channel `0000` for a GUID the account system has no call for: the account log is incomplete."""
     for r in bundle.channel:
         if r.result == "0000" and night[r.guid].calls == 0:
-            raise BundleError(f"the relay answered 0000 for GUID {r.guid}, but the account log has no call for it",
-                              where=_where(bundle, r),
-                              fix="the account log is incomplete (add the call), or this line's GUID or result is "
-                                  "wrong")
+            raise BundleError(
+                f"the relay answered 0000 for GUID {r.guid}, but the account log has no call for it",
+                where=_where(bundle, r),
+                fix="the account log is incomplete (add the call), or this line's GUID or result is wrong",
+            )

@@ -12,6 +12,7 @@ to take (`take`: field values a line must have), defaults for fields a line lack
 GUID's case. Without a `[logs.NAME]` table the source is the plain bundle of
 docs/incident-bundle.md: `NAME.jsonl` or `NAME.csv`, the bundle's own field names.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,17 +23,36 @@ from pathlib import Path
 from relaychaos.errors import HarnessError
 
 DOC = "docs/incident-bundle.md"
-REQUIRED = {"channel": ("guid", "at", "from", "to", "amount", "result"),
-            "account": ("guid", "at", "from", "to", "amount", "code"),
-            "operations": ("at", "event"),
-            "ledger": ("guid", "status", "attempts")}
-OPTIONAL = {"channel": ("relay",), "account": ("answered_at",), "operations": ("relay", "command", "argument"),
-            "ledger": ("resp_code", "request", "response", "updated_at")}
+REQUIRED = {
+    "channel": ("guid", "at", "from", "to", "amount", "result"),
+    "account": ("guid", "at", "from", "to", "amount", "code"),
+    "operations": ("at", "event"),
+    "ledger": ("guid", "status", "attempts"),
+}
+OPTIONAL = {
+    "channel": ("relay",),
+    "account": ("answered_at",),
+    "operations": ("relay", "command", "argument"),
+    "ledger": ("resp_code", "request", "response", "updated_at"),
+}
 CODED = ("result", "code", "event", "command")  # fields the vocabulary translates
-FORMATS = {"channel": ("jsonl", "csv", "json", "text"), "account": ("jsonl", "csv", "json", "text"),
-           "operations": ("jsonl", "csv", "json", "text"), "ledger": ("sqlite", "csv")}
-SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".json": "json", ".log": "text", ".txt": "text",
-            ".sqlite": "sqlite", ".db": "sqlite", ".sqlite3": "sqlite"}
+FORMATS = {
+    "channel": ("jsonl", "csv", "json", "text"),
+    "account": ("jsonl", "csv", "json", "text"),
+    "operations": ("jsonl", "csv", "json", "text"),
+    "ledger": ("sqlite", "csv"),
+}
+SUFFIXES = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".json": "json",
+    ".log": "text",
+    ".txt": "text",
+    ".sqlite": "sqlite",
+    ".db": "sqlite",
+    ".sqlite3": "sqlite",
+}
 TIME_FORMATS = ("auto", "iso", "epoch_s", "epoch_ms", "epoch_us", "local")
 KEYS = {"files", "format", "fields", "time", "zone", "codes", "take", "defaults", "guid_case", "records", "pattern"}
 
@@ -69,6 +89,10 @@ class Source:
     guid_case: str = "as-is"
     records: tuple[str, ...] = ()  # for format json: the path of the list of records
     pattern: re.Pattern | None = None  # for format text
+    # set by __post_init__ (what readers.py checks every line for)
+    needed: frozenset[str] = field(init=False, repr=False, compare=False)
+    keyed: frozenset[str] = field(init=False, repr=False, compare=False)
+    coded: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -96,11 +120,18 @@ def _spec(where: str, key: str, value) -> FieldSpec:
         try:
             regex = re.compile(value["regex"]) if value.get("regex") else None
         except re.error as e:
-            raise _fail(where, f"fields.{key}: the regex {value['regex']!r} does not compile ({e})",
-                        "write a Python regular expression whose first group is the value") from None
+            raise _fail(
+                where,
+                f"fields.{key}: the regex {value['regex']!r} does not compile ({e})",
+                "write a Python regular expression whose first group is the value",
+            ) from None
         return FieldSpec(tuple(value["path"].split(".")), regex)
-    raise _fail(where, f"fields.{key} = {value!r} is not a field name", f"write {key} = \"name.in.the.line\" "
-                "(a JSON path, dots for nesting) or {path = \"message\", regex = \"--min-age=(\\\\d+)\"}")
+    raise _fail(
+        where,
+        f"fields.{key} = {value!r} is not a field name",
+        f'write {key} = "name.in.the.line" '
+        '(a JSON path, dots for nesting) or {path = "message", regex = "--min-age=(\\\\d+)"}',
+    )
 
 
 def _files(folder: Path, name: str, given) -> tuple[Path, ...]:
@@ -112,8 +143,11 @@ def _files(folder: Path, name: str, given) -> tuple[Path, ...]:
     for pattern in patterns:
         matched = sorted(folder.glob(pattern))
         if not matched:
-            raise _fail(str(folder / "incident.toml"), f"[logs.{name}] files: {pattern!r} matches no file in "
-                        f"{folder}", "give the files' names (globs allowed, from the bundle folder)")
+            raise _fail(
+                str(folder / "incident.toml"),
+                f"[logs.{name}] files: {pattern!r} matches no file in {folder}",
+                "give the files' names (globs allowed, from the bundle folder)",
+            )
         out += [p for p in matched if p not in out]
     return tuple(out)
 
@@ -121,15 +155,61 @@ def _files(folder: Path, name: str, given) -> tuple[Path, ...]:
 def _format(where: str, name: str, files: tuple[Path, ...], given) -> str:
     if given is not None:
         if given not in FORMATS[name]:
-            raise _fail(where, f"[logs.{name}] format = {given!r} is not read", f"use one of {', '.join(FORMATS[name])}")
+            raise _fail(
+                where, f"[logs.{name}] format = {given!r} is not read", f"use one of {', '.join(FORMATS[name])}"
+            )
         return given
     kinds = {SUFFIXES.get(p.suffix) for p in files}
     if len(kinds) != 1 or None in kinds or not kinds <= set(FORMATS[name]):
         names = ", ".join(p.name for p in files)
-        raise _fail(str(files[0]) if files else where, f"the {name} log's format cannot be told from its name "
-                    f"({names}): the {name} log is read as {' or '.join(FORMATS[name])}",
-                    f"convert it, or name the format in {where} (format = \"...\"), see {DOC}")
-    return kinds.pop()
+        raise _fail(
+            str(files[0]) if files else where,
+            f"the {name} log's format cannot be told from its name "
+            f"({names}): the {name} log is read as {' or '.join(FORMATS[name])}",
+            f'convert it, or name the format in {where} (format = "..."), see {DOC}',
+        )
+    kind = kinds.pop()
+    assert kind is not None  # None in kinds was rejected above
+    return kind
+
+
+def _fields(where: str, name: str, given) -> dict[str, FieldSpec]:
+    """Every field of the log `name`, each read from the bundle's field of its own name unless `given` maps it."""
+    fields = {k: FieldSpec((k,)) for k in REQUIRED[name] + OPTIONAL[name]}
+    for key, value in (given or {}).items():
+        if key not in fields:
+            raise _fail(
+                where,
+                f"fields.{key}: the {name} log has no field {key!r}",
+                f"map the bundle's fields: {', '.join(fields)}",
+            )
+        fields[key] = _spec(where, key, value)
+    return fields
+
+
+def _time(where: str, time: str, zone: str | None) -> str:
+    """The log's timestamp format, checked (a local time needs its zone)."""
+    if time not in TIME_FORMATS:
+        raise _fail(where, f"time = {time!r} is not a timestamp format", f"use one of {', '.join(TIME_FORMATS)}")
+    if time == "local" and not zone:
+        raise _fail(
+            where,
+            'time = "local" needs the zone the times were written in',
+            'add zone = "Europe/Berlin" (an IANA zone name, or "UTC")',
+        )
+    return time
+
+
+def _pattern(where: str, table: dict) -> re.Pattern:
+    """The regex a text log's lines are read with (its named groups are the fields)."""
+    try:
+        return re.compile(table["pattern"])
+    except (KeyError, re.error) as e:
+        raise _fail(
+            where,
+            f'format = "text" needs a pattern, a regex with named groups ({e})',
+            'add pattern = "(?P<at>\\\\S+) (?P<event>\\\\w+) relay=(?P<relay>\\\\S+)"',
+        ) from None
 
 
 def source(folder: Path, name: str, table: dict | None) -> Source | None:
@@ -142,38 +222,40 @@ def source(folder: Path, name: str, table: dict | None) -> Source | None:
     files = _files(folder, name, table.get("files"))
     if not files:
         if name in ("channel", "account"):
-            raise _fail(str(folder), f"no {name} log ({name}.jsonl or {name}.csv)",
-                        f"add the {name} log, or name its files in [logs.{name}] files = [...] (see {DOC})")
+            raise _fail(
+                str(folder),
+                f"no {name} log ({name}.jsonl or {name}.csv)",
+                f"add the {name} log, or name its files in [logs.{name}] files = [...] (see {DOC})",
+            )
         return None
     fmt = _format(where, name, files, table.get("format"))
-    fields = {k: FieldSpec((k,)) for k in REQUIRED[name] + OPTIONAL[name]}
-    for key, value in (table.get("fields") or {}).items():
-        if key not in fields:
-            raise _fail(where, f"fields.{key}: the {name} log has no field {key!r}",
-                        f"map the bundle's fields: {', '.join(fields)}")
-        fields[key] = _spec(where, key, value)
-    time = table.get("time", "auto")
-    if time not in TIME_FORMATS:
-        raise _fail(where, f"time = {time!r} is not a timestamp format", f"use one of {', '.join(TIME_FORMATS)}")
-    if time == "local" and not table.get("zone"):
-        raise _fail(where, "time = \"local\" needs the zone the times were written in",
-                    "add zone = \"Europe/Berlin\" (an IANA zone name, or \"UTC\")")
-    take = {tuple(str(k).split(".")): tuple(x if isinstance(x, str) else json.dumps(x) for x in  # as JSON writes it
-                                            (v if isinstance(v, list) else [v]))
-            for k, v in (table.get("take") or {}).items()}
+    fields = _fields(where, name, table.get("fields"))
+    time = _time(where, table.get("time", "auto"), table.get("zone"))
+    take = {
+        tuple(str(k).split(".")): tuple(
+            x if isinstance(x, str) else json.dumps(x)
+            for x in (v if isinstance(v, list) else [v])  # as JSON writes it
+        )
+        for k, v in (table.get("take") or {}).items()
+    }
     case = table.get("guid_case", "as-is")
     if case not in ("as-is", "lower", "upper"):
-        raise _fail(where, f"guid_case = {case!r}", "use \"as-is\", \"lower\" or \"upper\"")
-    pattern = None
-    if fmt == "text":
-        try:
-            pattern = re.compile(table["pattern"])
-        except (KeyError, re.error) as e:
-            raise _fail(where, f"format = \"text\" needs a pattern, a regex with named groups ({e})",
-                        "add pattern = \"(?P<at>\\\\S+) (?P<event>\\\\w+) relay=(?P<relay>\\\\S+)\"") from None
-    return Source(name, files, fmt, fields, time, table.get("zone"), {str(k): str(v) for k, v in
-                  (table.get("codes") or {}).items()}, take, dict(table.get("defaults") or {}), case,
-                  tuple(str(table.get("records", "items")).split(".")), pattern)
+        raise _fail(where, f"guid_case = {case!r}", 'use "as-is", "lower" or "upper"')
+    pattern = _pattern(where, table) if fmt == "text" else None
+    return Source(
+        name,
+        files,
+        fmt,
+        fields,
+        time,
+        table.get("zone"),
+        {str(k): str(v) for k, v in (table.get("codes") or {}).items()},
+        take,
+        dict(table.get("defaults") or {}),
+        case,
+        tuple(str(table.get("records", "items")).split(".")),
+        pattern,
+    )
 
 
 def sources(folder: Path, meta: dict) -> dict[str, Source]:
@@ -181,8 +263,11 @@ def sources(folder: Path, meta: dict) -> dict[str, Source]:
     logs = meta.get("logs") or {}
     unknown = set(logs) - set(REQUIRED)
     if unknown:
-        raise _fail(f"{folder / 'incident.toml'}", f"[logs] names unknown log(s) {', '.join(sorted(unknown))}",
-                    f"map only {', '.join(REQUIRED)}")
+        raise _fail(
+            f"{folder / 'incident.toml'}",
+            f"[logs] names unknown log(s) {', '.join(sorted(unknown))}",
+            f"map only {', '.join(REQUIRED)}",
+        )
     out = {}
     for name in REQUIRED:
         found = source(folder, name, logs.get(name))

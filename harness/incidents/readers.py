@@ -12,16 +12,18 @@ checks, debug lines), or whose code the vocabulary maps to `-` is skipped and co
 file, the line and the fix. Streamed, one line at a time: where `take` asks for plain
 words, a line that does not contain them is skipped before it is parsed.
 """
+
 from __future__ import annotations
 
+import contextlib
 import csv
 import fnmatch
 import json
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
-from relaychaos.incidents.mapping import CODED, DOC, BundleError, FieldSpec, Source
+from relaychaos.incidents.mapping import DOC, BundleError, FieldSpec, Source
 
 KEYED = ("guid", "at")  # a line without these is noise, not a record
 WORD = re.compile(r"[A-Za-z0-9 ._:-]*[A-Za-z][A-Za-z0-9 ._:-]*")  # a take value JSON writes as it is, as a string
@@ -42,8 +44,10 @@ class Skipped:
             self.first[file] = (line, why)
 
     def notes(self) -> list[str]:
-        return [f"{f}: {n:,} line(s) skipped (first: line {self.first[f][0]}, {self.first[f][1]})"
-                for f, n in self.counts.items()]
+        return [
+            f"{f}: {n:,} line(s) skipped (first: line {self.first[f][0]}, {self.first[f][1]})"
+            for f, n in self.counts.items()
+        ]
 
 
 def getter(spec: FieldSpec) -> Callable:
@@ -55,12 +59,14 @@ def getter(spec: FieldSpec) -> Callable:
         def get(data):
             return data.get(key)
     else:
+
         def get(data):
             for key in path:
                 if not isinstance(data, dict):
                     return None
                 data = data.get(key)
             return data
+
     if regex is None:
         return get
 
@@ -68,6 +74,7 @@ def getter(spec: FieldSpec) -> Callable:
         value = get(data)
         found = regex.search(str(value)) if value is not None else None
         return found.group(1) if found else None
+
     return matched
 
 
@@ -78,19 +85,22 @@ def _column(spec: FieldSpec, header: list[str]) -> Callable:
         return lambda row: None
     i = header.index(name)
     plain = lambda row: row[i] if i < len(row) else None  # noqa: E731 - the hot path
-    if spec.regex is None:
+    regex = spec.regex
+    if regex is None:
         return plain
-    return lambda row: (m.group(1) if (v := plain(row)) is not None and (m := spec.regex.search(v)) else None)
+    return lambda row: m.group(1) if (v := plain(row)) is not None and (m := regex.search(v)) else None
 
 
 def _json_lines(source: Source, path: str, words: list[str], skipped: Skipped) -> Iterator[tuple[int, object]]:
+    pattern = source.pattern if source.format == "text" else None
+    assert source.format != "text" or pattern is not None, "a text source has its pattern (mapping.source)"
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if words and not all(w in line for w in words):
                 skipped.add(path, n, "not taken (take)")  # counted here: most lines of a busy log end here
                 continue
-            if source.format == "text":
-                found = source.pattern.search(line)
+            if pattern is not None:
+                found = pattern.search(line)
                 yield n, (found.groupdict() if found else ("not matched by the pattern" if line.strip() else ""))
                 continue
             try:
@@ -104,13 +114,19 @@ def _document(source: Source, path: str) -> Iterator[tuple[int, object]]:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except ValueError as e:
-        raise BundleError(f"not a JSON document: {e}", where=path, fix="give one JSON document, or format = "
-                          "\"jsonl\" for one object a line") from None
+        raise BundleError(
+            f"not a JSON document: {e}",
+            where=path,
+            fix='give one JSON document, or format = "jsonl" for one object a line',
+        ) from None
     for key in source.records:
         data = data.get(key) if isinstance(data, dict) else None
     if not isinstance(data, list):
-        raise BundleError(f"no list of records at {'.'.join(source.records)!r}", where=path,
-                          fix=f"name the path of the records: records = \"items\" in {source.table}")
+        raise BundleError(
+            f"no list of records at {'.'.join(source.records)!r}",
+            where=path,
+            fix=f'name the path of the records: records = "items" in {source.table}',
+        )
     yield from enumerate(data, 1)
 
 
@@ -128,30 +144,28 @@ def _words(source: Source) -> list[str]:
 def rows(source: Source, skipped: Skipped) -> Iterator[tuple[str, int, dict]]:
     """Every record of the source's files, file by file, in each file's order (see the module doc)."""
     for path in map(str, source.files):
-        if source.format == "csv":
-            f = open(path, encoding="utf-8", newline="")
-            reader = csv.reader(f)
-            header = [h.strip() for h in next(reader, [])]
-            _check_header(source, path, header)
-            getters = [(name, _column(spec, header)) for name, spec in source.fields.items()]
-            take = [(_column(FieldSpec(p), header), _pattern(v)) for p, v in source.take.items()]
-            records: Iterator = ((reader.line_num, row) for row in reader)
-        else:
-            f = None
-            getters = [(name, getter(spec)) for name, spec in source.fields.items()]
-            take = [(getter(FieldSpec(p)), _pattern(v)) for p, v in source.take.items()]
-            records = _document(source, path) if source.format == "json" else _json_lines(source, path,
-                                                                                           _words(source), skipped)
-        try:
+        with contextlib.ExitStack() as opened:  # a CSV file stays open while its rows are read
+            if source.format == "csv":
+                reader = csv.reader(opened.enter_context(open(path, encoding="utf-8", newline="")))
+                header = [h.strip() for h in next(reader, [])]
+                _check_header(source, path, header)
+                getters = [(name, _column(spec, header)) for name, spec in source.fields.items()]
+                take = [(_column(FieldSpec(p), header), _pattern(v)) for p, v in source.take.items()]
+                records: Iterator = ((reader.line_num, row) for row in reader)
+            else:
+                getters = [(name, getter(spec)) for name, spec in source.fields.items()]
+                take = [(getter(FieldSpec(p)), _pattern(v)) for p, v in source.take.items()]
+                records = (
+                    _document(source, path)
+                    if source.format == "json"
+                    else _json_lines(source, path, _words(source), skipped)
+                )
             n = 0
             for n, data in records:
                 fields = _fields(source, path, n, data, getters, take, skipped)
                 if fields is not None:
                     yield path, n, fields
             skipped.lines[path] = n
-        finally:
-            if f is not None:
-                f.close()
 
 
 def _pattern(values: tuple[str, ...]) -> re.Pattern:
@@ -163,10 +177,12 @@ def _check_header(source: Source, path: str, header: list[str]) -> None:
     missing = [c for c in wanted if c not in header]
     if missing:
         canon = ",".join(source.required)
-        raise BundleError(f"the header lacks the column(s) {', '.join(missing)} (it has "
-                          f"{', '.join(h for h in header if h) or 'nothing'})", where=f"{path}, line 1",
-                          fix=f"add them to the first line: {canon} (or map your columns in {source.table} fields, "
-                              f"see {DOC})")
+        raise BundleError(
+            f"the header lacks the column(s) {', '.join(missing)} (it has "
+            f"{', '.join(h for h in header if h) or 'nothing'})",
+            where=f"{path}, line 1",
+            fix=f"add them to the first line: {canon} (or map your columns in {source.table} fields, see {DOC})",
+        )
 
 
 def _fields(source: Source, path: str, n: int, data, getters, take, skipped: Skipped) -> dict | None:
@@ -204,11 +220,14 @@ def _fields(source: Source, path: str, n: int, data, getters, take, skipped: Ski
             value = str(fields[key]).strip()
             value = fields[key] = source.codes.get(value, value)
             if value == "-":
-                skipped.add(path, n, "its code is mapped to \"-\"")
+                skipped.add(path, n, 'its code is mapped to "-"')
                 return None
     if not source.needed <= keys:
         missing = [source.fields[k].name for k in source.required if k not in fields]
-        raise BundleError(f"the record lacks {', '.join(missing)}", where=f"{path}, line {n}",
-                          fix=f"give every record the fields {', '.join(source.fields[k].name for k in source.required)}"
-                              f", or map them in {source.table} (see {DOC})")
+        raise BundleError(
+            f"the record lacks {', '.join(missing)}",
+            where=f"{path}, line {n}",
+            fix=f"give every record the fields {', '.join(source.fields[k].name for k in source.required)}"
+            f", or map them in {source.table} (see {DOC})",
+        )
     return fields

@@ -24,13 +24,14 @@ Opening balances come from balances.py, the account clock's offset from clocks.p
 is a generator over the night in time order, once: it lets go of the channel log's records as
 it passes them, so the memory the records took is free again by the time the file is written.
 """
+
 from __future__ import annotations
 
 import bisect
 import heapq
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 from relaychaos.engine import steps as S
 from relaychaos.engine.scenario_file import LIMIT_S
@@ -62,9 +63,11 @@ class Plan:
 
 def _merged(bundle):
     """Sends, operations and account calls in one time order (at equal times: operations, sends, calls)."""
-    return heapq.merge(((o.at, 0, i, o) for i, o in enumerate(bundle.operations)),
-                       ((s.at, 1, i, s) for i, s in enumerate(bundle.channel)),
-                       ((c.at, 2, i, c) for i, c in enumerate(bundle.account)))
+    return heapq.merge(
+        ((o.at, 0, i, o) for i, o in enumerate(bundle.operations)),
+        ((s.at, 1, i, s) for i, s in enumerate(bundle.channel)),
+        ((c.at, 2, i, c) for i, c in enumerate(bundle.account)),
+    )
 
 
 def attribute(bundle, night: dict, account_timeout_ms: int) -> None:
@@ -81,16 +84,24 @@ def attribute(bundle, night: dict, account_timeout_ms: int) -> None:
             continue
         st = night[r.guid]
         send = st.last
-        cause = send if last_reprocess is None or (send is not None and send.at >= last_reprocess.at) else last_reprocess
+        cause = (
+            send if last_reprocess is None or (send is not None and send.at >= last_reprocess.at) else last_reprocess
+        )
         if cause is None:
-            raise BundleError(f"GUID {r.guid} reaches the account system before anything sent it",
-                              where=f"{bundle.folder / r.file}, line {r.line}",
-                              fix="check the times of this line and of the channel's sends of it (a zone? a unit?)")
+            raise BundleError(
+                f"GUID {r.guid} reaches the account system before anything sent it",
+                where=f"{bundle.folder / r.file}, line {r.line}",
+                fix="check the times of this line and of the channel's sends of it (a zone? a unit?)",
+            )
         if cause is send and r.at - send.at > late:
-            raise BundleError(f"GUID {r.guid} reaches the account system {r.at - send.at:.1f} s after its latest "
-                              f"send ({send.where}), and no reprocess run came in between: one call far from the "
-                              "rest", where=f"{bundle.folder / r.file}, line {r.line}", fix="correct this line's time (a wrong date, zone or unit?); if "
-                              "a batch run sent it, add that run to the operations log")
+            raise BundleError(
+                f"GUID {r.guid} reaches the account system {r.at - send.at:.1f} s after its latest "
+                f"send ({send.where}), and no reprocess run came in between: one call far from the "
+                "rest",
+                where=f"{bundle.folder / r.file}, line {r.line}",
+                fix="correct this line's time (a wrong date, zone or unit?); if "
+                "a batch run sent it, add that run to the operations log",
+            )
         if cause.calls is None:
             cause.calls = r  # most sends cause one call: no list for it
         elif type(cause.calls) is list:
@@ -114,7 +125,7 @@ def _bursts(sends: list[ChannelLine]) -> Iterator[list[ChannelLine]]:
     open_: dict[tuple, list[ChannelLine]] = {}
     order: deque = deque()
     for i, s in enumerate(sends):
-        sends[i] = None
+        sends[i] = None  # type: ignore[call-overload]  # let go of the read send: the walk empties the list
         while order and s.at - order[0][0].at > BURST_S:
             g = order.popleft()
             del open_[(g[0].guid, g[0].relay)]
@@ -141,8 +152,10 @@ def _in_flight(calls: list[AccountLine] | None, moments: list[float]) -> list[Ac
 
 def _rules(night: dict) -> tuple[list[str], dict[str, list[str]]]:
     """The rules the account log shows broken, and by which GUIDs: called twice, debited twice."""
-    broke = {"one-account-call": [st.label for st in night.values() if st.calls > 1],
-             "one-debit": [st.label for st in night.values() if st.debits > 1]}
+    broke = {
+        "one-account-call": [st.label for st in night.values() if st.calls > 1],
+        "one-debit": [st.label for st in night.values() if st.debits > 1],
+    }
     broke = {rule: found for rule, found in broke.items() if found}
     return list(broke) + (["balances"] if "one-debit" in broke else []), broke
 
@@ -152,9 +165,11 @@ def _held_timeout(bundle, account_timeout_ms: int) -> tuple[int, str | None]:
     moments = sorted(o.at for o in bundle.operations if o.event in KILLS or o.event == "batch")
     if account_timeout_ms >= HELD_TIMEOUT_MS or not _in_flight(bundle.account, moments):
         return account_timeout_ms, None
-    return HELD_TIMEOUT_MS, (f"ACCOUNT_TIMEOUT_MS is {HELD_TIMEOUT_MS} here, not {account_timeout_ms}: calls are held "
-                             "across kills and batch runs, and the relay that sent one must still be waiting for it "
-                             "when the batch runs, as it was in production (not racing its own time-out)")
+    return HELD_TIMEOUT_MS, (
+        f"ACCOUNT_TIMEOUT_MS is {HELD_TIMEOUT_MS} here, not {account_timeout_ms}: calls are held "
+        "across kills and batch runs, and the relay that sent one must still be waiting for it "
+        "when the batch runs, as it was in production (not racing its own time-out)"
+    )
 
 
 def reconstruct(bundle, account_timeout_ms: int, offset_s: float | None = None) -> Plan:
@@ -168,8 +183,17 @@ def reconstruct(bundle, account_timeout_ms: int, offset_s: float | None = None) 
     bundle.account = []  # each call is kept by its cause from now on, until the walk has passed it
     rules, broke = _rules(night)
     walker = _Night(bundle, night, account_timeout_ms)
-    plan = Plan(night, rules, broke, walker.initial, accounts, walker.walk, account_timeout_ms, offset,
-                [n for n in [clock_note, timeout_note] if n] + balance_notes)
+    plan = Plan(
+        night,
+        rules,
+        broke,
+        walker.initial,
+        accounts,
+        walker.walk,
+        account_timeout_ms,
+        offset,
+        [n for n in [clock_note, timeout_note] if n] + balance_notes,
+    )
     walker.unreached = plan.unreached
     return plan
 
@@ -214,17 +238,26 @@ class _Night:
         label = self.night[call.guid].label
         if self.held.get(label):
             self.held[label] = 0
-            self.faults.out.append(Planned(S.Release((label,)), f"{call.where}: the account system answered "
-                                                                 f"{call.code} here: {label} is released"))
+            self.faults.out.append(
+                Planned(
+                    S.Release((label,)),
+                    f"{call.where}: the account system answered {call.code} here: {label} is released",
+                )
+            )
 
     def _sends(self, group: list[ChannelLine]) -> list[AccountLine]:
         """Plan one burst; returns the calls held (released at their answer)."""
         first, label = group[0], self.night[group[0].guid].label
         if first.relay not in self.running:
             self.unreached += group
-            self.faults.out.append(Planned(None, f"{lines(group)}: {first.guid} ({label}) reached relay "
-                                                 f"{first.relay} while it was down ({first.result}): nothing received "
-                                                 "it, not replayed"))
+            self.faults.out.append(
+                Planned(
+                    None,
+                    f"{lines(group)}: {first.guid} ({label}) reached relay "
+                    f"{first.relay} while it was down ({first.result}): nothing received "
+                    "it, not replayed",
+                )
+            )
             return []
         calls = [c for s in group for c in calls_of(s)]
         if len(group) > 1:
@@ -244,16 +277,30 @@ class _Night:
         self.faults.pace(None, [])
         out = self.faults.out
         if flying and not self.held.get(label):
-            out.append(Planned(S.ServerFault(hold_guids=(label,)),
-                               f"{lines(flying)}: received, and answered only after a kill or batch run: the account "
-                               f"system holds {label} until then"))
+            out.append(
+                Planned(
+                    S.ServerFault(hold_guids=(label,)),
+                    f"{lines(flying)}: received, and answered only after a kill or batch run: the account "
+                    f"system holds {label} until then",
+                )
+            )
         step = send_step(label, send, background=True)
-        out.append(Planned(step, f"{send.where}: {send.guid} ({label}) {send.amount} {send.src}→{send.dst} on relay "
-                                 f"{send.relay}: {send.result}; in flight, sent in the background", got=(send.result,)))
+        out.append(
+            Planned(
+                step,
+                f"{send.where}: {send.guid} ({label}) {send.amount} {send.src}→{send.dst} on relay "
+                f"{send.relay}: {send.result}; in flight, sent in the background",
+                got=(send.result,),
+            )
+        )
         if flying:
             total = flying[-1].n
-            out.append(Planned(S.WaitCalls(label, count=total, timeout_s=1.0 if total > 1 else 5.0),
-                               f"{lines(flying)}: the call reached the account system"))
+            out.append(
+                Planned(
+                    S.WaitCalls(label, count=total, timeout_s=1.0 if total > 1 else 5.0),
+                    f"{lines(flying)}: the call reached the account system",
+                )
+            )
             self.held[label] = self.held.get(label, 0) + len(flying)
         return flying
 
@@ -273,19 +320,28 @@ class _Night:
 
 def _batch(op: OpLine, calls: list[AccountLine], night: dict, timeout_ms: int) -> Planned:
     arg, where = op.argument, op.where
+    assert arg is not None, f"{where}: a batch run without its argument"  # records.Converter requires one
     if op.command == "reprocess":
-        sent = f"; {lines(calls)}: {', '.join(night[c.guid].label for c in calls[:20])} sent by this run" if calls \
+        sent = (
+            f"; {lines(calls)}: {', '.join(night[c.guid].label for c in calls[:20])} sent by this run"
+            if calls
             else "; it sent nothing"
-        return Planned(S.Reprocess(max_attempts=max(1, int(arg))), f"{where}: reprocess --max-attempts {arg:g}{sent}",
-                       tuple(night[c.guid].label for c in calls))
+        )
+        return Planned(
+            S.Reprocess(max_attempts=max(1, int(arg))),
+            f"{where}: reprocess --max-attempts {arg:g}{sent}",
+            tuple(night[c.guid].label for c in calls),
+        )
     if op.command == "resolve":
         safe = round(timeout_ms / 1000 + TOLERANCES.min_age_margin_s, 3)
         age = min(max(arg, safe), LIMIT_S)
         why = "" if age == arg else f" (here {age:g}: {'the scenario limit' if age == LIMIT_S else 'the safe minimum'})"
         return Planned(S.Resolve(min_age_s=age), f"{where}: resolve --min-age {arg:g}{why}, at its logged moment")
     keep = min(arg, LIMIT_S)
-    return Planned(S.Purge(retention_s=keep), f"{where}: purge --retention {arg:g}"
-                                              f"{'' if keep == arg else f' (here {keep:g}, the scenario limit)'}")
+    return Planned(
+        S.Purge(retention_s=keep),
+        f"{where}: purge --retention {arg:g}{'' if keep == arg else f' (here {keep:g}, the scenario limit)'}",
+    )
 
 
 def _initial_relays(bundle) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ the contract knows, a relay slot (one letter, or a pod mapped by [pods]), an `an
 not before `at`, a batch command with its numeric argument. GUIDs, parties and codes are
 interned across the logs and amounts shared, so a night of millions of lines fits in memory.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -16,13 +17,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from relaychaos.events import BATCH_COMMANDS
 from relaychaos.incidents.mapping import BundleError, Source
 from relaychaos.incidents.times import TimeReader
 
 RESULTS = re.compile(r"0000|B2\d\d|E500|E90[1-4]|E400|timeout")
 CODES = re.compile(r"0000|B2\d\d|E500")
 EVENTS = ("restart", "deploy", "kill", "start", "batch")
-BATCH_COMMANDS = ("resolve", "reprocess", "purge")
 SLOT = re.compile(r"[a-z]")
 
 
@@ -125,9 +126,12 @@ class Converter:
         else:
             found = next((s for pod, s in self.pods.items() if pod == text or fnmatch.fnmatchcase(text, pod)), None)
             if found is None:
-                raise _fail(where, f"relay = {text!r} is not a relay slot and [pods] does not map it",
-                            f"map the instance to a slot in incident.toml: [pods] \"{text}\" = \"a\" (globs "
-                            "allowed: \"relay-7d9f-*\" = \"a\")")
+                raise _fail(
+                    where,
+                    f"relay = {text!r} is not a relay slot and [pods] does not map it",
+                    f'map the instance to a slot in incident.toml: [pods] "{text}" = "a" (globs '
+                    'allowed: "relay-7d9f-*" = "a")',
+                )
         self._slots[text] = found
         return found
 
@@ -150,52 +154,81 @@ class Converter:
         for key in ("guid", "from", "to"):
             if not str(f.get(key) or "").strip():
                 raise _fail(where, f"{self.source.fields[key].name} is empty", f"give the transfer's {key}")
-        raise _fail(where, f"amount = {f['amount']!r} is not a whole number",
-                    "write the amount in minor units, e.g. 120 for 1.20")
+        raise _fail(
+            where,
+            f"amount = {f['amount']!r} is not a whole number",
+            "write the amount in minor units, e.g. 120 for 1.20",
+        )
 
     def _channel(self, name: str, file: str, line: int, f: dict) -> ChannelLine:
         guid, src, dst, amount = self._transfer(f, file, line)
         result = self.strings.setdefault(f["result"], f["result"])
         if not RESULTS.fullmatch(result):
-            raise _fail(f"{file}, line {line}", f"result = {result!r} is not a relay answer code",
-                        "write the code the relay answered (0000, B2xx, E500, E901-E904, E400) or `timeout` when the "
-                        f"channel got no answer, or translate your words in {self.source.table} codes")
-        return ChannelLine(name, line, self.time(f["at"], file, line), guid, src, dst, amount, result,
-                           self.slot(f.get("relay") or "a", f"{file}, line {line}"))
+            raise _fail(
+                f"{file}, line {line}",
+                f"result = {result!r} is not a relay answer code",
+                "write the code the relay answered (0000, B2xx, E500, E901-E904, E400) or `timeout` when the "
+                f"channel got no answer, or translate your words in {self.source.table} codes",
+            )
+        return ChannelLine(
+            name,
+            line,
+            self.time(f["at"], file, line),
+            guid,
+            src,
+            dst,
+            amount,
+            result,
+            self.slot(f.get("relay") or "a", f"{file}, line {line}"),
+        )
 
     def _account(self, name: str, file: str, line: int, f: dict) -> AccountLine:
         guid, src, dst, amount = self._transfer(f, file, line)
         code = self.strings.setdefault(f["code"], f["code"])
         if not CODES.fullmatch(code):
-            raise _fail(f"{file}, line {line}", f"code = {code!r} is not an account-system answer",
-                        f"write 0000, B2xx or E500 (contract section 2), or translate in {self.source.table} codes")
+            raise _fail(
+                f"{file}, line {line}",
+                f"code = {code!r} is not an account-system answer",
+                f"write 0000, B2xx or E500 (contract section 2), or translate in {self.source.table} codes",
+            )
         at = self.time(f["at"], file, line)
         answered = f.get("answered_at")
         answered_at = self.time(answered, file, line, "answered_at") if answered not in (None, "") else None
         if answered_at is not None and answered_at < at:
-            raise _fail(f"{file}, line {line}", f"answered_at is {at - answered_at:.3f} s before at: the call was "
-                        "answered before it was received", "check the two columns (swapped? different clocks or "
-                        "units?)")
+            raise _fail(
+                f"{file}, line {line}",
+                f"answered_at is {at - answered_at:.3f} s before at: the call was answered before it was received",
+                "check the two columns (swapped? different clocks or units?)",
+            )
         return AccountLine(name, line, at, guid, src, dst, amount, code, answered_at)
 
     def _operation(self, name: str, file: str, line: int, f: dict) -> OpLine:
         where = f"{file}, line {line}"
         event = str(f["event"]).strip()
         if event not in EVENTS:
-            raise _fail(where, f"event = {event!r} is not known", f"use one of {', '.join(EVENTS)}, or translate "
-                        f"your words in {self.source.table} codes (OOMKilling = \"kill\", \"-\" to skip)")
+            raise _fail(
+                where,
+                f"event = {event!r} is not known",
+                f"use one of {', '.join(EVENTS)}, or translate "
+                f'your words in {self.source.table} codes (OOMKilling = "kill", "-" to skip)',
+            )
         relay, at = self.slot(f.get("relay") or "a", where), self.time(f["at"], file, line)
         if event != "batch":
             return OpLine(name, line, at, event, relay)
         command = str(f.get("command") or "").strip()
         if command not in BATCH_COMMANDS:
-            raise _fail(where, f"a batch event needs command = {' | '.join(BATCH_COMMANDS)}, got {f.get('command')!r}",
-                        "name the batch command that ran, and its argument (argument = 3 for reprocess --max-attempts "
-                        "3)")
+            raise _fail(
+                where,
+                f"a batch event needs command = {' | '.join(BATCH_COMMANDS)}, got {f.get('command')!r}",
+                "name the batch command that ran, and its argument (argument = 3 for reprocess --max-attempts 3)",
+            )
         try:
             argument = float(str(f.get("argument")).strip())
         except ValueError:
-            raise _fail(where, f"argument = {f.get('argument')!r} is not a number",
-                        "give the command's one argument (--min-age S, --max-attempts N, --retention S) as a "
-                        f"number, or a default for it in {self.source.table} defaults") from None
+            raise _fail(
+                where,
+                f"argument = {f.get('argument')!r} is not a number",
+                "give the command's one argument (--min-age S, --max-attempts N, --retention S) as a "
+                f"number, or a default for it in {self.source.table} defaults",
+            ) from None
         return OpLine(name, line, at, event, relay, command, argument)

@@ -12,11 +12,12 @@ is kept). A background send and the wait_calls after it, and a pace with its rac
 (units). Each candidate is tried once here; the import replays the result again (three
 times on the relay, once on each relay it must hold on) before it keeps it.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
@@ -48,8 +49,12 @@ def _valid(steps: list[Planned], relays: tuple[str, ...]) -> bool:
     return bool(steps)
 
 
-def ddmin(steps: list[Planned], reproduces: Callable[[list[Planned]], bool], relays: tuple[str, ...],
-          budget: Budget | None = None) -> tuple[list[Planned], Tried]:
+def ddmin(
+    steps: list[Planned],
+    reproduces: Callable[[list[Planned]], bool],
+    relays: tuple[str, ...],
+    budget: Budget | None = None,
+) -> tuple[list[Planned], Tried]:
     """The smallest reproducing list of steps found (see the module doc), and what it took."""
     budget, tried, started = budget or Budget(), Tried(), time.monotonic()
     cache: dict[tuple[int, ...], bool] = {}
@@ -73,7 +78,7 @@ def ddmin(steps: list[Planned], reproduces: Callable[[list[Planned]], bool], rel
     current, n = list(range(len(units))), 2
     while len(current) >= 2 and not tried.out_of_budget:
         size = -(-len(current) // n)
-        chunks = [current[i:i + size] for i in range(0, len(current), size)]
+        chunks = [current[i : i + size] for i in range(0, len(current), size)]
         for chunk in chunks:
             rest = [i for i in current if i not in chunk]
             if rest and test(rest):
@@ -96,8 +101,9 @@ def _units(steps: list[Planned]) -> list[list[int]]:
     paced = False
     for i, p in enumerate(steps):
         step, prev = p.step, steps[units[-1][-1]].step if units else None
-        if paced or (isinstance(step, S.WaitCalls) and isinstance(prev, S.Send) and prev.background
-                     and prev.guid == step.guid):
+        if paced or (
+            isinstance(step, S.WaitCalls) and isinstance(prev, S.Send) and prev.background and prev.guid == step.guid
+        ):
             units[-1].append(i)
         else:
             units.append([i])

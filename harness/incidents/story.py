@@ -10,22 +10,31 @@ start is kept only where its slot is down, the first start after a kept kill is 
 result passes the scenario file's checks; the shrinker (shrink.py) then removes what the
 violation does not need.
 """
+
 from __future__ import annotations
 
 from relaychaos.engine import steps as S
 from relaychaos.incidents.faults import Planned
 
 OPERATIONS = (S.Kill, S.Start, S.Resolve, S.Reprocess, S.Purge)
-OPENS = {S.AddToxic: S.RemoveToxic, S.DisableProxy: S.EnableProxy}
+OPENS: dict[type, type[S.RemoveToxic] | type[S.EnableProxy]] = {
+    S.AddToxic: S.RemoveToxic,
+    S.DisableProxy: S.EnableProxy,
+}
 WINDOWS = (S.AddToxic, S.RemoveToxic, S.DisableProxy, S.EnableProxy)
 
 
 def keeper(involved: set[str]):
     """Which of the night's steps a story of the involved labels may need (the writer keeps them as it goes)."""
+
     def keep(p: Planned) -> bool:
         step = p.step
-        return isinstance(step, OPERATIONS + WINDOWS) or (isinstance(step, S.ServerFault) and not step.hold_guids) \
+        return (
+            isinstance(step, OPERATIONS + WINDOWS)
+            or (isinstance(step, S.ServerFault) and not step.hold_guids)
             or bool(set(S.guids_of(step)) & involved)
+        )
+
     return keep
 
 
@@ -45,13 +54,18 @@ def _closes(opening, step) -> bool:
     if isinstance(opening, S.ServerFault):
         return isinstance(step, S.ServerFault) and step.delay_ms is not None and not step.hold_guids
     want = OPENS.get(type(opening))
-    return isinstance(step, want) and step.proxy == opening.proxy and getattr(step, "name", None) == getattr(
-        opening, "name", None)
+    assert want is not None, f"not a fault window's opening: {opening!r}"  # _windows opens only these
+    return (
+        isinstance(step, want)
+        and step.proxy == opening.proxy
+        and getattr(step, "name", None) == getattr(opening, "name", None)
+    )
 
 
 def _windows(steps: list[Planned]) -> list[tuple[int, int]]:
     """(opening index, closing index) of every fault window and pace: toxics, disabled proxies, delays."""
-    out, open_ = [], []
+    out: list[tuple[int, int]] = []
+    open_: list[int] = []  # indexes of the windows open so far
     for i, p in enumerate(steps):
         step = p.step
         for n, j in enumerate(open_):
@@ -98,7 +112,7 @@ def _whole(kept: list[Planned], steps: list[Planned], at: list[int], relays: tup
         if isinstance(step, S.Kill):
             down.add(step.slot)
         if isinstance(step, (S.Send, S.Race)):
-            for slot in down & set(getattr(step, "slots", None) or (step.slot,)):
+            for slot in down & set(step.slots if isinstance(step, S.Race) else (step.slot,)):
                 out.append(_next_start(steps, at[n], slot))
                 down.discard(slot)
         out.append(p)

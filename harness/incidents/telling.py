@@ -16,6 +16,7 @@ too: the shrunk story keeps the faults, resends and batch runs that made product
 answers and calls, rather than letting the harness's closing phase make the second call.
 Otherwise the rules alone are judged, and the file's head says what differs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,12 +31,13 @@ from relaychaos.incidents.verify import Replayer, Reproduction, describe, reprod
 from relaychaos.incidents.write import Head, Written, head_lines, write
 
 
-def _write(plan, bundle, head: Head, steps: list[Planned], involved: set[str], path: Path, extra: list[str],
-           answers: dict) -> Path:
-    story_head = Head(f"{head.name}-story", head.description, head.account_timeout_ms, head.relay, head.holds_on,
-                      head.source)
-    return write(path, head_lines(plan, bundle, story_head, extra), steps, plan, bundle, involved,
-                 answers=answers).path
+def _write(
+    plan, bundle, head: Head, steps: list[Planned], involved: set[str], path: Path, extra: list[str], answers: dict
+) -> Path:
+    story_head = Head(
+        f"{head.name}-story", head.description, head.account_timeout_ms, head.relay, head.holds_on, head.source
+    )
+    return write(path, head_lines(plan, bundle, story_head, extra), steps, plan, bundle, involved, answers=answers).path
 
 
 def involved(plan) -> set[str]:
@@ -49,11 +51,14 @@ def tell(plan, bundle, head: Head, out: Path, args: argparse.Namespace, night: W
     answers = {label: got for label, got in night.answers.items() if label in labels}
     cut = story.around(night.kept, labels, plan.relays)
     path = out / "story.yaml"
-    said = [f"The story: the {len(labels)} GUID(s) that broke a rule and the faults and operations around them, "
-            f"{len(cut)} of the night's {night.steps} steps."]
+    said = [
+        f"The story: the {len(labels)} GUID(s) that broke a rule and the faults and operations around them, "
+        f"{len(cut)} of the night's {night.steps} steps."
+    ]
     if args.no_shrink or not head.relay:
         why = "--no-shrink" if args.no_shrink else "no relay to replay it on (--relay, or incident.toml `relay`)"
         return _write(plan, bundle, head, cut, labels, path, said + [f"Not shrunk: {why}."], answers)
+    relay = head.relay  # a str from here on (checked above)
     with Replayer(out / "replays", args.sandbox, args.sandbox_limit) as replayer:
         candidate = out / "replays" / "candidate.yaml"
 
@@ -62,30 +67,52 @@ def tell(plan, bundle, head: Head, out: Path, args: argparse.Namespace, night: W
             return loaded.scenario, replayer.run(loaded.scenario, relay_path(relay))
 
         def judge(steps: list[Planned]) -> Reproduction:
-            sc, result = run(steps, head.relay)
+            sc, result = run(steps, relay)
             return reproduced(result, sc)
 
         print(f"relaychaos: shrinking the story ({len(cut)} steps) against {head.relay} ...", flush=True)
         first = judge(cut)
         if not first.ok:
-            return _write(plan, bundle, head, cut, labels, path, said + [
-                f"Not shrunk: this story did not reproduce on {head.relay} (replayed in {out / 'replays'}); the "
-                "whole night is in night.yaml: `relaychaos incident verify` it to see what is missing."], answers)
+            return _write(
+                plan,
+                bundle,
+                head,
+                cut,
+                labels,
+                path,
+                said
+                + [
+                    f"Not shrunk: this story did not reproduce on {head.relay} (replayed in {out / 'replays'}); the "
+                    "whole night is in night.yaml: `relaychaos incident verify` it to see what is missing."
+                ],
+                answers,
+            )
         faithful = first.faithful
-        fidelity = ("Every candidate kept production's answers and account calls for the story's GUIDs." if
-                    faithful else "The cut story's answers or account calls differ from production's ("
-                    + "; ".join(describe(first, _production(plan, labels), head.relay)[1:])
-                    + "): the shrinking judged the rules alone.")
-        small, tried = ddmin(cut, lambda steps: _accepted(judge(steps), faithful), plan.relays,
-                             Budget(runs=args.shrink_runs))
-        shrunk = (f"Shrunk by delta debugging against {head.relay}: {len(small)} steps, {tried.runs} replays, "
-                  f"{tried.invalid} invalid candidates skipped, {tried.seconds:.0f} s"
-                  f"{' (budget spent)' if tried.out_of_budget else ''}.")
+        fidelity = _fidelity(first, plan, labels, head.relay)
+        small, tried = ddmin(
+            cut, lambda steps: _accepted(judge(steps), faithful), plan.relays, Budget(runs=args.shrink_runs)
+        )
+        shrunk = (
+            f"Shrunk by delta debugging against {head.relay}: {len(small)} steps, {tried.runs} replays, "
+            f"{tried.invalid} invalid candidates skipped, {tried.seconds:.0f} s"
+            f"{' (budget spent)' if tried.out_of_budget else ''}."
+        )
         failed = _confirm(small, run, head, faithful)
         if failed:
             small, shrunk = cut, f"Not shrunk: the shrunk story ({len(small)} steps) {failed}; the cut story is kept."
         print(f"relaychaos: {shrunk} {fidelity}", flush=True)
         return _write(plan, bundle, head, small, labels, path, said + [shrunk, fidelity], answers)
+
+
+def _fidelity(first: Reproduction, plan, labels: set[str], relay: str) -> str:
+    """The sentence saying whether the cut story's replay kept production's answers and account calls."""
+    if first.faithful:
+        return "Every candidate kept production's answers and account calls for the story's GUIDs."
+    return (
+        "The cut story's answers or account calls differ from production's ("
+        + "; ".join(describe(first, _production(plan, labels), relay)[1:])
+        + "): the shrinking judged the rules alone."
+    )
 
 
 def _production(plan, labels: set[str]) -> dict[str, str]:
@@ -104,8 +131,10 @@ def _confirm(steps: list[Planned], run, head: Head, faithful: bool) -> str | Non
     for n in range(CONFIRM_RUNS):
         sc, result = run(steps, head.relay)
         if not _accepted(reproduced(result, sc), faithful):
-            return f"did not reproduce{' faithfully' if faithful else ''} on replay {n + 1} of {CONFIRM_RUNS} to " \
-                   "confirm it"
+            return (
+                f"did not reproduce{' faithfully' if faithful else ''} on replay {n + 1} of {CONFIRM_RUNS} to "
+                "confirm it"
+            )
     for relay in head.holds_on:
         sc, result = run(steps, relay)
         if not result.ok:

@@ -10,9 +10,10 @@ number that is not a plausible unix time in its unit (epoch milliseconds read as
 seconds, seconds read as milliseconds) and, in `auto` and `iso`, a time without a zone
 are errors that say which setting to write: never a time silently taken another way.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from relaychaos.incidents.mapping import BundleError, Source
@@ -30,8 +31,11 @@ class TimeReader:
         try:
             self.zone = ZoneInfo(source.zone) if source.zone else None
         except (ZoneInfoNotFoundError, ValueError):
-            raise BundleError(f"zone = {source.zone!r} is not a time zone", where=source.table,
-                              fix="use an IANA zone name such as \"Europe/Berlin\", or \"UTC\"") from None
+            raise BundleError(
+                f"zone = {source.zone!r} is not a time zone",
+                where=source.table,
+                fix='use an IANA zone name such as "Europe/Berlin", or "UTC"',
+            ) from None
 
     def read(self, value, where: str, name: str = "at") -> float:
         """Unix seconds; BundleError naming where, the value and the setting to write."""
@@ -46,9 +50,12 @@ class TimeReader:
             raise self._bad(value, where, name, "not a time") from None
         if t.tzinfo is None:
             if self.zone is None:
-                raise BundleError(f"{name} = {value!r} has no zone", where=where,
-                                  fix=f"say which zone the {self.source.name} log's times are in: zone = "
-                                      f"\"Europe/Berlin\" (or \"UTC\") in {self.source.table}")
+                raise BundleError(
+                    f"{name} = {value!r} has no zone",
+                    where=where,
+                    fix=f"say which zone the {self.source.name} log's times are in: zone = "
+                    f'"Europe/Berlin" (or "UTC") in {self.source.table}',
+                )
             t = t.replace(tzinfo=self.zone)
         return t.timestamp()
 
@@ -59,17 +66,26 @@ class TimeReader:
             return seconds
         guess = next((u for u, scale in UNITS.items() if PLAUSIBLE[0] <= number / scale < PLAUSIBLE[1]), None)
         meant = f"looks like {WORDS[guess]}" if guess else "is not a plausible unix time in any unit"
-        fix = f"declare the unit: time = \"{guess}\" in {self.source.table}" if guess else \
-            "write ISO 8601 with a zone or unix seconds"
-        raise BundleError(f"{name} = {value!r} read as {WORDS[unit]} is "
-                          f"{_date(seconds)}: it {meant}", where=where, fix=fix)
+        fix = (
+            f'declare the unit: time = "{guess}" in {self.source.table}'
+            if guess
+            else "write ISO 8601 with a zone or unix seconds"
+        )
+        raise BundleError(
+            f"{name} = {value!r} read as {WORDS[unit]} is {_date(seconds)}: it {meant}", where=where, fix=fix
+        )
 
     def _bad(self, value, where: str, name: str, what: str) -> BundleError:
         if self.format in UNITS:
-            fix = f"write {self.format.replace('_', ' ')} numbers, or change time = \"{self.format}\" in {self.source.table}"
+            fix = (
+                f"write {self.format.replace('_', ' ')} numbers, "
+                f'or change time = "{self.format}" in {self.source.table}'
+            )
         else:
-            fix = ("write ISO 8601 with a zone (2026-11-14T23:10:00.120Z) or unix seconds (1794697800.12), or "
-                   f"declare the format in {self.source.table}: time = \"epoch_ms\", ...")
+            fix = (
+                "write ISO 8601 with a zone (2026-11-14T23:10:00.120Z) or unix seconds (1794697800.12), or "
+                f'declare the format in {self.source.table}: time = "epoch_ms", ...'
+            )
         return BundleError(f"{name} = {value!r} is {what}", where=where, fix=fix)
 
 
@@ -88,6 +104,6 @@ def _number(value) -> float | None:
 
 def _date(seconds: float) -> str:
     try:
-        return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d")
+        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d")
     except (OverflowError, OSError, ValueError):
         return "no date at all"

@@ -15,16 +15,23 @@ are the harness's, not production's): what differs is counted and shown. A repro
 faithful when, besides, nothing differs: the story is production's, not another way to the
 same verdicts.
 """
+
 from __future__ import annotations
 
 import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from relaychaos.chaos import ChaosResult, run_and_check
 from relaychaos.checkers.facts import Facts
 from relaychaos.engine import steps as S
+
+if TYPE_CHECKING:
+    from relaychaos.sandbox.policy import Sandbox
+    from relaychaos.stack.account_system import AccountSystem
+    from relaychaos.stack.toxiproxy_server import ToxiproxyServer
 
 EXAMPLES_SHOWN = 5
 
@@ -68,8 +75,11 @@ def reproduced(result: ChaosResult, scenario: S.Scenario, rules: list[str] | Non
     seen = {(v.rule, label_of.get(v.guid) if v.guid else None) for v in result.verdicts}
     rules_seen = {v.rule for v in result.verdicts}
     want = expected(scenario, rules)
-    missing = [(rule, label) for rule, label in want
-               if (label is None and rule not in rules_seen) or (label is not None and (rule, label) not in seen)]
+    missing = [
+        (rule, label)
+        for rule, label in want
+        if (label is None and rule not in rules_seen) or (label is not None and (rule, label) not in seen)
+    ]
     out = Reproduction(want, missing)
     facts = Facts(result.history)
     _compare(out, facts, scenario.incident.get("answers", {}), label_of)
@@ -108,36 +118,52 @@ def _count_calls(out: Reproduction, facts: Facts, closing: float, production: di
 
 def describe(found: Reproduction, production: dict[str, str], relay: str) -> list[str]:
     """What a person reads: reproduced or not (which rule and GUID is missing), and the answers compared."""
+
     def who(label):
         return f"{production.get(label, '?')} ({label})" if label else "(no GUID)"
 
     def pairs(found_pairs):
         return ", ".join(f"{rule} by {who(label)}" if label else rule for rule, label in found_pairs)
-    lines = [f"reproduced on {relay}: {pairs(found.expected)}" if found.ok else
-             f"NOT reproduced on {relay}: missing {pairs(found.missing)}"]
+
+    lines = [
+        f"reproduced on {relay}: {pairs(found.expected)}"
+        if found.ok
+        else f"NOT reproduced on {relay}: missing {pairs(found.missing)}"
+    ]
     if found.differ:
-        lines.append(f"answers: {len(found.differ)} of {found.compared} GUIDs got other answers than in production, "
-                     "e.g. " + "; ".join(f"{who(label)}: production {', '.join(p) or 'nothing'}, replay "
-                                         f"{', '.join(r) or 'nothing'}" for label, p, r in found.differ[:EXAMPLES_SHOWN]))
+        lines.append(
+            f"answers: {len(found.differ)} of {found.compared} GUIDs got other answers than in production, "
+            "e.g. "
+            + "; ".join(
+                f"{who(label)}: production {', '.join(p) or 'nothing'}, replay {', '.join(r) or 'nothing'}"
+                for label, p, r in found.differ[:EXAMPLES_SHOWN]
+            )
+        )
     elif found.compared:
         lines.append(f"answers: all {found.compared} GUIDs got the answers they got in production")
     if found.calls_differ:
-        lines.append(f"account calls: {len(found.calls_differ)} of {found.calls_compared} GUIDs were called another "
-                     "number of times than in production before the closing phase, e.g. " + "; ".join(
-                         f"{who(label)}: production {p}, replay {r}" for label, p, r in found.calls_differ[
-                             :EXAMPLES_SHOWN]))
+        lines.append(
+            f"account calls: {len(found.calls_differ)} of {found.calls_compared} GUIDs were called another "
+            "number of times than in production before the closing phase, e.g. "
+            + "; ".join(
+                f"{who(label)}: production {p}, replay {r}" for label, p, r in found.calls_differ[:EXAMPLES_SHOWN]
+            )
+        )
     elif found.calls_compared:
         lines.append(f"account calls: all {found.calls_compared} GUIDs were called as often as in production")
     return lines
 
 
 def replay_notes(result: ChaosResult, scenario: S.Scenario) -> list[str]:
-    """What `relaychaos replay` adds for an imported incident: the answers compared, and where reproduction is judged."""
+    """What `relaychaos replay` adds for an imported incident: the answers compared, and where reproduction is
+    judged."""
     found = reproduced(result, scenario)
     lines = describe(found, scenario.incident.get("guids", {}), "this relay")[1:]
-    return lines + [f"this is an imported incident (production broke {', '.join(scenario.incident.get('rules', []))}): "
-                    "replay judges the rules (exit 0: every rule held); `relaychaos incident verify` judges whether "
-                    "a relay reproduces the incident"]
+    return lines + [
+        f"this is an imported incident (production broke {', '.join(scenario.incident.get('rules', []))}): "
+        "replay judges the rules (exit 0: every rule held); `relaychaos incident verify` judges whether "
+        "a relay reproduces the incident"
+    ]
 
 
 class Replayer:
@@ -145,10 +171,12 @@ class Replayer:
 
     def __init__(self, out: Path, sandbox: str = "auto", sandbox_limit: str | None = None):
         self.out, self.sandbox_mode, self.sandbox_limit = Path(out).resolve(), sandbox, sandbox_limit
-        self.server = self.account = self.sandbox = None
+        self.server: ToxiproxyServer | None = None
+        self.account: AccountSystem | None = None
+        self.sandbox: Sandbox | None = None
         self.runs = 0
 
-    def __enter__(self) -> "Replayer":
+    def __enter__(self) -> Replayer:
         from relaychaos.sandbox.policy import Limits, Sandbox
         from relaychaos.stack import toxiproxy_server
         from relaychaos.stack.account_system import AccountSystem
@@ -174,9 +202,17 @@ class Replayer:
         from relaychaos.stack import manifest
         from relaychaos.stack.world import Stack
 
+        assert self.server is not None and self.account is not None, "use `with Replayer(...) as replayer`"
         self.runs += 1
         workdir = self.out / f"run-{self.runs}"
-        with Stack(toxiproxy=self.server.control, account=self.account, manifest=manifest.load(relay),
-                   workdir=workdir, name=scenario.name, accounts=scenario.accounts,
-                   account_timeout_ms=scenario.account_timeout_ms, sandbox=self.sandbox) as stack:
+        with Stack(
+            toxiproxy=self.server.control,
+            account=self.account,
+            manifest=manifest.load(relay),
+            workdir=workdir,
+            name=scenario.name,
+            accounts=scenario.accounts,
+            account_timeout_ms=scenario.account_timeout_ms,
+            sandbox=self.sandbox,
+        ) as stack:
             return run_and_check(stack, scenario)

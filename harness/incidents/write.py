@@ -13,14 +13,15 @@ are formatted from their plain values (no YAML library per step) and checked as 
 written, by the scenario file's own checks: linear in the night's length, and the night's
 steps are never all in memory. The file replaces an earlier one whole, once it is complete.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import yaml
 
@@ -58,8 +59,11 @@ class Written:
 def scalar(value) -> str:
     """One plain value as YAML: a bare word where YAML reads it back as the same string, else JSON."""
     if type(value) is str:
-        return value if PLAIN.fullmatch(value) and (len(value) > 5 or value.lower() not in YAML_WORDS) else \
-            json.dumps(value)
+        return (
+            value
+            if PLAIN.fullmatch(value) and (len(value) > 5 or value.lower() not in YAML_WORDS)
+            else json.dumps(value)
+        )
     if type(value) is int:
         return repr(value)
     if isinstance(value, bool) or value is None:
@@ -90,20 +94,29 @@ def step_line(step) -> str:
 
 def head_lines(plan, bundle, head: Head, extra: Iterable[str] = ()) -> list[str]:
     """The file's comments and keys, up to `steps:`."""
-    out = [f"# Incident imported by `relaychaos incident import {head.source}`.",
-           f"# {bundle.counts['channel']} channel records, {bundle.counts['account']} account records, "
-           f"{bundle.counts['operations']} operations records"
-           f"{', the ledger ' + bundle.ledger_file if bundle.ledger_file else ''}."]
+    out = [
+        f"# Incident imported by `relaychaos incident import {head.source}`.",
+        f"# {bundle.counts['channel']} channel records, {bundle.counts['account']} account records, "
+        f"{bundle.counts['operations']} operations records"
+        f"{', the ledger ' + bundle.ledger_file if bundle.ledger_file else ''}.",
+    ]
     out += [f"# {line}" for line in extra]
-    out.append("# GUIDs are labels here (the harness makes them unique per run); the incident block at the end names "
-               "production's.")
+    out.append(
+        "# GUIDs are labels here (the harness makes them unique per run); the incident block at the end names "
+        "production's."
+    )
     out += [f"# Note: {note}" for note in bundle.notes + plan.notes]
     if plan.rules:
         out.append(f"# The logs show the incident broke: {', '.join(plan.rules)}.")
     if not head.relay:
         out.append("# The relay that ran is not named (incident.toml `relay`, or --relay): expect lists only holds_on.")
-    data = {"name": head.name, "description": head.description, "account_timeout_ms": head.account_timeout_ms,
-            "accounts": plan.accounts, "relays": list(plan.relays)}
+    data = {
+        "name": head.name,
+        "description": head.description,
+        "account_timeout_ms": head.account_timeout_ms,
+        "accounts": plan.accounts,
+        "relays": list(plan.relays),
+    }
     expect: dict = {"holds_on": head.holds_on}
     if head.relay and plan.rules:
         expect["breaks"] = {head.relay: plan.rules}
@@ -114,8 +127,10 @@ def head_lines(plan, bundle, head: Head, extra: Iterable[str] = ()) -> list[str]
 
 def incident_lines(plan, bundle, answers: dict[str, str | list[str]], labels: set[str] | None) -> Iterator[str]:
     """The incident block; `labels` narrows it to a story's GUIDs."""
+
     def shown(label):
         return labels is None or label in labels
+
     yield "incident:"
     yield f"  rules: {scalar(plan.rules)}"
     yield "  broke:"
@@ -128,8 +143,9 @@ def incident_lines(plan, bundle, answers: dict[str, str | list[str]], labels: se
         yield from (f"    {label}: {scalar(got)}" for label, got in answers.items())
     yield "  calls:"  # the account system's calls per label in production (its log's lines)
     yield from (f"    {st.label}: {st.calls}" for st in plan.night.values() if shown(st.label))
-    words = [(st.label, bundle.ledger[guid]) for guid, st in plan.night.items() if guid in bundle.ledger and
-             shown(st.label)]
+    words = [
+        (st.label, bundle.ledger[guid]) for guid, st in plan.night.items() if guid in bundle.ledger and shown(st.label)
+    ]
     if words:
         yield "  ledger:"
         yield from (f"    {label}: {scalar(word)}" for label, word in words)
@@ -144,8 +160,16 @@ def _answered(answers: dict, label: str, got: tuple[str, ...]) -> None:
         answers[label] = (before if isinstance(before, list) else [before]) + list(got)
 
 
-def write(out: Path, head: list[str], planned: Iterable, plan, bundle, labels: set[str] | None = None,
-          keep: Callable | None = None, answers: dict | None = None) -> Written:
+def write(
+    out: Path,
+    head: list[str],
+    planned: Iterable,
+    plan,
+    bundle,
+    labels: set[str] | None = None,
+    keep: Callable | None = None,
+    answers: dict | None = None,
+) -> Written:
     """Write the scenario file (see the module doc): ScenarioFileError (and no file) if its steps do not check.
     `answers`: production's answers for the incident block (a story's, from its night) instead of those of the
     sends written."""
@@ -169,6 +193,7 @@ def write(out: Path, head: list[str], planned: Iterable, plan, bundle, labels: s
                     if keep is not None and keep(p):
                         written.kept.append(p)
                     yield p.step
+
             scenario_file.check(steps(), plan.relays, out)
             for line in incident_lines(plan, bundle, written.answers if answers is None else answers, labels):
                 f.write(line + "\n")

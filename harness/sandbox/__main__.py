@@ -17,6 +17,7 @@ seccomp) and execs ARGV in place. Either way, a layer that cannot be applied sto
 command: one line naming the layer, exit status 126 (127 when ARGV cannot be found). It
 imports no package, only its sibling modules by path, so it starts in a few milliseconds.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,10 @@ import signal
 import socket
 import sys
 
-if __package__:  # python -m relaychaos.sandbox
+# The type checker takes a name TYPE_CHECKING as true, so it reads the package's modules; typing
+# itself is not imported, to keep the start fast.
+TYPE_CHECKING = False
+if TYPE_CHECKING or __package__:  # python -m relaychaos.sandbox
     from . import kernel, landlock, logpump, seccomp, view
 else:  # run as a script under -I -S: the sibling modules, without importing the package
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -53,8 +57,11 @@ def _ruleset(rules: dict | None):
         return None
     try:
         ruleset = landlock.Ruleset(rules["abi"])
-        for rights, key in ((landlock.READ_ONLY, "read_only"), (landlock.READ_WRITE, "read_write"),
-                            (landlock.LEDGER, "ledger")):
+        for rights, key in (
+            (landlock.READ_ONLY, "read_only"),
+            (landlock.READ_WRITE, "read_write"),
+            (landlock.LEDGER, "ledger"),
+        ):
             for path in rules[key]:
                 ruleset.allow_path(path, rights)
         for port in rules["bind"]:
@@ -162,8 +169,11 @@ def _supervise(relay: int, listener_fd: int | None, rules: dict | None, lock_del
     for sig in STOP_SIGNALS:
         signal.signal(sig, forward)
     ports = {"bind": tuple(rules["bind"]), "connect": tuple(rules["connect"])} if rules else {}
-    listener = seccomp.Listener(listener_fd, _say, lock_delay_s=lock_delay_ms / 1000, **ports) \
-        if listener_fd is not None else None
+    listener = (
+        seccomp.Listener(listener_fd, _say, lock_delay_s=lock_delay_ms / 1000, **ports)
+        if listener_fd is not None
+        else None
+    )
     poller = select.poll()
     poller.register(wake_r, select.POLLIN)
     if listener is not None:
@@ -180,6 +190,7 @@ def _supervise(relay: int, listener_fd: int | None, rules: dict | None, lock_del
                 return _exit_code(status)
         for fd, _ in poller.poll(listener.timeout_ms() if listener is not None else None):
             if fd != wake_r:
+                assert listener is not None  # the only other fd polled is the listener's
                 listener.answer()
                 continue
             try:
@@ -200,8 +211,14 @@ def _init(plan: dict, argv: list[str], go: int) -> None:
         relay, listener_fd = _spawn_relay(plan, argv)
     except LayerError as e:
         _refuse(e, argv)
-    os._exit(_supervise(relay, listener_fd, plan["landlock"] if plan["landlock"] and plan["landlock"]["abi"] >= 4
-                        else None, plan.get("lock_delay_ms", 0)))
+    os._exit(
+        _supervise(
+            relay,
+            listener_fd,
+            plan["landlock"] if plan["landlock"] and plan["landlock"]["abi"] >= 4 else None,
+            plan.get("lock_delay_ms", 0),
+        )
+    )
 
 
 # -- outer: the harness's own child --------------------------------------------------------------------

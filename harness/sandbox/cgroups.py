@@ -11,6 +11,7 @@ groups sit under the harness's own cgroup, so a limit put around the harness (a 
 container) holds for the relay too. cgroup v1, as root, with the controllers mounted where
 /proc/self/mountinfo says; `missing()` says why they cannot be had.
 """
+
 from __future__ import annotations
 
 import functools
@@ -49,10 +50,10 @@ def hierarchies() -> dict[str, Hierarchy]:
         sep = fields.index("-")
         if fields[sep + 1] != "cgroup":
             continue
-        names = [o for o in fields[sep + 3].split(",") if o in CONTROLLERS or o == "cpuacct"]
-        for name in names:
+        held = [o for o in fields[sep + 3].split(",") if o in CONTROLLERS or o == "cpuacct"]
+        for name in held:
             if name in CONTROLLERS and name in own and fields[3] == "/":
-                found[name] = Hierarchy(name, ",".join(n for n in names), Path(fields[4]), own[name])
+                found[name] = Hierarchy(name, ",".join(n for n in held), Path(fields[4]), own[name])
     return found
 
 
@@ -75,17 +76,20 @@ class SlotCgroups:
     options: tuple[str, ...]  # the hierarchies' mount options, for the relay's own /sys/fs/cgroup
 
     @classmethod
-    def named(cls, name: str) -> "SlotCgroups":
+    def named(cls, name: str) -> SlotCgroups:
         """The groups of that name under the harness's own cgroups, whether they exist or not."""
         found = hierarchies()
-        return cls(name, {c: h.mount / h.own.lstrip("/") / name for c, h in found.items()},
-                   tuple(sorted({h.options for h in found.values()})))
+        return cls(
+            name,
+            {c: h.mount / h.own.lstrip("/") / name for c, h in found.items()},
+            tuple(sorted({h.options for h in found.values()})),
+        )
 
     def exist(self) -> bool:
         return any(path.is_dir() for path in self.groups.values())
 
     @classmethod
-    def create(cls, name: str, *, memory_mib: int, tasks: int, cpu_shares: int) -> "SlotCgroups":
+    def create(cls, name: str, *, memory_mib: int, tasks: int, cpu_shares: int) -> SlotCgroups:
         """Make the slot's groups afresh under the harness's own (a killed run's are emptied and removed)."""
         made = cls.named(name)
         made.kill()
@@ -98,9 +102,11 @@ class SlotCgroups:
             made.remove()
             if not isinstance(e, OSError):
                 raise
-            raise SandboxError(f"could not make the cgroup {name}: {e}",
-                               fix="run as root with the v1 memory, pids and cpu controllers mounted, or use "
-                                   "--sandbox off for a relay you trust") from None
+            raise SandboxError(
+                f"could not make the cgroup {name}: {e}",
+                fix="run as root with the v1 memory, pids and cpu controllers mounted, or use "
+                "--sandbox off for a relay you trust",
+            ) from None
         return made
 
     def procs(self) -> tuple[str, ...]:
@@ -112,8 +118,17 @@ class SlotCgroups:
             mem = self.groups["memory"]
             limit, both = str(memory_mib << 20), mem / "memory.memsw.limit_in_bytes"
             order = ["memory.limit_in_bytes"] + (["memory.memsw.limit_in_bytes"] if both.exists() else [])
-            if both.exists() and (memory_mib << 20) > int(_read(mem / "memory.limit_in_bytes")):
-                order.reverse()  # memory + swap may never be below memory alone
+            if both.exists():
+                current = _read(mem / "memory.limit_in_bytes")
+                if current is None:
+                    raise SandboxError(
+                        f"could not read the memory limit of the cgroup {mem}",
+                        where=str(mem / "memory.limit_in_bytes"),
+                        fix="run as root with the v1 memory controller mounted, or use --sandbox off for a "
+                        "relay you trust",
+                    )
+                if (memory_mib << 20) > int(current):
+                    order.reverse()  # memory + swap may never be below memory alone
             for key in order:
                 (mem / key).write_text(limit)
         if tasks is not None and "pids" in self.groups:

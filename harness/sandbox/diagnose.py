@@ -9,12 +9,13 @@ refused (the seccomp refusals its init process wrote there) and for the errors a
 relay typically meets (a port other than RELAY_PORT, a file outside its folders), and names
 the layer. None when nothing points at the sandbox: the relay itself is at fault.
 """
+
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from relaychaos.sandbox.policy import Sandbox
 from relaychaos.sandbox.slots import mib, statuses
@@ -22,21 +23,33 @@ from relaychaos.stack.processes import Child, wait_http_ok
 
 REFUSAL = re.compile(r"^relaychaos sandbox: (seccomp refused .*)$", re.M)
 HINTS = (  # (a pattern in the relay's own log, what the sandbox allows)
-    (re.compile(r"(bind|listen|address)[^\n]{0,120}(Permission denied|EACCES)|(Permission denied|EACCES)[^\n]{0,120}"
-                r"(bind|listen)", re.I),
-     "network (Landlock): serve may listen only on RELAY_PORT ({port}), on RELAY_HOST"),
-    (re.compile(r"(connect|dial)[^\n]{0,160}(Permission denied|EACCES|Network is unreachable|ENETUNREACH)", re.I),
-     "network (its own namespace and Landlock): a relay may connect only to ACCOUNT_URL"),
-    (re.compile(r"Read-only file system|EROFS", re.I),
-     "filesystem (its own root): only its folder, the ledger's folder and /tmp are writable"),
-    (re.compile(r"No such file or directory[^\n]{0,20}['\"]?(/[^'\"\s]+)", re.I),
-     "filesystem (its own root): a path outside its folder, the ledger's folder, /tmp and the system's runtime "
-     "folders does not exist for the relay ({path})"),
+    (
+        re.compile(
+            r"(bind|listen|address)[^\n]{0,120}(Permission denied|EACCES)|(Permission denied|EACCES)[^\n]{0,120}"
+            r"(bind|listen)",
+            re.I,
+        ),
+        "network (Landlock): serve may listen only on RELAY_PORT ({port}), on RELAY_HOST",
+    ),
+    (
+        re.compile(r"(connect|dial)[^\n]{0,160}(Permission denied|EACCES|Network is unreachable|ENETUNREACH)", re.I),
+        "network (its own namespace and Landlock): a relay may connect only to ACCOUNT_URL",
+    ),
+    (
+        re.compile(r"Read-only file system|EROFS", re.I),
+        "filesystem (its own root): only its folder, the ledger's folder and /tmp are writable",
+    ),
+    (
+        re.compile(r"No such file or directory[^\n]{0,20}['\"]?(/[^'\"\s]+)", re.I),
+        "filesystem (its own root): a path outside its folder, the ledger's folder, /tmp and the system's runtime "
+        "folders does not exist for the relay ({path})",
+    ),
 )
 
 
-def diagnose(start: Callable[[bool], Child], health_url: str, timeout_s: float, sandbox: Sandbox, log_path: Path,
-             port: int) -> str | None:
+def diagnose(
+    start: Callable[[bool], Child], health_url: str, timeout_s: float, sandbox: Sandbox, log_path: Path, port: int
+) -> str | None:
     """What keeps serve from starting (see the module doc); `start(relaxed)` starts it once more."""
     limits, groups = sandbox.limits, sandbox.cgroups
     if groups is not None:
@@ -67,9 +80,12 @@ def refusals(log_path: Path, port: int | None = None) -> str | None:
             found.append(said.format(port=port, path=path))
     if not found:
         return None
-    return ("the sandbox refused what serve asked for: " + "; ".join(found) +
-            "; fix: keep what the relay needs in its own folder, listen on RELAY_HOST:RELAY_PORT and call only "
-            "ACCOUNT_URL (contract section 6), or run a relay you trust with --sandbox off")
+    return (
+        "the sandbox refused what serve asked for: "
+        + "; ".join(found)
+        + "; fix: keep what the relay needs in its own folder, listen on RELAY_HOST:RELAY_PORT and call only "
+        "ACCOUNT_URL (contract section 6), or run a relay you trust with --sandbox off"
+    )
 
 
 def _starved(child: Child, sandbox: Sandbox) -> str:
@@ -77,9 +93,11 @@ def _starved(child: Child, sandbox: Sandbox) -> str:
     limits = sandbox.limits
     memory, tasks = sandbox.cgroups.usage() if sandbox.cgroups else (0, 0)
     data = max((mib(f, "VmData") for pid, f in statuses() if pid in _tree(child.pid)), default=0)
-    need = (f"once ready with its limits raised it used {memory} MiB of memory (limit memory_mib="
-            f"{limits.memory_mib}, the relay as a whole), {tasks} tasks (limit tasks={limits.tasks}) and "
-            f"{data} MiB of data in its largest process (limit data_mib={limits.data_mib})")
+    need = (
+        f"once ready with its limits raised it used {memory} MiB of memory (limit memory_mib="
+        f"{limits.memory_mib}, the relay as a whole), {tasks} tasks (limit tasks={limits.tasks}) and "
+        f"{data} MiB of data in its largest process (limit data_mib={limits.data_mib})"
+    )
     if memory >= limits.memory_mib * 0.8:
         fix = f"--sandbox-limit memory_mib={_round_up(memory * 2)}"
     elif data >= limits.data_mib * 0.8:
@@ -87,8 +105,10 @@ def _starved(child: Child, sandbox: Sandbox) -> str:
     elif tasks >= limits.tasks * 0.5:
         fix = f"--sandbox-limit tasks={_round_up(tasks * 4)}"
     else:
-        fix = ("--sandbox-limit with a larger memory_mib, tasks, data_mib or nofile (it may need more while starting "
-               "than once ready)")
+        fix = (
+            "--sandbox-limit with a larger memory_mib, tasks, data_mib or nofile (it may need more while starting "
+            "than once ready)"
+        )
     return f"the sandbox's resource limits starve serve: it starts with them raised; {need}; fix: {fix}"
 
 

@@ -4,6 +4,7 @@ Stdlib only: the wrapper runs under `python -I -S` and imports its sibling modul
 path. Every failure raises LayerError(layer, why), which the wrapper prints as one line
 naming the layer before it exits 126: a command never runs with less than its plan.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -16,8 +17,16 @@ libc.syscall.restype = ctypes.c_long
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
 CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x10000000, 0x20000000, 0x40000000
 CLONE_NEWTIME = 0x00000080
-NAMESPACE_FLAGS = (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID
-                   | CLONE_NEWNET | CLONE_NEWTIME)
+NAMESPACE_FLAGS = (
+    CLONE_NEWNS
+    | CLONE_NEWCGROUP
+    | CLONE_NEWUTS
+    | CLONE_NEWIPC
+    | CLONE_NEWUSER
+    | CLONE_NEWPID
+    | CLONE_NEWNET
+    | CLONE_NEWTIME
+)
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
@@ -40,10 +49,14 @@ def _b(text: str | None) -> bytes | None:
     return text.encode() if text is not None else None
 
 
-def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None,
-          layer: str = "mounts") -> None:
-    check(libc.mount(_b(source), _b(target), _b(fstype), ctypes.c_ulong(flags), _b(data)), layer,
-          f"mount {fstype or source or ''} on {target}")
+def mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None, layer: str = "mounts"
+) -> None:
+    check(
+        libc.mount(_b(source), _b(target), _b(fstype), ctypes.c_ulong(flags), _b(data)),
+        layer,
+        f"mount {fstype or source or ''} on {target}",
+    )
 
 
 def umount(target: str, flags: int = 0, layer: str = "mounts") -> None:
@@ -74,8 +87,12 @@ def pivot_root(new_root: str, layer: str = "mounts") -> None:
 
 
 class _KernelSigaction(ctypes.Structure):
-    _fields_ = [("handler", ctypes.c_ulong), ("flags", ctypes.c_ulong), ("restorer", ctypes.c_ulong),
-                ("mask", ctypes.c_uint64)]
+    _fields_ = [
+        ("handler", ctypes.c_ulong),
+        ("flags", ctypes.c_ulong),
+        ("restorer", ctypes.c_ulong),
+        ("mask", ctypes.c_uint64),
+    ]
 
 
 def default_ignored_signals(layer: str = "signals") -> list[int]:
@@ -87,12 +104,22 @@ def default_ignored_signals(layer: str = "signals") -> list[int]:
         if sig in (SIGKILL, SIGSTOP):
             continue
         old = _KernelSigaction()
-        check(libc.syscall(ctypes.c_long(SYS_RT_SIGACTION), ctypes.c_long(sig), None, ctypes.byref(old),
-                           ctypes.c_size_t(8)), layer, f"rt_sigaction({sig})")
+        check(
+            libc.syscall(
+                ctypes.c_long(SYS_RT_SIGACTION), ctypes.c_long(sig), None, ctypes.byref(old), ctypes.c_size_t(8)
+            ),
+            layer,
+            f"rt_sigaction({sig})",
+        )
         if old.handler == SIG_IGN:
             default = _KernelSigaction()  # SIG_DFL, no flags, an empty mask
-            check(libc.syscall(ctypes.c_long(SYS_RT_SIGACTION), ctypes.c_long(sig), ctypes.byref(default), None,
-                               ctypes.c_size_t(8)), layer, f"rt_sigaction({sig}, SIG_DFL)")
+            check(
+                libc.syscall(
+                    ctypes.c_long(SYS_RT_SIGACTION), ctypes.c_long(sig), ctypes.byref(default), None, ctypes.c_size_t(8)
+                ),
+                layer,
+                f"rt_sigaction({sig}, SIG_DFL)",
+            )
             changed.append(sig)
     return changed
 

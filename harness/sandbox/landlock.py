@@ -7,6 +7,7 @@ signal and abstract-socket scoping (ABI 6+); `restrict_self()` then confines
 the calling thread and everything it execs, for good. Rights the ABI does not
 know are dropped, never asked for: asking would fail with EINVAL.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -68,8 +69,11 @@ def fs_rights(version: int) -> int:
 
 def kinds(version: int) -> list[str]:
     """The rule kinds a ruleset of this ABI enforces, for reports."""
-    return (["filesystem"] if version >= 1 else []) + (["tcp-bind", "tcp-connect"] if version >= 4 else []) + \
-        (["signal-scope", "abstract-unix-socket-scope"] if version >= 6 else [])
+    return (
+        (["filesystem"] if version >= 1 else [])
+        + (["tcp-bind", "tcp-connect"] if version >= 4 else [])
+        + (["signal-scope", "abstract-unix-socket-scope"] if version >= 6 else [])
+    )
 
 
 class Ruleset:
@@ -99,8 +103,13 @@ class Ruleset:
             if not os.path.isdir(path):
                 allowed &= FILE_RIGHTS
             attr = struct.pack("=Qi", allowed, fd)  # struct landlock_path_beneath_attr is packed
-            _call(_SYS_ADD_RULE, ctypes.c_int(self.fd), ctypes.c_int(_RULE_PATH_BENEATH),
-                  ctypes.create_string_buffer(attr, len(attr)), ctypes.c_uint32(0))
+            _call(
+                _SYS_ADD_RULE,
+                ctypes.c_int(self.fd),
+                ctypes.c_int(_RULE_PATH_BENEATH),
+                ctypes.create_string_buffer(attr, len(attr)),
+                ctypes.c_uint32(0),
+            )
         finally:
             os.close(fd)
 
@@ -109,8 +118,13 @@ class Ruleset:
         if not self.net:
             return
         attr = struct.pack("=QQ", rights & self.net, port)
-        _call(_SYS_ADD_RULE, ctypes.c_int(self.fd), ctypes.c_int(_RULE_NET_PORT),
-              ctypes.create_string_buffer(attr, len(attr)), ctypes.c_uint32(0))
+        _call(
+            _SYS_ADD_RULE,
+            ctypes.c_int(self.fd),
+            ctypes.c_int(_RULE_NET_PORT),
+            ctypes.create_string_buffer(attr, len(attr)),
+            ctypes.c_uint32(0),
+        )
 
     def restrict_self(self) -> None:
         """Confine this thread (and what it execs) to the rules added; sets no_new_privs first."""

@@ -8,6 +8,7 @@ finds it, asks the sandbox for the plan (every layer it has; a diagnosis may onl
 rlimits) and spawns it through the exec wrapper. Nothing else in relaychaos reads a
 manifest's commands to run them (tests/test_walls.py holds it to that).
 """
+
 from __future__ import annotations
 
 import os
@@ -20,15 +21,36 @@ from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.processes import Child, spawn
 
 
-def start(sandbox: Sandbox, manifest: Manifest, command: str, *, copy: WorkingCopy, contract: dict[str, str],
-          log_path: Path, ledger_dir: Path, tmp_dir: Path | None, connect: tuple[int, ...], args: tuple[str, ...] = (),
-          port: int | None = None, relaxed: bool = False, lock_delay_ms: int = 0) -> Child:
+def start(
+    sandbox: Sandbox,
+    manifest: Manifest,
+    command: str,
+    *,
+    copy: WorkingCopy,
+    contract: dict[str, str],
+    log_path: Path,
+    ledger_dir: Path,
+    tmp_dir: Path | None,
+    connect: tuple[int, ...],
+    args: tuple[str, ...] = (),
+    port: int | None = None,
+    relaxed: bool = False,
+    lock_delay_ms: int = 0,
+) -> Child:
     """Start `command` of the relay with `args` appended, in its sandbox (see the module doc)."""
     argv = [*manifest.commands[command], *args]
     env = sandbox.env(contract, copy, tmp_dir)
     executable(manifest, command, copy, env["PATH"])  # a missing program is said before anything starts
-    plan = sandbox.plan(command, copy=copy, ledger_dir=ledger_dir, tmp_dir=tmp_dir, connect=connect,
-                        bind=(port,) if port else (), relaxed=relaxed, lock_delay_ms=lock_delay_ms)
+    plan = sandbox.plan(
+        command,
+        copy=copy,
+        ledger_dir=ledger_dir,
+        tmp_dir=tmp_dir,
+        connect=connect,
+        bind=(port,) if port else (),
+        relaxed=relaxed,
+        lock_delay_ms=lock_delay_ms,
+    )
     return spawn(f"{manifest.name}:{command}", argv, log_path=log_path, cwd=copy.cwd, env=env, plan=plan)
 
 
@@ -42,7 +64,10 @@ def executable(manifest: Manifest, command: str, copy: WorkingCopy, path: str) -
         found = shutil.which(argv0, path=path)
     if found is None or os.path.isdir(found):
         where = "relative to the relay's folder" if "/" in argv0 else f"on the relay's PATH ({path})"
-        raise RelayError(f"[commands].{command} = {list(manifest.commands[command])} cannot be run: `{argv0}` is "
-                         f"not an executable file {where}", where=str(manifest.path),
-                         fix=f"make `{argv0}` an executable that exists on PATH or in {manifest.folder}")
+        raise RelayError(
+            f"[commands].{command} = {list(manifest.commands[command])} cannot be run: `{argv0}` is "
+            f"not an executable file {where}",
+            where=str(manifest.path),
+            fix=f"make `{argv0}` an executable that exists on PATH or in {manifest.folder}",
+        )
     return found

@@ -1,12 +1,15 @@
 """What a sandbox enforces on this machine, layer by layer, as results.json, grade.json and the report say it.
 
     probe("auto")     -> the level a sandbox would have here (nothing claimed)
-    describe(level)   -> one line: `sandbox auto: uid (user relaychaos-relay-0 (999) of its own), mount, pid, ...; not enforced: ...`
+    describe(level)   -> one line, e.g.
+                         `sandbox auto: uid (user relaychaos-relay-0 (999) of its own), mount, pid, ...;
+                         not enforced: ...`
 
 Each layer is enforced, or missing with the reason and how to get it. `auto` runs with what
 the machine offers and says what it lacks; `strict` refuses to run when any layer is
 missing (SandboxError naming each); `off` enforces nothing, for a relay you trust.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,8 +20,21 @@ from relaychaos.errors import SandboxError
 from relaychaos.sandbox import cgroups, landlock, netns
 
 MODES = ("auto", "strict", "off")
-LAYERS = ("uid", "mount", "pid", "ipc", "uts", "network", "cgroups", "disk", "rlimits", "landlock", "seccomp",
-          "environment", "logs")
+LAYERS = (
+    "uid",
+    "mount",
+    "pid",
+    "ipc",
+    "uts",
+    "network",
+    "cgroups",
+    "disk",
+    "rlimits",
+    "landlock",
+    "seccomp",
+    "environment",
+    "logs",
+)
 SECCOMP_MACHINES = ("x86_64",)
 
 
@@ -40,13 +56,18 @@ class Limits:
     cpu_batch_s: int = 300  # CPU seconds of one batch run
 
     def rlimits(self, command: str, *, own_uid: bool) -> dict[str, int]:
-        limits = {"data": self.data_mib << 20, "nofile": self.nofile, "fsize": self.fsize_mib << 20, "core": 0,
-                  "cpu": self.cpu_serve_s if command == "serve" else self.cpu_batch_s}
+        limits = {
+            "data": self.data_mib << 20,
+            "nofile": self.nofile,
+            "fsize": self.fsize_mib << 20,
+            "core": 0,
+            "cpu": self.cpu_serve_s if command == "serve" else self.cpu_batch_s,
+        }
         if own_uid:  # RLIMIT_NPROC counts every task of the uid: only meaningful for a uid of the relay's own
             limits["nproc"] = self.nproc
         return limits
 
-    def with_overrides(self, spec: str | None) -> "Limits":
+    def with_overrides(self, spec: str | None) -> Limits:
         """`memory_mib=2048,tasks=1024`: the limits with some changed (the --sandbox-limit option)."""
         if not spec:
             return self
@@ -55,8 +76,11 @@ class Limits:
             key, _, value = item.partition("=")
             key = key.strip()
             if key not in asdict(self) or not value.strip().isdigit() or int(value) <= 0:
-                raise SandboxError(f"--sandbox-limit: `{item.strip()}` is not NAME=POSITIVE_INTEGER with NAME one "
-                                   f"of {', '.join(asdict(self))}", fix="e.g. --sandbox-limit memory_mib=2048")
+                raise SandboxError(
+                    f"--sandbox-limit: `{item.strip()}` is not NAME=POSITIVE_INTEGER with NAME one "
+                    f"of {', '.join(asdict(self))}",
+                    fix="e.g. --sandbox-limit memory_mib=2048",
+                )
             changes[key] = int(value)
         return replace(self, **changes)
 
@@ -79,7 +103,9 @@ def offered() -> tuple[dict[str, str], int]:
     if 0 < abi < 6:
         lacks["landlock scoping"] = f"the kernel offers Landlock ABI {abi}; signal scoping needs ABI 6 (Linux 6.12+)"
     if platform.machine() not in SECCOMP_MACHINES:
-        lacks["seccomp"] = f"the seccomp filter is written for {', '.join(SECCOMP_MACHINES)}; this is {platform.machine()}"
+        lacks["seccomp"] = (
+            f"the seccomp filter is written for {', '.join(SECCOMP_MACHINES)}; this is {platform.machine()}"
+        )
     return lacks, abi
 
 
@@ -95,7 +121,7 @@ def level(mode: str, limits: Limits, lacks: dict[str, str], abi: int, user: dict
         "uts": "its own host name",
         "network": "its own network namespace: RELAY_PORT in, the account proxy out, nothing else",
         "cgroups": f"memory {limits.memory_mib} MiB, {limits.tasks} tasks, CPU weight {limits.cpu_shares}, for the "
-                   "relay as a whole",
+        "relay as a whole",
         "disk": f"{limits.disk_mib} MiB for its copy, ledger folder and /tmp together",
         "rlimits": f"data {limits.data_mib} MiB, {limits.nofile} files, file size {limits.fsize_mib} MiB per process",
         "landlock": f"ABI {abi} ({', '.join(landlock.kinds(abi))})",
@@ -112,12 +138,14 @@ def check(mode: str, lacks: dict[str, str]) -> None:
     if mode not in MODES:
         raise SandboxError(f"--sandbox {mode!r} is not a mode", fix=f"use one of {', '.join(MODES)}")
     if mode == "strict" and lacks:
-        raise SandboxError("--sandbox strict refuses to run a relay without every layer of the sandbox; missing: "
-                           + "; ".join(f"{layer} ({why})" for layer, why in lacks.items()),
-                           fix="run the harness as root on Linux 6.12+ with Landlock, the v1 memory, pids and cpu "
-                               "cgroup controllers, iproute2 and nftables (scripts/bootstrap.sh installs the "
-                               "tools), or use --sandbox auto to run with what the machine offers (said in the "
-                               "report)")
+        raise SandboxError(
+            "--sandbox strict refuses to run a relay without every layer of the sandbox; missing: "
+            + "; ".join(f"{layer} ({why})" for layer, why in lacks.items()),
+            fix="run the harness as root on Linux 6.12+ with Landlock, the v1 memory, pids and cpu "
+            "cgroup controllers, iproute2 and nftables (scripts/bootstrap.sh installs the "
+            "tools), or use --sandbox auto to run with what the machine offers (said in the "
+            "report)",
+        )
 
 
 def probe(mode: str = "auto", limits: str | None = None) -> dict:
@@ -132,8 +160,11 @@ def describe(lvl: dict) -> str:
     if not lvl["enforced"]:
         return f"sandbox {lvl['mode']}: relays run unconfined (--sandbox off)"
     layers = lvl["layers"]
-    parts = [f"{name} ({layers[name]})" if name in ("uid", "cgroups", "landlock") else name
-             for name in LAYERS if name in layers]
+    parts = [
+        f"{name} ({layers[name]})" if name in ("uid", "cgroups", "landlock") else name
+        for name in LAYERS
+        if name in layers
+    ]
     line = f"sandbox {lvl['mode']}: " + ", ".join(parts)
     missing = lvl["missing"]
     return line + (f"; not enforced: {'; '.join(f'{k} ({v})' for k, v in missing.items())}" if missing else "")

@@ -7,6 +7,7 @@ written so far, in a file the harness names, taken in chunks under a lock. Past 
 rest is read and dropped (a relay blocked on a full pipe would behave differently), and one
 line in the log says so. Stdlib only (the exec wrapper imports it by path).
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -43,7 +44,7 @@ class Budget:
 
 def _write_all(fd: int, data: bytes) -> None:
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def pump(source: int, log: int, budget: Budget | None) -> None:
@@ -59,7 +60,12 @@ def pump(source: int, log: int, budget: Budget | None) -> None:
         allowed = len(data) if budget is None else budget.take(len(data))
         _write_all(log, data[:allowed])
         dropped += len(data) - allowed
-    if dropped:
-        _write_all(log, (f"\nrelaychaos sandbox: this submission's logs reached their cap of "
-                         f"{budget.cap >> 20} MiB in all; {dropped} more bytes of this command's output were "
-                         f"dropped\n").encode())
+    if dropped and budget is not None:  # only a budget drops bytes
+        _write_all(
+            log,
+            (
+                f"\nrelaychaos sandbox: this submission's logs reached their cap of "
+                f"{budget.cap >> 20} MiB in all; {dropped} more bytes of this command's output were "
+                f"dropped\n"
+            ).encode(),
+        )

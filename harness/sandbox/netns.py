@@ -20,6 +20,7 @@ These addresses never leave the machine: they exist only on this pair.
 
 Made with `ip` and `nft` (iproute2, nftables), as root; `missing()` says why it cannot be had.
 """
+
 from __future__ import annotations
 
 import os
@@ -71,7 +72,7 @@ class SlotNetwork:
         return f"rc{self.number}-r"
 
     @classmethod
-    def create(cls, number: int, ports: tuple[int, int]) -> "SlotNetwork":
+    def create(cls, number: int, ports: tuple[int, int]) -> SlotNetwork:
         """Make the slot's namespace afresh (whatever a killed run left is removed first); SandboxError if not."""
         net = cls(number, ports)
         net.destroy()
@@ -80,16 +81,17 @@ class SlotNetwork:
         except (OSError, subprocess.CalledProcessError) as e:
             net.destroy()
             said = getattr(e, "stderr", "") or str(e)
-            raise SandboxError(f"could not make the network namespace {net.name}: {said.strip()}",
-                               fix="run as root on Linux with iproute2 and nftables (scripts/bootstrap.sh "
-                                   "installs them), or use --sandbox off for a relay you trust") from None
+            raise SandboxError(
+                f"could not make the network namespace {net.name}: {said.strip()}",
+                fix="run as root on Linux with iproute2 and nftables (scripts/bootstrap.sh "
+                "installs them), or use --sandbox off for a relay you trust",
+            ) from None
         return net
 
     def _build(self) -> None:
         ip = ["ip", "-n", self.name]
         _run(["ip", "netns", "add", self.name])
-        _run(["ip", "link", "add", self.host_link, "type", "veth", "peer", "name", self.relay_link,
-              "netns", self.name])
+        _run(["ip", "link", "add", self.host_link, "type", "veth", "peer", "name", self.relay_link, "netns", self.name])
         _sysctl(f"net/ipv6/conf/{self.host_link}/disable_ipv6", "1")
         _run(["ip", "addr", "add", f"{self.host_address}/30", "dev", self.host_link])
         _run(["ip", "link", "set", self.host_link, "up"])
@@ -97,10 +99,19 @@ class SlotNetwork:
         _run(ip + ["link", "set", self.relay_link, "up"])
         _run(ip + ["link", "set", "lo", "up"])
         _run(["nft", "-f", "-"], stdin=self._host_rules())
-        _run(["ip", "netns", "exec", self.name, "sh", "-c",
-              f"echo 1 > /proc/sys/net/ipv6/conf/{self.relay_link}/disable_ipv6 && "
-              f"echo 1 > /proc/sys/net/ipv4/conf/{self.relay_link}/route_localnet && nft -f -"],
-             stdin=self._relay_rules())
+        _run(
+            [
+                "ip",
+                "netns",
+                "exec",
+                self.name,
+                "sh",
+                "-c",
+                f"echo 1 > /proc/sys/net/ipv6/conf/{self.relay_link}/disable_ipv6 && "
+                f"echo 1 > /proc/sys/net/ipv4/conf/{self.relay_link}/route_localnet && nft -f -",
+            ],
+            stdin=self._relay_rules(),
+        )
 
     def _host_rules(self) -> str:
         h = self.host_link
@@ -130,8 +141,7 @@ table inet {self.name} {{
         _run(["nft", "add", "element", "inet", self.name, "proxies", f"{{ {port} }}"])
 
     def forbid(self, port: int) -> None:
-        subprocess.run(["nft", "delete", "element", "inet", self.name, "proxies", f"{{ {port} }}"],
-                       capture_output=True)
+        subprocess.run(["nft", "delete", "element", "inet", self.name, "proxies", f"{{ {port} }}"], capture_output=True)
 
     def _relay_rules(self) -> str:
         low, high = self.ports

@@ -5,6 +5,7 @@ must look up: the harness resolves uids, ports, paths and cgroups before it spaw
 wrapper reads the JSON as plain dicts, so that it imports no package. An empty plan only
 ties the child's life to the harness (the harness's own servers run so).
 """
+
 from __future__ import annotations
 
 import json

@@ -10,6 +10,7 @@ cgroups, namespaces of its own, the filesystem view of view.py, rlimits, Landloc
 its output capped by the submission's log budget. Without root it gets what a process can give
 itself: rlimits, Landlock, seccomp, the log budget. `level()` says which (levels.py).
 """
+
 from __future__ import annotations
 
 import functools
@@ -33,6 +34,7 @@ SYSTEM = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 COPY_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".venv", "node_modules/.cache")
+DEFAULT_LIMITS = Limits()  # frozen, so one shared default is safe
 
 
 @dataclass(frozen=True)
@@ -47,8 +49,15 @@ class WorkingCopy:
 class Sandbox:
     """The sandbox of one harness process (see the module doc); `close()` kills what runs in its slot."""
 
-    def __init__(self, mode: str, limits: Limits, slot: slots.Slot | None, lacks: dict[str, str], abi: int,
-                 log_budget: Path | None):
+    def __init__(
+        self,
+        mode: str,
+        limits: Limits,
+        slot: slots.Slot | None,
+        lacks: dict[str, str],
+        abi: int,
+        log_budget: Path | None,
+    ):
         self.mode, self.limits, self.slot, self.lacks, self.abi = mode, limits, slot, lacks, abi
         self.network: SlotNetwork | None = None
         self.cgroups: SlotCgroups | None = None
@@ -57,7 +66,7 @@ class Sandbox:
         self._pristines: dict[Path, Path] = {}  # a relay's folder -> its copy in the slot, under the overlays
 
     @classmethod
-    def create(cls, mode: str = "auto", limits: Limits = Limits(), log_budget: Path | None = None) -> "Sandbox":
+    def create(cls, mode: str = "auto", limits: Limits = DEFAULT_LIMITS, log_budget: Path | None = None) -> Sandbox:
         """Probe the machine and claim a slot with every layer it offers; SandboxError when `strict` cannot be
         had. `log_budget` is the file counting the submission's log bytes (default: the slot's own)."""
         lacks, abi = levels.offered() if mode != "off" else ({}, 0)
@@ -77,18 +86,27 @@ class Sandbox:
         """Make the slot's network and cgroups where the machine offers them (levels.offered): one that cannot be
         made after all is a SandboxError, so that the level on record is the level enforced."""
         if "network" not in self.lacks:
-            self.network = SlotNetwork.create(self.slot.number, port_range())
+            self.network = SlotNetwork.create(self._own.number, port_range())
         if "cgroups" not in self.lacks:
-            self.cgroups = SlotCgroups.create(f"relaychaos-s{self.slot.number}", memory_mib=self.limits.memory_mib,
-                                              tasks=self.limits.tasks, cpu_shares=self.limits.cpu_shares)
+            self.cgroups = SlotCgroups.create(
+                f"relaychaos-s{self._own.number}",
+                memory_mib=self.limits.memory_mib,
+                tasks=self.limits.tasks,
+                cpu_shares=self.limits.cpu_shares,
+            )
         if self.log_budget is None:  # the slot's own count, gone with its home
-            self.log_budget = self.slot.home / ".logs"
+            self.log_budget = self._own.home / ".logs"
         self._view_root.mkdir(mode=0o755, exist_ok=True)
 
     @property
     def _view_root(self) -> Path:
         """The empty folder each isolated command builds its root on (in its own mount namespace)."""
-        return self.slot.home / ".root"
+        return self._own.home / ".root"
+
+    @property
+    def _own(self) -> slots.Slot:  # the slot, asked for only by a sandbox that is on (that has one)
+        assert self.slot is not None, "the sandbox is off: it has no slot"
+        return self.slot
 
     # -- what it is ----------------------------------------------------------------------
     @property
@@ -119,7 +137,7 @@ class Sandbox:
         return self.lacks
 
     def level(self) -> dict:
-        user = {"user": self.slot.user, "uid": self.slot.uid} if self.separate_uid else None
+        user = {"user": self._own.user, "uid": self._own.uid} if self.separate_uid else None
         return levels.level(self.mode, self.limits, self.lacks, self.abi, user)
 
     def summary(self) -> str:
@@ -144,7 +162,7 @@ class Sandbox:
         shutil.copytree(source, target, symlinks=True, ignore=COPY_IGNORE)
         for dirpath, dirnames, filenames in os.walk(target):
             for name in [dirpath] + [os.path.join(dirpath, n) for n in dirnames + filenames]:
-                os.chown(name, self.slot.uid, self.slot.gid, follow_symlinks=False)
+                os.chown(name, self._own.uid, self._own.gid, follow_symlinks=False)
         return target
 
     def _pristine(self, code: Path) -> Path:
@@ -156,9 +174,15 @@ class Sandbox:
         upper, work, merged = home / "upper", home / "work", home / name
         for folder in (upper, work, merged):
             folder.mkdir(mode=0o700)
-            os.chown(folder, self.slot.uid, self.slot.gid)
-        kernel.mount("overlay", str(merged), "overlay", kernel.MS_NOSUID | kernel.MS_NODEV,
-                     f"lowerdir={lower},upperdir={upper},workdir={work}", layer="mount")
+            os.chown(folder, self._own.uid, self._own.gid)
+        kernel.mount(
+            "overlay",
+            str(merged),
+            "overlay",
+            kernel.MS_NOSUID | kernel.MS_NODEV,
+            f"lowerdir={lower},upperdir={upper},workdir={work}",
+            layer="mount",
+        )
         return merged
 
     def ledger_dir(self, default: Path) -> Path:
@@ -172,20 +196,30 @@ class Sandbox:
     def _fresh(self, kind: str) -> Path:
         """A new folder of the slot's home, named at random: a path a relay sees (LEDGER_PATH, its mounts) says
         nothing of the scenario, the test or how many came before."""
-        return self.slot.folder(kind, secrets.token_hex(8))
+        return self._own.folder(kind, secrets.token_hex(8))
 
     def discard(self, *folders: Path | None) -> None:
         """Remove what a relay wrote in its folders (the sandbox's own only; never a folder of the user's), the
         overlays mounted there first."""
         for folder in folders:
-            if self.on and folder is not None and self.slot.home in folder.parents:
+            if self.slot is not None and folder is not None and self.slot.home in folder.parents:
                 for mounted in mounts_below(folder):
                     kernel.umount(str(mounted), kernel.MNT_DETACH, layer="mount")
                 shutil.rmtree(folder, ignore_errors=True)
 
     # -- plans ---------------------------------------------------------------------------
-    def plan(self, command: str, *, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path | None,
-             connect: tuple[int, ...], bind: tuple[int, ...], relaxed: bool = False, lock_delay_ms: int = 0) -> Plan:
+    def plan(
+        self,
+        command: str,
+        *,
+        copy: WorkingCopy,
+        ledger_dir: Path,
+        tmp_dir: Path | None,
+        connect: tuple[int, ...],
+        bind: tuple[int, ...],
+        relaxed: bool = False,
+        lock_delay_ms: int = 0,
+    ) -> Plan:
         """The plan of one command; `relaxed` (a diagnosis) drops the rlimits and nothing else; `lock_delay_ms`
         holds each of its file locks that long (relaychaos.sandbox.seccomp: only where init answers the filter,
         the isolated plans; elsewhere nothing is held)."""
@@ -193,31 +227,68 @@ class Sandbox:
             return Plan(cwd=str(copy.cwd))
         rlimits = {} if relaxed else self.limits.rlimits(command, own_uid=self.separate_uid)
         log = LogBudget(str(self.log_budget), self.limits.log_mib << 20)
-        writable = (str(copy.root), str(tmp_dir) if tmp_dir else None)
+        rules = self._rules(copy, ledger_dir, tmp_dir, connect, bind)
         if not self.isolated:
-            rules = Rules(self.abi, read_only=system_tree()[1] + ("/proc", "/sys") + runtime_paths() + DEVICES,
-                          read_write=tuple(p for p in writable if p) + DEVICES, ledger=(str(ledger_dir),),
-                          connect=connect, bind=bind)
-            return Plan(rlimits=rlimits, cwd=str(copy.cwd), umask=0o077, landlock=rules if self.abi else None,
-                        seccomp="seccomp" not in self.lacks, log=log)
-        rules = Rules(self.abi, read_only=("/",), read_write=(str(copy.root), "/tmp", "/dev/shm") + DEVICES,
-                      ledger=(str(ledger_dir),), connect=connect, bind=bind)
-        isolation = Isolation(view=self._view(copy, ledger_dir, tmp_dir), netns=self.network and self.network.path,
-                              cgroup_procs=self.cgroups.procs() if self.cgroups else ())
-        return Plan(uid=self.slot.uid, gid=self.slot.gid, rlimits=rlimits, cwd=str(copy.cwd), umask=0o077,
-                    landlock=rules if self.abi else None, seccomp="seccomp" not in self.lacks, isolation=isolation,
-                    log=log, lock_delay_ms=lock_delay_ms)
+            return Plan(
+                rlimits=rlimits,
+                cwd=str(copy.cwd),
+                umask=0o077,
+                landlock=rules if self.abi else None,
+                seccomp="seccomp" not in self.lacks,
+                log=log,
+            )
+        isolation = Isolation(
+            view=self._view(copy, ledger_dir, tmp_dir),
+            netns=self.network.path if self.network else None,
+            cgroup_procs=self.cgroups.procs() if self.cgroups else (),
+        )
+        return Plan(
+            uid=self._own.uid,
+            gid=self._own.gid,
+            rlimits=rlimits,
+            cwd=str(copy.cwd),
+            umask=0o077,
+            landlock=rules if self.abi else None,
+            seccomp="seccomp" not in self.lacks,
+            isolation=isolation,
+            log=log,
+            lock_delay_ms=lock_delay_ms,
+        )
 
-    def _view(self, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path) -> View:
+    def _rules(
+        self, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path | None, connect: tuple[int, ...], bind: tuple[int, ...]
+    ) -> Rules:
+        """A command's Landlock rules: isolated, all of its own view readable; sharing the harness's filesystem, only
+        the system's tree, the runtimes and the devices. Its folders and the devices writable either way."""
+        if not self.isolated:
+            read_only = system_tree()[1] + ("/proc", "/sys") + runtime_paths() + DEVICES
+            read_write = tuple(p for p in (str(copy.root), str(tmp_dir) if tmp_dir else None) if p) + DEVICES
+        else:
+            read_only, read_write = ("/",), (str(copy.root), "/tmp", "/dev/shm") + DEVICES
+        return Rules(
+            self.abi, read_only=read_only, read_write=read_write, ledger=(str(ledger_dir),), connect=connect, bind=bind
+        )
+
+    def _view(self, copy: WorkingCopy, ledger_dir: Path, tmp_dir: Path | None) -> View:
+        assert tmp_dir is not None, "an isolated command's /tmp is its stack's tmp_dir() (never None when on)"
         links, system = system_tree()
-        runtime = [p for p in runtime_paths() if not any(Path(s) == Path(p) or Path(s) in Path(p).parents
-                                                          for s in system)]
+        runtime = [
+            p for p in runtime_paths() if not any(Path(s) == Path(p) or Path(s) in Path(p).parents for s in system)
+        ]
         binds = [(p, p, False) for p in system + tuple(runtime)]
-        binds += [(str(copy.root), str(copy.root), True), (str(ledger_dir), str(ledger_dir), True),
-                  (str(tmp_dir), "/tmp", True)]
+        binds += [
+            (str(copy.root), str(copy.root), True),
+            (str(ledger_dir), str(ledger_dir), True),
+            (str(tmp_dir), "/tmp", True),
+        ]
         masks = tuple(str(paths.PACKAGE) for _, target, _ in binds if Path(target) in paths.PACKAGE.parents)
-        return View(root=str(self._view_root), binds=tuple(binds),
-                    links=links, masks=masks, cgroups=self.cgroups.options if self.cgroups else ())
+        return View(
+            root=str(self._view_root),
+            binds=tuple(binds),
+            links=links,
+            masks=masks,
+            cgroups=self.cgroups.options if self.cgroups else (),
+        )
 
     def env(self, contract: dict[str, str], copy: WorkingCopy, tmp_dir: Path | None) -> dict[str, str]:
         """A command's environment: the contract's variables, PATH (the harness's Python first, contract section
@@ -276,8 +347,12 @@ def clear_slot(n: int) -> bool:
     """Remove whatever of slot n is on the machine (the caller holds its lock); whether there was anything."""
     network, groups = SlotNetwork(n, port_range()), SlotCgroups.named(f"relaychaos-s{n}")
     home = slots.base_dir() / f"slot-{n}"
-    if not (os.path.exists(network.path) or os.path.exists(f"/sys/class/net/{network.host_link}") or groups.exist()
-            or home.exists()):
+    if not (
+        os.path.exists(network.path)
+        or os.path.exists(f"/sys/class/net/{network.host_link}")
+        or groups.exist()
+        or home.exists()
+    ):
         return False
     groups.kill()
     groups.remove()
@@ -311,9 +386,12 @@ def _harness_runtime() -> tuple[str, ...]:
 def mounts_below(folder: Path) -> list[Path]:
     """The mount points at or below `folder`, deepest first (from /proc/self/mountinfo)."""
     prefix = str(folder).rstrip("/") + "/"
-    points = [Path(line.split()[4].replace("\\040", " ")) for line in Path("/proc/self/mountinfo").read_text().splitlines()]
-    return sorted({p for p in points if str(p) == str(folder) or str(p).startswith(prefix)},
-                  key=lambda p: -len(p.parts))
+    points = [
+        Path(line.split()[4].replace("\\040", " ")) for line in Path("/proc/self/mountinfo").read_text().splitlines()
+    ]
+    return sorted(
+        {p for p in points if str(p) == str(folder) or str(p).startswith(prefix)}, key=lambda p: -len(p.parts)
+    )
 
 
 def outermost(found: list[str]) -> tuple[str, ...]:

@@ -1,37 +1,35 @@
 """The seccomp filter of every relay command, and the refusals it reports.
 
-What a relay may not do, whatever its uid (x86_64; another architecture gets no filter and
-the level says so):
-- open a socket other than TCP over IPv4 or IPv6 (protocol 0 or IPPROTO_TCP) or a Unix socket:
-  MPTCP and SCTP (EPROTONOSUPPORT, as a kernel without them answers, so that runtimes trying MPTCP
-  first fall back to TCP; MPTCP is not reported for that reason), datagram and raw sockets
-  (EACCES), packet, netlink and every other family (EAFNOSUPPORT) are refused. Landlock's network
-  rules cover TCP alone, so this is what keeps them whole;
+What a relay may not do, whatever its uid (x86_64; another architecture gets no filter and the level says so):
+- open a socket other than TCP over IPv4 or IPv6 (protocol 0 or IPPROTO_TCP) or a Unix socket: MPTCP and SCTP
+  (EPROTONOSUPPORT, as a kernel without them answers, so that runtimes trying MPTCP first fall back to TCP; MPTCP is
+  not reported for that reason), datagram and raw sockets (EACCES), packet, netlink and every other family
+  (EAFNOSUPPORT) are refused. Landlock's network rules cover TCP alone, so this is what keeps them whole;
 - make a namespace (clone or unshare with a CLONE_NEW* flag, setns): EPERM;
-- the kernel's administrative and introspection calls: ptrace and process_vm_*, bpf,
-  perf_event_open, userfaultfd, keyrings, mounts, modules, kexec, reboot, swap, clocks, handles;
-- io_uring (it can open sockets beyond this filter's sight): ENOSYS, as on a kernel without it;
-  clone3 (its flags are out of a filter's reach): ENOSYS, so libc falls back to clone;
-- TCP Fast Open (sendto, sendmsg or sendmmsg with MSG_FASTOPEN: a connect Landlock does not
-  see): EACCES; a lease on a file (fcntl F_SETLEASE: another process's open() of it would wait
-  for the lease to break, the harness's own reading the ledger included): EPERM.
+- the kernel's administrative and introspection calls: ptrace and process_vm_*, bpf, perf_event_open, userfaultfd,
+  keyrings, mounts, modules, kexec, reboot, swap, clocks, handles;
+- io_uring (it can open sockets beyond this filter's sight): ENOSYS, as on a kernel without it; clone3 (its flags
+  are out of a filter's reach): ENOSYS, so libc falls back to clone;
+- TCP Fast Open (sendto, sendmsg or sendmmsg with MSG_FASTOPEN: a connect Landlock does not see): EACCES; a lease on
+  a file (fcntl F_SETLEASE: another process's open() of it would wait for the lease to break, the harness's own
+  reading the ledger included): EPERM.
 
-`program(notify)` assembles the classic BPF. With notify, each refusal goes to the command's
-init process (SECCOMP_RET_USER_NOTIF), which answers with the errno of `refusal()` and writes
-one line naming the call and its arguments into the relay's log (`Listener`); without, the
-filter answers the errno itself. With notify, init also looks at every bind and connect with an
-address of an IP socket's size, and every listen: one on a port the plan does not allow (a
-listen on an unbound socket, which would take an ephemeral port, included) is refused with
-EACCES and said in the log with its address; the others go on, and Landlock, which a relay
-cannot race, decides a bind or connect. With `slow_locks` (a plan's lock_delay_ms), init also
-holds every record lock a relay takes or lets go with fcntl (SQLite's locks on its ledger) for
-that long before it goes on, as storage shared across machines would: a scenario's way to force
-two relays' copies to interleave inside a check-then-insert, which on a local tmpfs lasts
+`program(notify)` assembles the classic BPF. With notify, each refusal goes to the command's init process
+(SECCOMP_RET_USER_NOTIF), which answers with the errno of `refusal()` and writes one line naming the call and its
+arguments into the relay's log (`Listener`); without, the filter answers the errno itself. With notify, init also
+looks at every bind and connect with an address of an IP socket's size, and every listen: one on a port the plan
+does not allow (a listen on an unbound socket, which would take an ephemeral port, included) is refused with EACCES
+and said in the log with its address; the others go on, and Landlock, which a relay cannot race, decides a bind or
+connect. With `slow_locks` (a plan's lock_delay_ms), init also holds every record lock a relay takes or lets go with
+fcntl (SQLite's locks on its ledger) for that long before it goes on, as storage shared across machines would: a
+scenario's way to force two relays' copies to interleave inside a check-then-insert, which on a local tmpfs lasts
 microseconds. A relay cannot tell it from a slow disk; a correct one is correct at any speed.
 Stdlib only (the exec wrapper imports it by path).
 """
+
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import fcntl
@@ -47,7 +45,7 @@ RET_KILL_PROCESS, RET_ERRNO, RET_USER_NOTIF, RET_ALLOW = 0x80000000, 0x00050000,
 SET_MODE_FILTER, FLAG_LOG, FLAG_NEW_LISTENER = 1, 2, 8
 NOTIF_RECV, NOTIF_SEND = 0xC0502100, 0xC0182101  # _IOWR('!', 0, seccomp_notif), _IOWR('!', 1, ..._resp)
 NOTIF_ID_VALID = 0x40082102  # _IOW('!', 2, __u64)
-NOTIF = struct.Struct("=QII" "iIQ6Q")  # seccomp_notif: id, pid, flags, seccomp_data (nr, arch, ip, args)
+NOTIF = struct.Struct("=QIIiIQ6Q")  # seccomp_notif: id, pid, flags, seccomp_data (nr, arch, ip, args)
 NOTIF_RESP = struct.Struct("=QqiI")  # seccomp_notif_resp: id, val, error, flags
 FLAG_CONTINUE = 1
 
@@ -62,23 +60,53 @@ SEND_FLAGS = {SENDTO: 3, SENDMSG: 2, SENDMMSG: 3}  # which argument holds the fl
 MIN_INET_ADDRLEN = 16  # sizeof(struct sockaddr_in); sockaddr_in6 is 28
 # Refused outright: number -> (name, errno).
 REFUSED = {
-    101: ("ptrace", errno.EPERM), 310: ("process_vm_readv", errno.EPERM), 311: ("process_vm_writev", errno.EPERM),
-    438: ("pidfd_getfd", errno.EPERM), 321: ("bpf", errno.EPERM), 298: ("perf_event_open", errno.EPERM),
-    323: ("userfaultfd", errno.EPERM), 248: ("add_key", errno.EPERM), 249: ("request_key", errno.EPERM),
-    250: ("keyctl", errno.EPERM), 308: ("setns", errno.EPERM), 165: ("mount", errno.EPERM),
-    166: ("umount2", errno.EPERM), 155: ("pivot_root", errno.EPERM), 161: ("chroot", errno.EPERM),
-    428: ("open_tree", errno.EPERM), 429: ("move_mount", errno.EPERM), 430: ("fsopen", errno.EPERM),
-    431: ("fsconfig", errno.EPERM), 432: ("fsmount", errno.EPERM), 433: ("fspick", errno.EPERM),
-    442: ("mount_setattr", errno.EPERM), 175: ("init_module", errno.EPERM), 313: ("finit_module", errno.EPERM),
-    176: ("delete_module", errno.EPERM), 246: ("kexec_load", errno.EPERM), 320: ("kexec_file_load", errno.EPERM),
-    169: ("reboot", errno.EPERM), 167: ("swapon", errno.EPERM), 168: ("swapoff", errno.EPERM),
-    163: ("acct", errno.EPERM), 179: ("quotactl", errno.EPERM), 443: ("quotactl_fd", errno.EPERM),
-    303: ("name_to_handle_at", errno.EPERM), 304: ("open_by_handle_at", errno.EPERM),
-    300: ("fanotify_init", errno.EPERM), 103: ("syslog", errno.EPERM), 172: ("iopl", errno.EPERM),
-    173: ("ioperm", errno.EPERM), 164: ("settimeofday", errno.EPERM), 227: ("clock_settime", errno.EPERM),
-    159: ("adjtimex", errno.EPERM), 305: ("clock_adjtime", errno.EPERM), 212: ("lookup_dcookie", errno.EPERM),
+    101: ("ptrace", errno.EPERM),
+    310: ("process_vm_readv", errno.EPERM),
+    311: ("process_vm_writev", errno.EPERM),
+    438: ("pidfd_getfd", errno.EPERM),
+    321: ("bpf", errno.EPERM),
+    298: ("perf_event_open", errno.EPERM),
+    323: ("userfaultfd", errno.EPERM),
+    248: ("add_key", errno.EPERM),
+    249: ("request_key", errno.EPERM),
+    250: ("keyctl", errno.EPERM),
+    308: ("setns", errno.EPERM),
+    165: ("mount", errno.EPERM),
+    166: ("umount2", errno.EPERM),
+    155: ("pivot_root", errno.EPERM),
+    161: ("chroot", errno.EPERM),
+    428: ("open_tree", errno.EPERM),
+    429: ("move_mount", errno.EPERM),
+    430: ("fsopen", errno.EPERM),
+    431: ("fsconfig", errno.EPERM),
+    432: ("fsmount", errno.EPERM),
+    433: ("fspick", errno.EPERM),
+    442: ("mount_setattr", errno.EPERM),
+    175: ("init_module", errno.EPERM),
+    313: ("finit_module", errno.EPERM),
+    176: ("delete_module", errno.EPERM),
+    246: ("kexec_load", errno.EPERM),
+    320: ("kexec_file_load", errno.EPERM),
+    169: ("reboot", errno.EPERM),
+    167: ("swapon", errno.EPERM),
+    168: ("swapoff", errno.EPERM),
+    163: ("acct", errno.EPERM),
+    179: ("quotactl", errno.EPERM),
+    443: ("quotactl_fd", errno.EPERM),
+    303: ("name_to_handle_at", errno.EPERM),
+    304: ("open_by_handle_at", errno.EPERM),
+    300: ("fanotify_init", errno.EPERM),
+    103: ("syslog", errno.EPERM),
+    172: ("iopl", errno.EPERM),
+    173: ("ioperm", errno.EPERM),
+    164: ("settimeofday", errno.EPERM),
+    227: ("clock_settime", errno.EPERM),
+    159: ("adjtimex", errno.EPERM),
+    305: ("clock_adjtime", errno.EPERM),
+    212: ("lookup_dcookie", errno.EPERM),
     153: ("vhangup", errno.EPERM),
-    425: ("io_uring_setup", errno.ENOSYS), 426: ("io_uring_enter", errno.ENOSYS),
+    425: ("io_uring_setup", errno.ENOSYS),
+    426: ("io_uring_enter", errno.ENOSYS),
     427: ("io_uring_register", errno.ENOSYS),
 }
 FAMILIES = {1: "AF_UNIX", 2: "AF_INET", 10: "AF_INET6", 16: "AF_NETLINK", 17: "AF_PACKET", 40: "AF_VSOCK"}
@@ -95,8 +123,7 @@ def refusal(nr: int, args: tuple[int, ...]) -> tuple[str, int] | None:
     low = [a & 0xFFFFFFFF for a in args]
     if nr == SOCKET:
         family, kind, proto = low[0], low[1] & SOCK_TYPE_MASK, low[2]
-        call = (f"socket({FAMILIES.get(family, family)}, {TYPES.get(kind, kind)}, "
-                f"{PROTOCOLS.get(proto, proto)})")
+        call = f"socket({FAMILIES.get(family, family)}, {TYPES.get(kind, kind)}, {PROTOCOLS.get(proto, proto)})"
         if family == AF_UNIX:
             return None
         if family not in (AF_INET, AF_INET6):
@@ -128,13 +155,13 @@ class _Asm:
     """Classic BPF with named jump targets, resolved by assemble()."""
 
     def __init__(self) -> None:
-        self.code: list[tuple[int, object, object, int]] = []
+        self.code: list[tuple[int, int | str, int | str, int]] = []  # jumps: offsets, or labels
         self.labels: dict[str, int] = {}
 
     def at(self, label: str) -> None:
         self.labels[label] = len(self.code)
 
-    def op(self, code: int, k: int = 0, jt: object = 0, jf: object = 0) -> None:
+    def op(self, code: int, k: int = 0, jt: int | str = 0, jf: int | str = 0) -> None:
         self.code.append((code, jt, jf, k))
 
     def assemble(self) -> bytes:
@@ -252,12 +279,19 @@ class Listener:
     """The init process's end of the filter: answers each refusal with its errno and says it once in the log;
     looks at TCP binds and connects (see the module doc), given the ports the plan allows."""
 
-    def __init__(self, fd: int, write, bind: tuple[int, ...] | None = None, connect: tuple[int, ...] = (),
-                 lock_delay_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        fd: int,
+        write,
+        bind: tuple[int, ...] | None = None,
+        connect: tuple[int, ...] = (),
+        lock_delay_s: float = 0.0,
+    ) -> None:
         """`bind` None: the plan has no port rules (no Landlock network rules), so nothing is looked at.
         `lock_delay_s`: how long each record lock is held before it goes on (the filter sends them when
         slow_locks)."""
-        self.fd, self.write, self.said = fd, write, set()
+        self.fd, self.write = fd, write
+        self.said: set[str] = set()  # what was told in the log already
         self.allowed = {BIND: set(bind), LISTEN: set(bind), CONNECT: set(connect)} if bind is not None else {}
         self.lock_delay_s = lock_delay_s
         self.held: list[tuple[float, int]] = []  # (when it goes on, notification id), in order
@@ -286,8 +320,10 @@ class Listener:
         if nr == FCNTL and args[1] in LOCKS:  # only the filter's slow_locks sends these: held, then on
             if "locks" not in self.said:
                 self.said.add("locks")
-                self.write(f"relaychaos sandbox: this scenario delays each file lock by "
-                           f"{self.lock_delay_s * 1000:g} ms, as slow shared storage would\n")
+                self.write(
+                    f"relaychaos sandbox: this scenario delays each file lock by "
+                    f"{self.lock_delay_s * 1000:g} ms, as slow shared storage would\n"
+                )
             heapq.heappush(self.held, (time.monotonic() + self.lock_delay_s, ident))
             return
         found = self._address(ident, pid, nr, args) if nr in self.allowed else refusal(nr, tuple(args))
@@ -297,16 +333,16 @@ class Listener:
             call, err = found
             if call not in self.said:
                 self.said.add(call)
-                self.write(f"relaychaos sandbox: seccomp refused {call} (pid {pid} in the relay's namespace): "
-                           f"{errno.errorcode.get(err, err)}; {_why(nr, call, self.allowed)}\n")
+                self.write(
+                    f"relaychaos sandbox: seccomp refused {call} (pid {pid} in the relay's namespace): "
+                    f"{errno.errorcode.get(err, err)}; {_why(nr, call, self.allowed)}\n"
+                )
             resp = NOTIF_RESP.pack(ident, 0, -err, 0)
         self._send(resp)
 
     def _send(self, resp: bytes) -> None:
-        try:
+        with contextlib.suppress(OSError):  # the caller is gone or was interrupted: the kernel restarts or drops it
             fcntl.ioctl(self.fd, NOTIF_SEND, bytearray(resp), True)
-        except OSError:
-            pass  # the caller is gone or was interrupted: the kernel restarts or drops the call
 
     def _address(self, ident: int, pid: int, nr: int, args: list[int]) -> tuple[str, int] | None:
         """A bind, connect or listen on a port the plan does not allow, as (the call, EACCES); None to let it go."""
@@ -318,8 +354,9 @@ class Listener:
         if family not in (AF_INET, AF_INET6) or port in self.allowed[nr]:
             return None
         name = {BIND: "bind to", CONNECT: "connect to", LISTEN: "listen on"}[nr]
-        return f"{name} {host}:{port}" + (" (an unbound socket: an ephemeral port)" if nr == LISTEN and host in
-                                          ("0.0.0.0", "[::]") else ""), errno.EACCES
+        return f"{name} {host}:{port}" + (
+            " (an unbound socket: an ephemeral port)" if nr == LISTEN and host in ("0.0.0.0", "[::]") else ""
+        ), errno.EACCES
 
 
 def _sockaddr(pid: int, address: int, length: int) -> tuple[int, str, int]:
@@ -357,6 +394,7 @@ def _why(nr: int, call: str, allowed: dict[int, set[int]]) -> str:
     if nr in (BIND, LISTEN):
         return f"serve may listen only on RELAY_PORT ({', '.join(map(str, sorted(allowed[BIND]))) or 'none here'})"
     if nr == CONNECT:
-        return (f"a relay may connect only to ACCOUNT_URL (port "
-                f"{', '.join(map(str, sorted(allowed[CONNECT]))) or 'none'})")
+        return (
+            f"a relay may connect only to ACCOUNT_URL (port {', '.join(map(str, sorted(allowed[CONNECT]))) or 'none'})"
+        )
     return WHY_SOCKET if call.startswith("socket") else "the sandbox does not allow it"

@@ -8,8 +8,10 @@ for the machine) and the slot's home is a size-limited tmpfs: the disk quota of 
 its relays may write (working copies, ledgers, /tmp). Claiming a slot kills every process
 left under its uid and empties its home: whatever a previous run left behind.
 """
+
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pwd
@@ -19,9 +21,9 @@ import stat
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from relaychaos.errors import HarnessError
 from relaychaos.sandbox import kernel
@@ -39,11 +41,15 @@ def base_dir() -> Path:
         base.mkdir(mode=0o711, parents=True, exist_ok=True)
         st = os.lstat(base)
     except OSError as e:
-        raise HarnessError(f"cannot make the sandbox folder {base}: {e.strerror}",
-                           fix="make the temporary folder writable, or set TMPDIR elsewhere") from None
+        raise HarnessError(
+            f"cannot make the sandbox folder {base}: {e.strerror}",
+            fix="make the temporary folder writable, or set TMPDIR elsewhere",
+        ) from None
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-        raise HarnessError(f"{base} is not a folder owned by uid {os.geteuid()}: someone else made it",
-                           fix=f"remove it (`rm -rf {base}`) and run again")
+        raise HarnessError(
+            f"{base} is not a folder owned by uid {os.geteuid()}: someone else made it",
+            fix=f"remove it (`rm -rf {base}`) and run again",
+        )
     os.chmod(base, 0o711)
     return base
 
@@ -102,12 +108,20 @@ def claim(separate: bool, quota_mib: int = 0) -> Slot:
         clear_home(home)
         home.mkdir(mode=0o700)
         if slot.quota_mib:
-            kernel.mount("tmpfs", str(home), "tmpfs", kernel.MS_NOSUID | kernel.MS_NODEV,
-                         f"size={slot.quota_mib}m,mode=0700,uid={uid},gid={gid}", layer="disk quota")
+            kernel.mount(
+                "tmpfs",
+                str(home),
+                "tmpfs",
+                kernel.MS_NOSUID | kernel.MS_NODEV,
+                f"size={slot.quota_mib}m,mode=0700,uid={uid},gid={gid}",
+                layer="disk quota",
+            )
         os.chown(home, uid, gid)
         return slot
-    raise HarnessError(f"all {MAX_SLOTS} sandbox slots in {base} are taken by running harness processes",
-                       fix="wait for some to finish, or run fewer in parallel")
+    raise HarnessError(
+        f"all {MAX_SLOTS} sandbox slots in {base} are taken by running harness processes",
+        fix="wait for some to finish, or run fewer in parallel",
+    )
 
 
 def free(base: Path) -> Iterator[int]:
@@ -128,10 +142,8 @@ def free(base: Path) -> Iterator[int]:
 def clear_home(home: Path) -> None:
     """Unmount the home's tmpfs (if any) and remove the folder."""
     if os.path.ismount(home):
-        try:
+        with contextlib.suppress(kernel.LayerError):
             kernel.umount(str(home), kernel.MNT_DETACH, layer="disk quota")
-        except kernel.LayerError:
-            pass
     shutil.rmtree(home, ignore_errors=True)
 
 
@@ -143,16 +155,29 @@ def ensure_user(user: str) -> tuple[int, int]:
             return entry.pw_uid, entry.pw_gid
         except KeyError:
             pass
-        done = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home",
-                               "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", user],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                "useradd",
+                "--system",
+                "--user-group",
+                "--no-create-home",
+                "--home-dir",
+                "/nonexistent",
+                "--shell",
+                "/usr/sbin/nologin",
+                user,
+            ],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode not in (0, 9):  # 9: made meanwhile by a parallel worker
             if "lock" in done.stderr and attempt < 19:  # /etc/passwd locked by a parallel useradd
                 time.sleep(0.05 * (attempt + 1))
                 continue
-            raise HarnessError(f"could not create the sandbox user {user}: useradd said "
-                               f"{done.stderr.strip() or done.returncode}",
-                               fix="install useradd (package passwd), or run with --sandbox off")
+            raise HarnessError(
+                f"could not create the sandbox user {user}: useradd said {done.stderr.strip() or done.returncode}",
+                fix="install useradd (package passwd), or run with --sandbox off",
+            )
     raise HarnessError(f"could not create the sandbox user {user}", fix="run with --sandbox off")
 
 

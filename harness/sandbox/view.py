@@ -8,27 +8,56 @@ pivot_root; the machine's own root is gone from that namespace. What is there:
 - read-write binds of the relay's working copy, its ledger folder and its /tmp (all on the
   slot's size-limited tmpfs: the disk quota); a bind is (source, where it appears, writable);
 - a /dev of null, zero, full, random, urandom and a private /dev/shm; a /proc of the command's
-  own PID namespace, showing only the relay's own processes (not its root-owned init); a /sys of its network namespace, with its own cgroups under /sys/fs/cgroup;
+  own PID namespace, showing only the relay's own processes (not its root-owned init); a /sys
+  of its network namespace, with its own cgroups under /sys/fs/cgroup;
 - the symbolic links of a merged /usr (/bin -> usr/bin, ...), as the machine has them.
 Every folder on the way to a bind is a root-owned 0755 folder of the new root, so a path under
 /root (such as a pyenv Python) is reachable and nothing else of /root is there.
 
     build(plan["view"])   # as root, after unshare(CLONE_NEWNS) and the other namespaces
 """
+
 from __future__ import annotations
 
 import os
 
-if __package__:  # relaychaos.sandbox.view
-    from .kernel import MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC, MS_REMOUNT, mount, \
-        pivot_root
+# The type checker takes a name TYPE_CHECKING as true, so it reads the package's kernel module (as
+# __main__ does); typing itself is not imported, to keep the start fast.
+TYPE_CHECKING = False
+if TYPE_CHECKING or __package__:  # relaychaos.sandbox.view
+    from .kernel import (
+        MS_BIND,
+        MS_NODEV,
+        MS_NOEXEC,
+        MS_NOSUID,
+        MS_PRIVATE,
+        MS_RDONLY,
+        MS_REC,
+        MS_REMOUNT,
+        mount,
+        pivot_root,
+    )
 else:  # a sibling of the exec wrapper, imported by path
-    from kernel import MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC, MS_REMOUNT, mount, \
-        pivot_root
+    from kernel import (
+        MS_BIND,
+        MS_NODEV,
+        MS_NOEXEC,
+        MS_NOSUID,
+        MS_PRIVATE,
+        MS_RDONLY,
+        MS_REC,
+        MS_REMOUNT,
+        mount,
+        pivot_root,
+    )
 
 DEVICES = ("null", "zero", "full", "random", "urandom")
-DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
-             "stderr": "/proc/self/fd/2"}
+DEV_LINKS = {
+    "fd": "/proc/self/fd",
+    "stdin": "/proc/self/fd/0",
+    "stdout": "/proc/self/fd/1",
+    "stderr": "/proc/self/fd/2",
+}
 SAFE = MS_NOSUID | MS_NODEV
 
 

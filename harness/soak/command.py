@@ -10,6 +10,7 @@ abandons the checks). Exit status: 0 every rule held at the rate asked, 1 a rule
 was broken, 2 the harness could not run, or every rule held but the machine could
 not sustain the rate asked.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from relaychaos import paths
 from relaychaos.errors import HarnessError
-from relaychaos.history import History
+from relaychaos.history import History, StreamedHistory
 from relaychaos.recorder import Recorder
 
 # The scenarios' 300 ms is too short at production rates on a small machine: a call can spend longer than that
@@ -61,24 +62,29 @@ def add_parsers(sub) -> None:
     p.add_argument("--rate", type=positive_rate, default=500.0, help="transfers per second (default 500)")
     p.add_argument("--seed", type=int, default=0, help="the nemesis schedule's seed: the same seed, the same schedule")
     p.add_argument("--out", help="the run folder (default: runs/soak-YYYYmmdd-HHMMSS)")
-    p.add_argument("--account-timeout-ms", type=int, default=SOAK_ACCOUNT_TIMEOUT_MS,
-                   help=f"the relays' ACCOUNT_TIMEOUT_MS (default {SOAK_ACCOUNT_TIMEOUT_MS}, see below)")
+    p.add_argument(
+        "--account-timeout-ms",
+        type=int,
+        default=SOAK_ACCOUNT_TIMEOUT_MS,
+        help=f"the relays' ACCOUNT_TIMEOUT_MS (default {SOAK_ACCOUNT_TIMEOUT_MS}, see below)",
+    )
     p.add_argument("--limit", type=int, default=1, help="how many violations to render in incident.txt")
-    p.add_argument("--sandbox", choices=("auto", "strict", "off"), default=os.environ.get("RELAYCHAOS_SANDBOX", "auto"),
-                   help="contain the relay's commands (see `relaychaos run --help`)")
+    p.add_argument(
+        "--sandbox",
+        choices=("auto", "strict", "off"),
+        default=os.environ.get("RELAYCHAOS_SANDBOX", "auto"),
+        help="contain the relay's commands (see `relaychaos run --help`)",
+    )
     p.add_argument("--sandbox-limit", metavar="NAME=N,...", default=None, help="change sandbox limits")
     p.set_defaults(func=cmd_soak)
 
 
 def cmd_soak(args: argparse.Namespace) -> int:
     from relaychaos.sandbox.policy import Limits, Sandbox
-    from relaychaos.soak.generator import ACCOUNTS
     from relaychaos.soak.schedule import draw
-    from relaychaos.soak.session import Soak
     from relaychaos.soak.status import Status
     from relaychaos.stack import manifest, toxiproxy_server
     from relaychaos.stack.account_system import AccountSystem
-    from relaychaos.stack.world import Stack
 
     relay = Path(args.relay).resolve() if args.relay else paths.reference_relay()
     out = (Path(args.out) if args.out else Path("runs") / f"soak-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
@@ -94,23 +100,25 @@ def cmd_soak(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         os.chmod(out, 0o700)
         history = History.streaming(out / "history.jsonl")
-        status.say(f"soaking relay '{m.name}' ({relay}) at {args.rate:g} transfers/s for {args.duration:g} s, "
-                   f"seed {args.seed}: {len(schedule.faults())} faults scheduled -> {out}\nrelaychaos: "
-                   f"{sandbox.summary()}")
+        status.say(
+            f"soaking relay '{m.name}' ({relay}) at {args.rate:g} transfers/s for {args.duration:g} s, "
+            f"seed {args.seed}: {len(schedule.faults())} faults scheduled -> {out}\nrelaychaos: "
+            f"{sandbox.summary()}"
+        )
         server = toxiproxy_server.acquire(out)
         account = AccountSystem.start(out)
-        with Stack(toxiproxy=server.control, account=account, manifest=m, workdir=out, name="soak",
-                   account_timeout_ms=timeout_ms, accounts=dict(ACCOUNTS), sandbox=sandbox) as stack:
-            result = Soak(stack, schedule, rate=args.rate, recorder=Recorder(history), status=status,
-                          account_timeout_ms=timeout_ms).run(stop)
+        with _stack(args, m, out, server, account, sandbox) as stack:
+            result = _session(stack, schedule, args, history, status).run(stop)
     except HarnessError as e:
         status.done()
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         status.done()
-        print(f"relaychaos: abandoned at the second Ctrl-C; every process stopped; what was recorded is in {out}",
-              file=sys.stderr)
+        print(
+            f"relaychaos: abandoned at the second Ctrl-C; every process stopped; what was recorded is in {out}",
+            file=sys.stderr,
+        )
         return 2
     finally:
         for part in (account, server, sandbox, history):
@@ -124,6 +132,38 @@ def cmd_soak(args: argparse.Namespace) -> int:
         return 2
 
 
+def _stack(args: argparse.Namespace, m, out: Path, server, account, sandbox):
+    """The stack the soak runs on (not yet started): the relay of manifest `m` in `sandbox`, behind the
+    Toxiproxy `server`, in front of the `account` system."""
+    from relaychaos.soak.generator import ACCOUNTS
+    from relaychaos.stack.world import Stack
+
+    return Stack(
+        toxiproxy=server.control,
+        account=account,
+        manifest=m,
+        workdir=out,
+        name="soak",
+        account_timeout_ms=args.account_timeout_ms,
+        accounts=dict(ACCOUNTS),
+        sandbox=sandbox,
+    )
+
+
+def _session(stack, schedule, args: argparse.Namespace, history: StreamedHistory, status):
+    """The soak session on a started stack: traffic at the rate asked, the schedule's faults, all recorded."""
+    from relaychaos.soak.session import Soak
+
+    return Soak(
+        stack,
+        schedule,
+        rate=args.rate,
+        recorder=Recorder(history),
+        status=status,
+        account_timeout_ms=args.account_timeout_ms,
+    )
+
+
 def _judge(history, result, out: Path, relay_name: str, args, status) -> int:
     """Check the saved history in one pass, write the summary and the first incident; the exit status."""
     from relaychaos.chaos import check_path
@@ -135,11 +175,21 @@ def _judge(history, result, out: Path, relay_name: str, args, status) -> int:
     check_s = time.monotonic() - t0
     shown = excerpt(history.path, verdicts)  # the few events the verdicts name: timelines need no more
     times = evidence_times(shown, verdicts)
-    summary = summarize(result, verdicts, times, relay=relay_name, rate=args.rate, duration_s=args.duration,
-                        seed=args.seed, check_s=check_s, history_events=len(history), history_path=str(history.path))
+    summary = summarize(
+        result,
+        verdicts,
+        times,
+        relay=relay_name,
+        rate=args.rate,
+        duration_s=args.duration,
+        seed=args.seed,
+        check_s=check_s,
+        history_events=len(history),
+        history_path=str(history.path),
+    )
     if verdicts:
-        first = min(times, key=times.get) if times else 0
-        told = [verdicts[first]] + [v for i, v in enumerate(verdicts) if i != first][:max(0, args.limit - 1)]
+        first = min(times, key=times.__getitem__) if times else 0
+        told = [verdicts[first]] + [v for i, v in enumerate(verdicts) if i != first][: max(0, args.limit - 1)]
         (out / "incident.txt").write_text(incidents(shown, told, args.limit))
     (out / "verdicts.json").write_text(json.dumps([v.to_dict() for v in verdicts], indent=1) + "\n")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -152,9 +202,12 @@ def _judge(history, result, out: Path, relay_name: str, args, status) -> int:
 
 def _first_interrupt(stop: threading.Event, status):
     """The SIGINT handler: the first Ctrl-C stops the soak gently; the next one raises KeyboardInterrupt."""
+
     def handler(signum, frame):
         stop.set()
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        status.say("Ctrl-C: stopping the traffic; the history so far will be converged and checked "
-                   "(Ctrl-C again to abandon)")
+        status.say(
+            "Ctrl-C: stopping the traffic; the history so far will be converged and checked (Ctrl-C again to abandon)"
+        )
+
     return handler

@@ -16,14 +16,15 @@ nemesis lifts an account-side fault, see schedule.ACCOUNT_SIDE) calls are not
 started either: they are counted as `held`, and the rate achieved is reckoned
 over the time the generator was not holding.
 """
+
 from __future__ import annotations
 
 import asyncio
 import collections
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from relaychaos.recorder import Recorder
 from relaychaos.stack.channel import Channel, RetryPolicy, transfer
@@ -72,8 +73,17 @@ class Counts:
 class Generator:
     """Transfers at `rate` per second to slot a, and to slot b once it has joined (see the module doc)."""
 
-    def __init__(self, stack: Stack, recorder: Recorder, *, rate: float, seed: int, tag: str,
-                 account_timeout_ms: int, hold: Callable[[float], bool] = lambda now: False):
+    def __init__(
+        self,
+        stack: Stack,
+        recorder: Recorder,
+        *,
+        rate: float,
+        seed: int,
+        tag: str,
+        account_timeout_ms: int,
+        hold: Callable[[float], bool] = lambda now: False,
+    ):
         self.stack, self.recorder, self.rate, self.tag = stack, recorder, rate, tag
         self.rng = random.Random(f"generator-{seed}")
         self.hold = hold
@@ -177,7 +187,9 @@ class Generator:
         per_slot = [BURST_SIZE // len(slots) + (i < BURST_SIZE % len(slots)) for i in range(len(slots))]
         self.counts.bursts += 1
         live = [s for s in slots if s in self.stack.supervisor.relays]  # a killed relay has no address to race to
-        races = [(await self.channel(s, False)).race(request, k) for s, k in zip(slots, per_slot) if s in live]
+        races = [
+            (await self.channel(s, False)).race(request, k) for s, k in zip(slots, per_slot, strict=False) if s in live
+        ]
         outcomes = await asyncio.gather(*races, return_exceptions=True)
         for result in outcomes:
             for outcome in result if isinstance(result, list) else ():

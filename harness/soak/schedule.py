@@ -9,6 +9,7 @@ healed, with a quiet gap after it, so every fault is met within the first
 minute. A second relay joins once, early; after it has, SIGKILL picks either
 slot. resolve, reprocess and purge run on a cron-like cadence of their own.
 """
+
 from __future__ import annotations
 
 import random
@@ -80,8 +81,10 @@ def catalogue(account_timeout_ms: int, slot: str = "a") -> dict[str, tuple[tuple
         "drop-answers": ((S.AddToxic("account", "timeout", "downstream", "soak_drop", {"timeout": 0}),), heal),
         # cut after 16 bytes: a held request (a timeout toxic) would reach the account system at the heal
         "drop-requests": ((S.AddToxic("account", "limit_data", "upstream", "soak_drop", {"bytes": 16}),), heal),
-        "latency-beyond-timeout": ((S.AddToxic("account", "latency", "downstream", "soak_latency",
-                                               {"latency": beyond_ms}),), heal),
+        "latency-beyond-timeout": (
+            (S.AddToxic("account", "latency", "downstream", "soak_latency", {"latency": beyond_ms}),),
+            heal,
+        ),
         "account-resets": ((S.AddToxic("account", "reset_peer", "downstream", "soak_reset", {"timeout": 0}),), heal),
         "account-down": ((S.DisableProxy("account"),), heal),
         "e500-burst": ((S.ServerFault(e500_next=40),), heal),
@@ -107,20 +110,31 @@ def draw(seed: int, duration_s: float, account_timeout_ms: int) -> Schedule:
             hold = round(rng.uniform(*HOLD_S), 3)
             guarded = name in ACCOUNT_SIDE
             nemesis.append(Action(t, "fault", name, start, START_GUARD_S if guarded else 0.0))
-            nemesis.append(Action(round(t + hold, 3), "heal", name, heal,
-                                  account_timeout_ms / 1000 + HEAL_GUARD_EXTRA_S if guarded else 0.0))
+            nemesis.append(
+                Action(
+                    round(t + hold, 3),
+                    "heal",
+                    name,
+                    heal,
+                    account_timeout_ms / 1000 + HEAL_GUARD_EXTRA_S if guarded else 0.0,
+                )
+            )
             t = round(t + hold + rng.uniform(*GAP_S), 3)
     min_age = safe_min_age_s(account_timeout_ms, [s for a in nemesis for s in a.steps])
     cron: list[Action] = []
-    for every, step in ((RESOLVE_EVERY_S, S.Resolve(min_age)), (REPROCESS_EVERY_S, S.Reprocess(MAX_ATTEMPTS)),
-                        (PURGE_EVERY_S, S.Purge(RETENTION_S))):
+    for every, step in (
+        (RESOLVE_EVERY_S, S.Resolve(min_age)),
+        (REPROCESS_EVERY_S, S.Reprocess(MAX_ATTEMPTS)),
+        (PURGE_EVERY_S, S.Purge(RETENTION_S)),
+    ):
         every = min(every, max(duration_s / 3, 3.0))
         at = round(rng.uniform(0.3, 1.0) * every, 3)
         while at < duration_s:
             cron.append(Action(at, "cron", "", (step,)))
             at = round(at + every, 3)
-    return Schedule(seed, duration_s, tuple(sorted(nemesis, key=lambda a: a.at)),
-                    tuple(sorted(cron, key=lambda a: a.at)))
+    return Schedule(
+        seed, duration_s, tuple(sorted(nemesis, key=lambda a: a.at)), tuple(sorted(cron, key=lambda a: a.at))
+    )
 
 
 def safe_min_age_s(account_timeout_ms: int, steps: list) -> float:

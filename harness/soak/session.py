@@ -9,9 +9,11 @@ the history, where the `serve-ready` rule finds it). Whatever ended it, the
 traffic in flight is collected and the final phase (heal, resolve, reprocess)
 runs, so the history so far can be checked. The ledger is snapshotted after
 each batch run (the one after the previous run is the one before this one, but
-for purge, which gets one of its own just before) and at the start and the end, not after every fault, and only the columns the rules
-read: at soak scale a full snapshot after each step would dwarf the traffic.
+for purge, which gets one of its own just before) and at the start and the end,
+not after every fault, and only the columns the rules read: at soak scale a full
+snapshot after each step would dwarf the traffic.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -73,18 +75,39 @@ class SoakResult:
 class Soak:
     """Runs one schedule against one stack (its relays not yet started); see the module doc."""
 
-    def __init__(self, stack: Stack, schedule: Schedule, *, rate: float, recorder: Recorder, status: Status,
-                 account_timeout_ms: int):
+    def __init__(
+        self,
+        stack: Stack,
+        schedule: Schedule,
+        *,
+        rate: float,
+        recorder: Recorder,
+        status: Status,
+        account_timeout_ms: int,
+    ):
         self.stack, self.schedule, self.rate, self.status = stack, schedule, rate, status
-        scenario = S.Scenario(f"soak-seed{schedule.seed}", schedule.steps(), family="soak", accounts=dict(ACCOUNTS),
-                              description=f"soak at {rate:g} transfers/s for {schedule.duration_s:g} s, nemesis "
-                                          f"schedule of seed {schedule.seed}",
-                              account_timeout_ms=account_timeout_ms, max_attempts=MAX_ATTEMPTS,
-                              batch_timeout_s=BATCH_TIMEOUT_S)
+        scenario = S.Scenario(
+            f"soak-seed{schedule.seed}",
+            schedule.steps(),
+            family="soak",
+            accounts=dict(ACCOUNTS),
+            description=f"soak at {rate:g} transfers/s for {schedule.duration_s:g} s, nemesis "
+            f"schedule of seed {schedule.seed}",
+            account_timeout_ms=account_timeout_ms,
+            max_attempts=MAX_ATTEMPTS,
+            batch_timeout_s=BATCH_TIMEOUT_S,
+        )
         self.runner = SoakRunner(stack, scenario, recorder)
         self.done_actions = 0  # nemesis actions done so far (the generator's holds wait for them)
-        self.generator = Generator(stack, recorder, rate=rate, seed=schedule.seed, tag=self.runner.tag,
-                                   account_timeout_ms=account_timeout_ms, hold=self.holding)
+        self.generator = Generator(
+            stack,
+            recorder,
+            rate=rate,
+            seed=schedule.seed,
+            tag=self.runner.tag,
+            account_timeout_ms=account_timeout_ms,
+            hold=self.holding,
+        )
         self.result = SoakResult(self.generator.counts)
         self.fault: str | None = None  # the fault in force now
         self._halt = threading.Event()  # the nemesis and the cron stop at it
@@ -101,8 +124,12 @@ class Soak:
             loop = self.runner.client.loop
             stop_traffic = loop.run(_event())
             traffic = loop.submit(self.generator.run(stop_traffic))
-            threads = [threading.Thread(target=self._guarded, args=(part, start), name=f"soak-{part.__name__[1:]}",
-                                        daemon=True) for part in (self._nemesis, self._cron)]
+            threads = [
+                threading.Thread(
+                    target=self._guarded, args=(part, start), name=f"soak-{part.__name__[1:]}", daemon=True
+                )
+                for part in (self._nemesis, self._cron)
+            ]
             for t in threads:
                 t.start()
             try:
@@ -146,8 +173,17 @@ class Soak:
 
     def status_line(self, start: float) -> str:
         c = self.generator.counts
-        return line(time.monotonic() - start, self.schedule.duration_s, c.sent, c.achieved_rate(), self.rate,
-                    dict(c.codes), c.in_flight, self.fault, c.missed)
+        return line(
+            time.monotonic() - start,
+            self.schedule.duration_s,
+            c.sent,
+            c.achieved_rate(),
+            self.rate,
+            dict(c.codes),
+            c.in_flight,
+            self.fault,
+            c.missed,
+        )
 
     def _halt_because(self, why: str) -> None:
         self.result.stopped_because = self.result.stopped_because or why
@@ -168,8 +204,10 @@ class Soak:
         for slot, relay in list(self.stack.supervisor.relays.items()):
             if relay.child.alive():
                 continue
-            self.status.say(f"relay {slot} (pid {relay.child.pid}) exited by itself with status "
-                            f"{relay.child.popen.returncode}; starting it again")
+            self.status.say(
+                f"relay {slot} (pid {relay.child.pid}) exited by itself with status "
+                f"{relay.child.popen.returncode}; starting it again"
+            )
             if not self.runner.do(S.Start(slot), "restart"):
                 self._halt_because(f"relay {slot} died and would not start again: the soak stops here")
                 return False
@@ -183,8 +221,10 @@ class Soak:
             if action.kind in ("fault", "heal"):
                 self.fault = action.fault if action.kind == "fault" else None
             if not self._do(action, f"n{i}"):
-                self._halt_because(f"{action.fault}: {S.describe(action.steps[-1])} failed: the relay would not "
-                                   "start again; the soak stops here")
+                self._halt_because(
+                    f"{action.fault}: {S.describe(action.steps[-1])} failed: the relay would not "
+                    "start again; the soak stops here"
+                )
                 return
             self.done_actions = i
             if action.kind in ("heal", "join"):
@@ -194,7 +234,7 @@ class Soak:
     def holding(self, now: float) -> bool:
         """Whether the generator must hold new calls now: a guarded action is due soon and not done yet."""
         start = self.result.started_at
-        for action in self.schedule.nemesis[self.done_actions:]:
+        for action in self.schedule.nemesis[self.done_actions :]:
             if start + action.at - action.guard_s > now:
                 return False  # actions are in time order; a guard is shorter than the gaps between them
             if action.guard_s:

@@ -1,9 +1,10 @@
 """The soak's live status: one line rewritten in place on a terminal, plain lines every few seconds otherwise.
 
-    status = Status(sys.stdout)
-    status.update(line)      # as often as you like
-    status.done()            # ends the line on a terminal
+status = Status(sys.stdout)
+status.update(line)      # as often as you like
+status.done()            # ends the line on a terminal
 """
+
 from __future__ import annotations
 
 import time
@@ -12,13 +13,24 @@ from typing import TextIO
 PLAIN_EVERY_S = 5.0
 
 
-def line(elapsed_s: float, duration_s: float, sent: int, rate: float, asked: float, codes: dict, in_flight: int,
-         fault: str | None, missed: int) -> str:
+def line(
+    elapsed_s: float,
+    duration_s: float,
+    sent: int,
+    rate: float,
+    asked: float,
+    codes: dict,
+    in_flight: int,
+    fault: str | None,
+    missed: int,
+) -> str:
     """`12s/60s sent 6012 (500/s of 500) 0000:5300 E901:120 ... in flight 40 fault: drop-answers`."""
     shown = " ".join(f"{code}:{n}" for code, n in sorted(codes.items()))
     behind = f" MISSED {missed} (the machine cannot keep up)" if missed else ""
-    return (f"{elapsed_s:5.0f}s/{duration_s:.0f}s sent {sent} ({rate:.0f}/s of {asked:g}){behind} "
-            f"answers {shown or '-'} in flight {in_flight} fault: {fault or 'none'}")
+    return (
+        f"{elapsed_s:5.0f}s/{duration_s:.0f}s sent {sent} ({rate:.0f}/s of {asked:g}){behind} "
+        f"answers {shown or '-'} in flight {in_flight} fault: {fault or 'none'}"
+    )
 
 
 class Status:

@@ -9,14 +9,16 @@ retransmit timers. `open_paced` opens them one at a time instead, each when the 
 the requests are still released together, on connections the relay's kernel has taken, and a
 race no longer waits out retransmit timers that say nothing about the relay's dedup.
 """
+
 from __future__ import annotations
 
 import asyncio
 import socket
 import struct
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Awaitable, Callable, TypeVar
+from typing import TypeVar
 
 from relaychaos.sandbox.netns import socket_in
 
@@ -65,10 +67,12 @@ def listeners(family: int, netns: str | None = None) -> list[tuple[int, int, int
     """
     request = REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, 1 << TCP_LISTEN, bytes(48))
     kind = (socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG)
-    with (socket.socket(*kind) if netns is None else socket_in(netns, *kind)) as nl:
-        nl.sendto(HEADER.pack(HEADER.size + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, 1, 0)
-                  + request, (0, 0))
-        found = []
+    with socket.socket(*kind) if netns is None else socket_in(netns, *kind) as nl:
+        nl.sendto(
+            HEADER.pack(HEADER.size + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + request,
+            (0, 0),
+        )
+        found: list[tuple[int, int, int, int]] = []
         while True:
             data = nl.recv(65536)
             offset = 0
@@ -83,8 +87,9 @@ def listeners(family: int, netns: str | None = None) -> list[tuple[int, int, int
                 offset += (length + 3) & ~3
 
 
-async def open_paced(port: int, n: int, connect: Callable[[], Awaitable[T]], *, stall_s: float = 0.25,
-                     netns: str | None = None) -> list[T | BaseException]:
+async def open_paced(
+    port: int, n: int, connect: Callable[[], Awaitable[T]], *, stall_s: float = 0.25, netns: str | None = None
+) -> list[T | BaseException]:
     """Open n connections to the listener on `port`, one at a time, each when its accept queue has room.
 
     Where the queue cannot be read, all n are opened at once (as before). A relay that stops
@@ -100,7 +105,7 @@ async def open_paced(port: int, n: int, connect: Callable[[], Awaitable[T]], *, 
             pacing = await _room(port, stall_s, netns)
         try:
             conns.append(await connect())
-        except (OSError, asyncio.TimeoutError) as e:
+        except (TimeoutError, OSError) as e:
             conns.append(e)
     return conns
 

@@ -8,6 +8,7 @@ serve /_control/, which refuses any request without this client's random token.
 The client remembers every fault it set and counts its control writes, so
 `audit()` can tell whether anyone else changed the fixture's faults.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,7 +43,7 @@ class AccountSystem:
         self._faults = Faults()  # the faults as this client set them
 
     @classmethod
-    def start(cls, log_dir: Path) -> "AccountSystem":
+    def start(cls, log_dir: Path) -> AccountSystem:
         """Spawn a fixture on two free ports with a fresh token (in its environment, not its argv)."""
         port, control_port = lease_port(), lease_port()
         try:
@@ -53,20 +54,38 @@ class AccountSystem:
             raise
 
     @classmethod
-    def _spawn(cls, log_dir: Path, port: int, control_port: int) -> "AccountSystem":
+    def _spawn(cls, log_dir: Path, port: int, control_port: int) -> AccountSystem:
         token = secrets.token_hex(16)
-        argv = [sys.executable, "-m", "relaychaos.fixtures.account_system",
-                "--port", str(port), "--control-port", str(control_port)]
-        child = spawn("account-system", argv, log_path=log_dir / f"account-system-{port}.log", cwd=log_dir,
-                      env={**os.environ, TOKEN_ENV: token})
+        argv = [
+            sys.executable,
+            "-m",
+            "relaychaos.fixtures.account_system",
+            "--port",
+            str(port),
+            "--control-port",
+            str(control_port),
+        ]
+        child = spawn(
+            "account-system",
+            argv,
+            log_path=log_dir / f"account-system-{port}.log",
+            cwd=log_dir,
+            env={**os.environ, TOKEN_ENV: token},
+        )
         # the fixture opens its public port before its control port: a control answer means both listen
-        why = wait_http_ok(f"http://127.0.0.1:{control_port}/_control/health", timeout_s=START_TIMEOUT_S,
-                           child=child, headers={TOKEN_HEADER: token})
+        why = wait_http_ok(
+            f"http://127.0.0.1:{control_port}/_control/health",
+            timeout_s=START_TIMEOUT_S,
+            child=child,
+            headers={TOKEN_HEADER: token},
+        )
         if why:
             child.kill()
-            raise FixtureError(f"the account-system fixture {why}",
-                               fix="run `bash scripts/bootstrap.sh` so aiohttp is installed, and read its log",
-                               details=child.tail())
+            raise FixtureError(
+                f"the account-system fixture {why}",
+                fix="run `bash scripts/bootstrap.sh` so aiohttp is installed, and read its log",
+                details=child.tail(),
+            )
         return cls(child, port, control_port, token)
 
     def close(self) -> None:
@@ -79,11 +98,14 @@ class AccountSystem:
         try:
             resp = self._http.request(method, self.control_url + path, timeout=kwargs.pop("timeout", 10), **kwargs)
         except requests.RequestException as e:
-            raise FixtureError(f"the account-system fixture did not answer {method} {path}: {e}",
-                               details=self.child.tail()) from None
+            raise FixtureError(
+                f"the account-system fixture did not answer {method} {path}: {e}", details=self.child.tail()
+            ) from None
         if resp.status_code not in (200, 408):
-            raise FixtureError(f"the account-system fixture answered {method} {path} with HTTP "
-                               f"{resp.status_code}: {resp.text[:300]}", details=self.child.tail())
+            raise FixtureError(
+                f"the account-system fixture answered {method} {path} with HTTP {resp.status_code}: {resp.text[:300]}",
+                details=self.child.tail(),
+            )
         return resp.json()
 
     def _write(self, method: str, path: str, **kwargs) -> dict:
@@ -95,8 +117,11 @@ class AccountSystem:
     # -- control -----------------------------------------------------------------------
     def reset(self, *, ledger_path: Path | str | None = None, accounts: dict[str, int] | None = None) -> None:
         """Forget all calls, balances and faults; peek at ledger_path from now on."""
-        self._write("POST", "/_control/reset", json={
-            "ledger_path": str(ledger_path) if ledger_path else None, "accounts": accounts or {}})
+        self._write(
+            "POST",
+            "/_control/reset",
+            json={"ledger_path": str(ledger_path) if ledger_path else None, "accounts": accounts or {}},
+        )
         self._faults = Faults()
 
     def stats(self) -> dict:
@@ -122,8 +147,12 @@ class AccountSystem:
 
     def wait_calls(self, guid: str, count: int = 1, timeout_s: float = 5.0) -> int:
         """Block until `count` calls for guid have reached the account system; returns how many did."""
-        return self._call("GET", "/_control/wait", params={"guid": guid, "count": count, "timeout_s": timeout_s},
-                          timeout=timeout_s + 5)["calls"]
+        return self._call(
+            "GET",
+            "/_control/wait",
+            params={"guid": guid, "count": count, "timeout_s": timeout_s},
+            timeout=timeout_s + 5,
+        )["calls"]
 
     # -- tamper evidence ---------------------------------------------------------------
     def audit(self) -> list[str]:
@@ -133,8 +162,13 @@ class AccountSystem:
         the fixture reports the faults as set, not as consumed since.
         """
         seen = self._call("GET", "/_control/faults")
-        out, counts = [], (f"the account system received {seen['writes']} control "
-                           f"write{'' if seen['writes'] == 1 else 's'}, the harness made {self._writes}")
+        out, counts = (
+            [],
+            (
+                f"the account system received {seen['writes']} control "
+                f"write{'' if seen['writes'] == 1 else 's'}, the harness made {self._writes}"
+            ),
+        )
         if seen["writes"] > self._writes:
             out.append(f"{counts}: someone else changed its faults")
         elif seen["writes"] < self._writes:

@@ -7,23 +7,24 @@ resends the *same* GUID; a time-out or a broken connection is recorded as
 `race()` opens N connections first and releases N identical requests together
 behind a barrier, so that they really arrive at once.
 """
+
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import time
 import types
 import uuid
-import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 from urllib.parse import urlsplit
 
 import aiohttp
 
-from relaychaos.stack import accept_queue, raw_http
 from relaychaos.recorder import Recorder
+from relaychaos.stack import accept_queue, raw_http
 from relaychaos.tolerances import CURRENT as TOLERANCES
 
 DEFAULT_RETRY_ON = frozenset({"info", "E902", "E903"})
@@ -82,12 +83,14 @@ class Channel:
     _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
     _procs: itertools.count = field(default_factory=itertools.count, init=False, repr=False)
 
-    async def __aenter__(self) -> "Channel":
+    async def __aenter__(self) -> Channel:
         trace = aiohttp.TraceConfig()
         trace.on_request_headers_sent.append(_note_sent)
-        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self.connections),
-                                              timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-                                              trace_configs=[trace])
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self.connections),
+            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+            trace_configs=[trace],
+        )
         return self
 
     async def __aexit__(self, *exc) -> None:
@@ -102,8 +105,9 @@ class Channel:
         return f"{self.name}-{next(self._procs)}"
 
     # -- sending -----------------------------------------------------------------------
-    async def send(self, request: dict, policy: RetryPolicy = RetryPolicy(), *, intent: str | None = None
-                   ) -> list[Outcome]:
+    async def send(
+        self, request: dict, policy: RetryPolicy = RetryPolicy(), *, intent: str | None = None
+    ) -> list[Outcome]:
         """Send one transfer, resending the same GUID as the policy says; every attempt's outcome.
 
         `intent` names the payment the client means to make (recorded with each call), so that
@@ -118,8 +122,9 @@ class Channel:
                 break
         return outcomes
 
-    async def send_once(self, request: dict, *, attempt: int = 1, process: str | None = None,
-                        intent: str | None = None) -> Outcome:
+    async def send_once(
+        self, request: dict, *, attempt: int = 1, process: str | None = None, intent: str | None = None
+    ) -> Outcome:
         """One POST /transfer, recorded as invoke then ok/info."""
         process = process or self._process()
         guid = str(request.get("guid"))
@@ -139,7 +144,7 @@ class Channel:
         try:
             async with self._session.post(self.base_url() + "/transfer", trace_request_ctx=sent, **kwargs) as resp:
                 outcome = _answered(guid, attempt, resp.status, await resp.read())
-        except asyncio.TimeoutError:
+        except TimeoutError:
             outcome = Outcome(guid, attempt, "info", error=f"no answer within {self.timeout_s:g} s", timed_out=True)
         except aiohttp.ClientError as e:
             outcome = Outcome(guid, attempt, "info", error=f"{type(e).__name__}: {e}")
@@ -147,15 +152,17 @@ class Channel:
         self._record(process, outcome)
         return outcome
 
-    async def race(self, request: dict, n: int, release: asyncio.Event | None = None,
-                   ready: Callable[[], None] | None = None) -> list[Outcome]:
+    async def race(
+        self, request: dict, n: int, release: asyncio.Event | None = None, ready: Callable[[], None] | None = None
+    ) -> list[Outcome]:
         """Send n copies of one transfer at the same instant, each on its own fresh connection.
 
         The connections are opened first, paced to the relay's accept queue (see accept_queue);
         then every request is written in one event-loop turn: when this channel's connections
         are open (or, given `release`, once it is set: `ready()` says this channel's are open, so
-        that races on several relays are released in the same turn). A racer waits up to `delivery_cap_s` for the relay to take its request (its accept queue
-        may be full), then `timeout_s` for the answer; one never taken is aborted with a reset,
+        that races on several relays are released in the same turn). A racer waits up to
+        `delivery_cap_s` for the relay to take its request (its accept queue may be full),
+        then `timeout_s` for the answer; one never taken is aborted with a reset,
         so no request of this run reaches the relay after the run has moved on.
         """
         url = urlsplit(self.base_url())
@@ -165,7 +172,7 @@ class Channel:
         conns = await accept_queue.open_paced(port, n, lambda: raw_http.connect(host, port), netns=self.netns)
         barrier = release or asyncio.Event()
 
-        async def racer(conn) -> Outcome:
+        async def racer(conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | BaseException) -> Outcome:
             process = self._process()
             wire = raw_http.Wire()
             if not isinstance(conn, BaseException):
@@ -175,13 +182,16 @@ class Channel:
             if isinstance(conn, BaseException):
                 outcome = Outcome(guid, 1, "info", error=f"connect failed: {conn!r}")
             else:
+                reader, writer = conn
                 try:
-                    raw = await raw_http.exchange(*conn, data, wire, deliver_within_s=self.delivery_cap_s,
-                                                  answer_within_s=self.timeout_s)
+                    raw = await raw_http.exchange(
+                        reader, writer, data, wire, deliver_within_s=self.delivery_cap_s, answer_within_s=self.timeout_s
+                    )
                     outcome = _answered(guid, 1, raw.status, raw.body)
-                except asyncio.TimeoutError:
-                    outcome = Outcome(guid, 1, "info", error=f"no answer within {self.timeout_s:g} s of delivery",
-                                      timed_out=True)
+                except TimeoutError:
+                    outcome = Outcome(
+                        guid, 1, "info", error=f"no answer within {self.timeout_s:g} s of delivery", timed_out=True
+                    )
                 except raw_http.NotDelivered as e:
                     outcome = Outcome(guid, 1, "info", error=str(e), timed_out=True)
                 except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as e:
@@ -202,11 +212,28 @@ class Channel:
 
     def _record(self, process: str, o: Outcome) -> None:
         if o.type == "ok":
-            self.recorder.transfer_answered(process, o.guid, o.attempt, status=o.status, code=o.code, body=o.body,
-                                            sent_at=o.sent_at, retransmits=o.retransmits)
+            assert o.status is not None and o.body is not None, "an `ok` outcome carries the answer"
+            self.recorder.transfer_answered(
+                process,
+                o.guid,
+                o.attempt,
+                status=o.status,
+                code=o.code,
+                body=o.body,
+                sent_at=o.sent_at,
+                retransmits=o.retransmits,
+            )
         else:
-            self.recorder.transfer_unanswered(process, o.guid, o.attempt, error=o.error, timed_out=o.timed_out,
-                                              sent_at=o.sent_at, retransmits=o.retransmits)
+            assert o.error is not None, "an `info` outcome says why"
+            self.recorder.transfer_unanswered(
+                process,
+                o.guid,
+                o.attempt,
+                error=o.error,
+                timed_out=o.timed_out,
+                sent_at=o.sent_at,
+                retransmits=o.retransmits,
+            )
 
 
 async def _note_sent(session, trace_config_ctx, params) -> None:

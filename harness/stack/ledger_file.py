@@ -15,6 +15,7 @@ query the relay wrote; SQLite waits at most BUSY_S for a lock, and a statement t
 longer than QUERY_S is interrupted. (In the sandbox a relay can make none of these: its
 ledger folder takes regular files only, and seccomp refuses leases.)
 """
+
 from __future__ import annotations
 
 import os
@@ -43,8 +44,9 @@ def check(path: Path) -> bool:
         except FileNotFoundError:
             continue
         except OSError as e:  # ELOOP: a symbolic link; ENXIO: a socket; EWOULDBLOCK: a lease; ...
-            raise LedgerFileError(f"the ledger file {name} cannot be opened as a free regular file: {e.strerror}") \
-                from None
+            raise LedgerFileError(
+                f"the ledger file {name} cannot be opened as a free regular file: {e.strerror}"
+            ) from None
         try:
             mode = os.fstat(fd).st_mode
         finally:
@@ -124,8 +126,14 @@ def keep(path: Path, folder: Path, cap_bytes: int) -> Path | None:
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"), (stat.S_ISLNK, "a symbolic link")):
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
         if test(mode):
             return name
     return "not a regular file"

@@ -7,6 +7,7 @@ A relay that answers /health on its port is taken to be the process the supervis
 after this says so. Leased ports (relaychaos.stack.ports) make a stranger there unlikely; this
 turns the rest into a clear error instead of verdicts about somebody else's relay.
 """
+
 from __future__ import annotations
 
 import os

@@ -3,6 +3,7 @@
 A manifest is checked whole before anything starts: every problem found is
 listed in one ManifestError naming the file and the fix.
 """
+
 from __future__ import annotations
 
 import tomllib
@@ -13,14 +14,14 @@ from relaychaos.errors import ManifestError
 
 COMMANDS = ("serve", "resolve", "reprocess", "purge")
 DEFAULT_READY_TIMEOUT_S = 10.0
-EXAMPLE = '''name = "my-relay"
+EXAMPLE = """name = "my-relay"
 [commands]
 serve     = ["python", "-m", "my_relay", "serve"]
 resolve   = ["python", "-m", "my_relay", "resolve"]
 reprocess = ["python", "-m", "my_relay", "reprocess"]
 purge     = ["python", "-m", "my_relay", "purge"]
 [limits]
-ready_timeout_s = 10'''
+ready_timeout_s = 10"""
 
 
 @dataclass(frozen=True)
@@ -53,21 +54,26 @@ def load(path: str | Path) -> Manifest:
         path = path / "relay.toml"
     path = path.resolve()
     if not path.is_file():
-        raise ManifestError(f"no relay manifest at {path}",
-                            fix="pass --relay path/to/relay.toml; a manifest looks like:\n" + EXAMPLE)
+        raise ManifestError(
+            f"no relay manifest at {path}", fix="pass --relay path/to/relay.toml; a manifest looks like:\n" + EXAMPLE
+        )
     try:
         data = tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ManifestError(f"not valid TOML: {e}", where=str(path),
-                            fix="correct the syntax; a manifest looks like:\n" + EXAMPLE) from None
+        raise ManifestError(
+            f"not valid TOML: {e}", where=str(path), fix="correct the syntax; a manifest looks like:\n" + EXAMPLE
+        ) from None
     return _check(path, data)
 
 
 def _check(path: Path, data: dict) -> Manifest:
     problems: list[str] = []
     # Keys the contract does not define are reported, not refused: a relay may carry its own.
-    warnings = [f"unknown key `{k}` ignored (known: name, description, root, [commands], [limits])"
-                for k in data if k not in ("name", "description", "root", "commands", "limits")]
+    warnings = [
+        f"unknown key `{k}` ignored (known: name, description, root, [commands], [limits])"
+        for k in data
+        if k not in ("name", "description", "root", "commands", "limits")
+    ]
     root = _root(path, data.get("root"), problems)
     name = data.get("name", path.parent.name)
     if not isinstance(name, str) or not name.strip():
@@ -85,8 +91,7 @@ def _check(path: Path, data: dict) -> Manifest:
         if argv is None:
             problems.append(f"[commands] has no `{cmd}`")
         elif not (isinstance(argv, list) and argv and all(isinstance(a, str) and a for a in argv)):
-            problems.append(f"[commands].{cmd} must be a non-empty list of strings (an argv), "
-                            f"got {argv!r}")
+            problems.append(f"[commands].{cmd} must be a non-empty list of strings (an argv), got {argv!r}")
         else:
             checked[cmd] = tuple(argv)
     warnings += [f"unknown command `{k}` in [commands] ignored" for k in commands if k not in COMMANDS]
@@ -102,9 +107,11 @@ def _check(path: Path, data: dict) -> Manifest:
             timeout = float(raw)
         warnings += [f"unknown key `{k}` in [limits] ignored" for k in limits if k != "ready_timeout_s"]
     if problems:
-        raise ManifestError("this relay manifest cannot be used:\n" + "\n".join(f"  - {p}" for p in problems),
-                            where=str(path), fix="correct it as listed (contract section 1); "
-                                                 "a manifest looks like:\n" + EXAMPLE)
+        raise ManifestError(
+            "this relay manifest cannot be used:\n" + "\n".join(f"  - {p}" for p in problems),
+            where=str(path),
+            fix="correct it as listed (contract section 1); a manifest looks like:\n" + EXAMPLE,
+        )
     return Manifest(path, name.strip(), checked, timeout, description.strip(), tuple(warnings), root)
 
 
@@ -115,6 +122,6 @@ def _root(path: Path, raw, problems: list[str]) -> Path | None:
         return None
     folder = (path.parent / raw).resolve() if isinstance(raw, str) and raw else None
     if folder is None or not folder.is_dir() or folder not in [path.parent, *path.parent.parents]:
-        problems.append(f"`root` must name a folder holding the manifest's, relative to it (e.g. \"..\"), got {raw!r}")
+        problems.append(f'`root` must name a folder holding the manifest\'s, relative to it (e.g. ".."), got {raw!r}')
         return None
     return folder

@@ -16,8 +16,10 @@ held with a byte-range lock in one shared lock file (byte N = port N) for as lon
 leased. The kernel drops the locks of a process that dies, however it dies. `RELAYCHAOS_PORTS`
 (`LOW-HIGH`) overrides the range.
 """
+
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import random
@@ -61,8 +63,10 @@ def lease_port() -> int:
                 _held.add(port)
                 return port
             fcntl.lockf(fd, fcntl.LOCK_UN, 1, port)
-    raise HarnessError(f"no free loopback port in {low}-{high}: every one is leased or in use",
-                       fix="stop leftover relaychaos runs, or set RELAYCHAOS_PORTS=LOW-HIGH to a wider range")
+    raise HarnessError(
+        f"no free loopback port in {low}-{high}: every one is leased or in use",
+        fix="stop leftover relaychaos runs, or set RELAYCHAOS_PORTS=LOW-HIGH to a wider range",
+    )
 
 
 def release_port(port: int) -> None:
@@ -88,9 +92,11 @@ def port_range() -> tuple[int, int]:
             if not 1024 <= low < high <= 65535:
                 raise ValueError
         except ValueError:
-            raise HarnessError(f"RELAYCHAOS_PORTS={text!r} is not a port range", where="the environment",
-                               fix="write it as LOW-HIGH with 1024 <= LOW < HIGH <= 65535, "
-                                   "e.g. 20000-29999") from None
+            raise HarnessError(
+                f"RELAYCHAOS_PORTS={text!r} is not a port range",
+                where="the environment",
+                fix="write it as LOW-HIGH with 1024 <= LOW < HIGH <= 65535, e.g. 20000-29999",
+            ) from None
         return low, high
     ephemeral = _ephemeral_range()
     if ephemeral is None or not _overlaps(DEFAULT_RANGE, ephemeral):
@@ -131,10 +137,8 @@ def _lock_fd() -> int:
     if _fd is None or _fd_pid != os.getpid():
         path = Path(os.environ.get("RELAYCHAOS_PORT_LOCK") or Path(tempfile.gettempdir()) / LOCK_NAME)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        try:
+        with contextlib.suppress(OSError):  # OSError: created by another user, who made it shareable
             os.fchmod(fd, 0o666)  # other users' harnesses share it (a umask would narrow it)
-        except OSError:
-            pass  # created by another user, who made it shareable
         if _fd_pid != os.getpid():
             _held.clear()  # a forked child holds none of its parent's locks
         _fd, _fd_pid = fd, os.getpid()

@@ -7,9 +7,11 @@ without cleaning up) and whatever layers its plan holds, then `execve`s it:
 nothing runs between fork and exec in the threaded harness. `reap_all()` runs at
 interpreter exit as a last line of defence.
 """
+
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import socket
@@ -23,7 +25,7 @@ from pathlib import Path
 
 from relaychaos.sandbox.plan import Plan
 
-_live: dict[int, "Child"] = {}
+_live: dict[int, Child] = {}
 _live_lock = threading.Lock()
 
 
@@ -66,15 +68,11 @@ class Child:
         """Send sig to the process group and, for SIGKILL, wait until the leader and its children are gone (a
         sandboxed command's init dies with its whole PID namespace: nothing of it runs once this returns)."""
         children = _children(self.popen.pid) if sig == signal.SIGKILL else []
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.popen.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
         if sig == signal.SIGKILL:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.popen.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
             _wait_gone(children, timeout_s=10)
             with _live_lock:
                 _live.pop(self.popen.pid, None)
@@ -83,10 +81,8 @@ class Child:
         """SIGTERM, then SIGKILL after grace_s: for servers the harness merely borrows."""
         if self.alive():
             self.kill(signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.popen.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                pass
         self.kill(signal.SIGKILL)
 
     def tail(self, lines: int = 15) -> str:
@@ -114,8 +110,15 @@ def _wait_gone(pids: list[int], timeout_s: float) -> None:
             time.sleep(0.002)
 
 
-def spawn(name: str, argv: list[str], *, log_path: Path, cwd: Path | str | None = None,
-          env: dict[str, str] | None = None, plan: Plan | None = None) -> Child:
+def spawn(
+    name: str,
+    argv: list[str],
+    *,
+    log_path: Path,
+    cwd: Path | str | None = None,
+    env: dict[str, str] | None = None,
+    plan: Plan | None = None,
+) -> Child:
     """Start argv under `plan` (default: none but the parent-death signal) in its own process group, with
     stdout and stderr appended to log_path.
 
@@ -126,16 +129,24 @@ def spawn(name: str, argv: list[str], *, log_path: Path, cwd: Path | str | None 
     with open(log_path, "ab") as log:
         log.write(f"--- {time.strftime('%H:%M:%S')} start {name}: {argv}\n".encode())
         log.flush()
-        popen = subprocess.Popen((plan or Plan()).wrap(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        popen = subprocess.Popen(
+            (plan or Plan()).wrap(argv),
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     child = Child(name, list(argv), log_path, popen)
     with _live_lock:
         _live[popen.pid] = child
     return child
 
 
-def wait_http_ok(url: str, *, timeout_s: float, child: Child | None = None,
-                 headers: dict[str, str] | None = None) -> str | None:
+def wait_http_ok(
+    url: str, *, timeout_s: float, child: Child | None = None, headers: dict[str, str] | None = None
+) -> str | None:
     """Poll url (GET, with headers if given) until it answers HTTP 200; return None, or why it did not.
 
     Stops early when `child` exits. The reason is one of 'exited with status N'

@@ -5,9 +5,11 @@ really be spread over N connection set-ups. Here the connections are opened
 first and the requests written only when the barrier falls, so all N reach the
 relay within one event-loop turn.
 """
+
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import struct
@@ -79,14 +81,22 @@ async def connect(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.S
 
 def request_bytes(host: str, port: int, path: str, payload: dict) -> bytes:
     body = json.dumps(payload).encode()
-    head = (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
     return head.encode() + body
 
 
-async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, data: bytes,
-                   wire: Wire | None = None, *, deliver_within_s: float = 30.0,
-                   answer_within_s: float | None = None) -> RawResponse:
+async def exchange(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    data: bytes,
+    wire: Wire | None = None,
+    *,
+    deliver_within_s: float = 30.0,
+    answer_within_s: float | None = None,
+) -> RawResponse:
     """Write one request, wait for it to be delivered, then read the whole answer (Content-Length, chunked,
     or to EOF) within answer_within_s of delivery. NotDelivered or asyncio.TimeoutError otherwise;
     `wire` is filled in even when the exchange fails."""
@@ -111,10 +121,8 @@ def abort(writer: asyncio.StreamWriter) -> None:
     was full could then receive the request long after the channel gave up on it.
     """
     sock = writer.get_extra_info("socket")
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    except (OSError, AttributeError):
-        pass
     writer.transport.abort()
 
 
@@ -134,7 +142,7 @@ async def _read_answer(reader: asyncio.StreamReader) -> RawResponse:
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         size = int((await reader.readline()).split(b";")[0].strip(), 16)
         if size == 0:

@@ -15,6 +15,7 @@ plan says: it may listen on its RELAY_PORT, connect to the account proxy, and re
 folder and the ledger's. A sandbox with a network of its own puts the relay at its own
 address (Sandbox.relay_host): the supervisor reaches RELAY_PORT there.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -27,8 +28,8 @@ from relaychaos.errors import RelayError
 from relaychaos.sandbox import launch
 from relaychaos.sandbox.diagnose import diagnose
 from relaychaos.sandbox.policy import Sandbox
-from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.listener_owner import stranger_on
+from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.ports import lease_port, release_port
 from relaychaos.stack.processes import Child, log_tail, port_in_use, wait_http_ok
 
@@ -91,8 +92,16 @@ class BatchResult:
 class Supervisor:
     """Runs one relay's commands against one ledger (see the module doc)."""
 
-    def __init__(self, manifest: Manifest, *, workdir: Path, account_url: str, account_timeout_ms: int,
-                 ledger_path: Path | None = None, sandbox: Sandbox | None = None):
+    def __init__(
+        self,
+        manifest: Manifest,
+        *,
+        workdir: Path,
+        account_url: str,
+        account_timeout_ms: int,
+        ledger_path: Path | None = None,
+        sandbox: Sandbox | None = None,
+    ):
         self.manifest, self.workdir = manifest, workdir
         self.sandbox = sandbox or Sandbox.create("off")
         self.copy = self.sandbox.working_copy(manifest)
@@ -116,16 +125,38 @@ class Supervisor:
     def contract_env(self, port: int | None = None) -> dict[str, str]:
         """The contract's variables (section 1) for one command: every command gets all of them, a batch command
         a RELAY_PORT of its own too (a free port it may ignore)."""
-        return {"RELAY_HOST": "127.0.0.1", "RELAY_PORT": str(port) if port is not None else "",
-                "ACCOUNT_URL": self.account_url, "LEDGER_PATH": str(self.ledger_path),
-                "ACCOUNT_TIMEOUT_MS": str(self.account_timeout_ms)}
+        return {
+            "RELAY_HOST": "127.0.0.1",
+            "RELAY_PORT": str(port) if port is not None else "",
+            "ACCOUNT_URL": self.account_url,
+            "LEDGER_PATH": str(self.ledger_path),
+            "ACCOUNT_TIMEOUT_MS": str(self.account_timeout_ms),
+        }
 
-    def _start(self, command: str, log_path: Path, args: tuple[str, ...] = (), port: int | None = None,
-               relaxed: bool = False) -> Child:
-        return launch.start(self.sandbox, self.manifest, command, copy=self.copy, contract=self.contract_env(port),
-                            log_path=log_path, ledger_dir=self.ledger_path.parent, tmp_dir=self.tmp_dir,
-                            connect=(urlsplit(self.account_url).port,), args=args, port=port, relaxed=relaxed,
-                            lock_delay_ms=self.lock_delay_ms)
+    def _start(
+        self, command: str, log_path: Path, args: tuple[str, ...] = (), port: int | None = None, relaxed: bool = False
+    ) -> Child:
+        account_port = urlsplit(self.account_url).port
+        if account_port is None:
+            raise RelayError(
+                f"the account system's URL {self.account_url!r} names no port",
+                fix="give ACCOUNT_URL with an explicit port",
+            )
+        return launch.start(
+            self.sandbox,
+            self.manifest,
+            command,
+            copy=self.copy,
+            contract=self.contract_env(port),
+            log_path=log_path,
+            ledger_dir=self.ledger_path.parent,
+            tmp_dir=self.tmp_dir,
+            connect=(account_port,),
+            args=args,
+            port=port,
+            relaxed=relaxed,
+            lock_delay_ms=self.lock_delay_ms,
+        )
 
     # -- serve -------------------------------------------------------------------------
     def start(self, slot: str = "a", port: int | None = None) -> RelayProcess:
@@ -134,8 +165,10 @@ class Supervisor:
         RelayError, with the relay's last log lines, if it exits, never answers, or the port is busy.
         """
         if slot in self.relays and self.relays[slot].child.alive():
-            raise RelayError(f"relay slot '{slot}' is already running (pid {self.relays[slot].child.pid})",
-                             fix="kill() the slot before starting it again")
+            raise RelayError(
+                f"relay slot '{slot}' is already running (pid {self.relays[slot].child.pid})",
+                fix="kill() the slot before starting it again",
+            )
         self.kill(slot)  # a slot whose serve died on its own: reap its group and give its port back
         leased = port is None
         port = port or lease_port()
@@ -151,8 +184,10 @@ class Supervisor:
         """Spawn serve on port and wait until it, and nothing else, answers /health there."""
         host = self.sandbox.relay_host
         if port_in_use(port, host):
-            raise RelayError(f"port {port} on {host} is busy: another process listens there",
-                             fix="stop that process, or let the supervisor choose a free port")
+            raise RelayError(
+                f"port {port} on {host} is busy: another process listens there",
+                fix="stop that process, or let the supervisor choose a free port",
+            )
         log_path = self.workdir / f"relay-{slot}.log"
         child = self._start("serve", log_path, port=port)
         health = f"http://{host}:{port}/health"
@@ -162,8 +197,10 @@ class Supervisor:
         if why is None:
             stranger = stranger_on(port, child.pid, self.sandbox.network.path if self.sandbox.network else None)
             if stranger:
-                why = (f"did not take port {port}: {stranger} listens there and answered /health "
-                       f"(serve is pid {child.pid})")
+                why = (
+                    f"did not take port {port}: {stranger} listens there and answered /health "
+                    f"(serve is pid {child.pid})"
+                )
         if why:
             child.kill()
             self._refuse_start(why, log_path, health, port)
@@ -172,17 +209,34 @@ class Supervisor:
     def _refuse_start(self, why: str, log_path: Path, health: str, port: int) -> None:
         """RelayError for a serve that did not start: what the sandbox stopped, if it did, and the log's tail."""
         name = self.manifest.name
-        found = diagnose(lambda relaxed: self._start("serve", self.workdir / "sandbox-diagnosis.log", port=port,
-                                                     relaxed=relaxed),
-                         health, self.manifest.ready_timeout_s, self.sandbox, log_path, port) \
-            if self.sandbox.on else None
+        found = (
+            diagnose(
+                lambda relaxed: self._start(
+                    "serve", self.workdir / "sandbox-diagnosis.log", port=port, relaxed=relaxed
+                ),
+                health,
+                self.manifest.ready_timeout_s,
+                self.sandbox,
+                log_path,
+                port,
+            )
+            if self.sandbox.on
+            else None
+        )
         if found:
-            raise RelayError(f"relay '{name}' serve {why} in the sandbox ({self.sandbox.summary()}); {found}; "
-                             "its log says:", where=str(self.manifest.path), details=log_tail(log_path))
-        raise RelayError(f"relay '{name}' serve {why}", where=str(self.manifest.path),
-                         fix="serve must listen on RELAY_HOST:RELAY_PORT and answer GET /health with 200 "
-                             f"within [limits].ready_timeout_s = {self.manifest.ready_timeout_s:g} s "
-                             "(contract section 1); its log says:", details=log_tail(log_path))
+            raise RelayError(
+                f"relay '{name}' serve {why} in the sandbox ({self.sandbox.summary()}); {found}; its log says:",
+                where=str(self.manifest.path),
+                details=log_tail(log_path),
+            )
+        raise RelayError(
+            f"relay '{name}' serve {why}",
+            where=str(self.manifest.path),
+            fix="serve must listen on RELAY_HOST:RELAY_PORT and answer GET /health with 200 "
+            f"within [limits].ready_timeout_s = {self.manifest.ready_timeout_s:g} s "
+            "(contract section 1); its log says:",
+            details=log_tail(log_path),
+        )
 
     def kill(self, slot: str = "a") -> tuple[int, int | None] | None:
         """SIGKILL the slot's whole process group, now, whatever it is doing: (pid, exit status), or None
@@ -222,8 +276,12 @@ class Supervisor:
         wall = time.time()
         if self._batch_port is None:
             self._batch_port = lease_port()
-        child = self._start(command, self.workdir / f"batch-{seq:03d}-{command}.log",
-                            args=(BATCH_FLAGS[command], seconds_text(argument)), port=self._batch_port)
+        child = self._start(
+            command,
+            self.workdir / f"batch-{seq:03d}-{command}.log",
+            args=(BATCH_FLAGS[command], seconds_text(argument)),
+            port=self._batch_port,
+        )
         self._batches.append(child)
         return BatchRun(seq, command, float(argument), tuple(child.argv), child, time.monotonic(), wall)
 
@@ -234,8 +292,15 @@ class Supervisor:
         except subprocess.TimeoutExpired:
             rc = None
         run.child.kill()  # the group: nothing the batch forked outlives it
-        return BatchResult(run.command, run.argv, rc, round(time.monotonic() - run.started, 4), run.child.log_path,
-                           run.run, time.time())
+        return BatchResult(
+            run.command,
+            run.argv,
+            rc,
+            round(time.monotonic() - run.started, 4),
+            run.child.log_path,
+            run.run,
+            time.time(),
+        )
 
     def run_batch(self, command: str, argument: float, timeout_s: float = BATCH_TIMEOUT_S) -> BatchResult:
         """Run resolve/reprocess/purge to completion (killed at timeout_s)."""

@@ -7,6 +7,7 @@ answer that is not a success into a ToxiproxyError naming the call and the body.
 Every toxic is set with toxicity 1.0: Toxiproxy's own randomness cannot be
 seeded, so the harness never relies on it.
 """
+
 from __future__ import annotations
 
 import threading
@@ -28,8 +29,7 @@ _TIMEOUT_S = 5.0
 #   reset_peer  {timeout: ms}                 TCP RST after ms
 #   limit_data  {bytes: n}                    close after n bytes went through
 #   bandwidth   {rate: KB/s}, slow_close {delay: ms}, slicer {average_size, ...}
-TOXIC_TYPES = ("latency", "timeout", "reset_peer", "limit_data", "bandwidth",
-               "slow_close", "slicer")
+TOXIC_TYPES = ("latency", "timeout", "reset_peer", "limit_data", "bandwidth", "slow_close", "slicer")
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,9 @@ class Toxiproxy:
     def __init__(self, url: str):
         parts = urlsplit(url if "://" in url else f"http://{url}")
         if not parts.hostname or not parts.port:
-            raise ToxiproxyError(f"'{url}' is not a Toxiproxy API address",
-                                 fix="give it as http://HOST:PORT, e.g. http://127.0.0.1:8474")
+            raise ToxiproxyError(
+                f"'{url}' is not a Toxiproxy API address", fix="give it as http://HOST:PORT, e.g. http://127.0.0.1:8474"
+            )
         self.url = f"http://{parts.hostname}:{parts.port}"
         self.host, self.port = parts.hostname, parts.port
 
@@ -65,15 +66,21 @@ class Toxiproxy:
                 resp = getattr(_api.APIConsumer, method)(path, timeout=_TIMEOUT_S, **kwargs)
             except (ProxyExists, NotFound, InvalidToxic) as e:
                 kind = ToxiproxyError if isinstance(e, InvalidToxic) else ToxiproxyConflict
-                raise kind(f"Toxiproxy refused {method.upper()} {path}: "
-                           f"{type(e).__name__} {_text(e.args[0] if e.args else '')}", where=self.url) from None
+                raise kind(
+                    f"Toxiproxy refused {method.upper()} {path}: "
+                    f"{type(e).__name__} {_text(e.args[0] if e.args else '')}",
+                    where=self.url,
+                ) from None
             except requests.RequestException as e:
-                raise ToxiproxyError(f"Toxiproxy at {self.url} did not answer {method.upper()} {path}: {e}",
-                                     fix="check that the server is running (or unset TOXIPROXY_URL "
-                                         "to let the harness start its own)") from None
+                raise ToxiproxyError(
+                    f"Toxiproxy at {self.url} did not answer {method.upper()} {path}: {e}",
+                    fix="check that the server is running (or unset TOXIPROXY_URL to let the harness start its own)",
+                ) from None
         if resp.status_code >= 300:
-            raise ToxiproxyError(f"Toxiproxy answered {method.upper()} {path} with HTTP "
-                                 f"{resp.status_code}: {_text(resp.content)}", where=self.url)
+            raise ToxiproxyError(
+                f"Toxiproxy answered {method.upper()} {path} with HTTP {resp.status_code}: {_text(resp.content)}",
+                where=self.url,
+            )
         return resp
 
     def version(self) -> str:
@@ -85,8 +92,11 @@ class Toxiproxy:
         is loopback, or a sandbox slot's end of its network), forwarding to upstream. A disabled proxy listens
         on the same port again when enabled, so the harness passes a leased one (relaychaos.stack.ports):
         nobody else may take it while the proxy is down."""
-        info = self._call("post", "/proxies", json={
-            "name": name, "upstream": upstream, "listen": f"{listen_host}:{int(listen_port)}", "enabled": True}).json()
+        info = self._call(
+            "post",
+            "/proxies",
+            json={"name": name, "upstream": upstream, "listen": f"{listen_host}:{int(listen_port)}", "enabled": True},
+        ).json()
         host, _, port = info["listen"].rpartition(":")
         return ProxyRef(name, host or listen_host, int(port), upstream)
 
@@ -110,16 +120,19 @@ class Toxiproxy:
         return self._call("get", "/proxies").json()
 
     # -- toxics ----------------------------------------------------------------------
-    def add_toxic(self, proxy: ProxyRef, name: str, kind: str, *, stream: str = "downstream",
-                  **attributes: int | float) -> None:
+    def add_toxic(
+        self, proxy: ProxyRef, name: str, kind: str, *, stream: str = "downstream", **attributes: int | float
+    ) -> None:
         """Add toxic `kind` on `stream` ('upstream' = towards the server) with toxicity 1.0."""
         if kind not in TOXIC_TYPES:
             raise ToxiproxyError(f"unknown toxic type '{kind}'", fix=f"use one of {', '.join(TOXIC_TYPES)}")
         if stream not in ("upstream", "downstream"):
             raise ToxiproxyError(f"unknown toxic stream '{stream}'", fix="use 'upstream' or 'downstream'")
-        self._call("post", f"/proxies/{proxy.name}/toxics", json={
-            "name": name, "type": kind, "stream": stream, "toxicity": 1.0,
-            "attributes": dict(attributes)})
+        self._call(
+            "post",
+            f"/proxies/{proxy.name}/toxics",
+            json={"name": name, "type": kind, "stream": stream, "toxicity": 1.0, "attributes": dict(attributes)},
+        )
 
     def remove_toxic(self, proxy: ProxyRef, name: str) -> None:
         self._call("delete", f"/proxies/{proxy.name}/toxics/{name}")

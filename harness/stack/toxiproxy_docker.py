@@ -8,13 +8,14 @@ relaychaos/toxiproxy:2.12.0-local, with the official image's entrypoint (`/toxip
 taking -host H -port P). The `docker` package is imported only here, and only when this
 route is taken: it is slow to import.
 """
+
 from __future__ import annotations
 
 import atexit
 import os
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from relaychaos.errors import ToxiproxyError
 from relaychaos.stack.ports import lease_port, release_port
@@ -27,11 +28,15 @@ LABEL = "relaychaos.toxiproxy"  # every container started here carries it (value
 START_TIMEOUT_S = 15.0
 _live: dict[str, Callable[[], None]] = {}  # container id -> its stop(), until it is called
 _live_lock = threading.Lock()
-DAEMON_FIX = (f"start a Docker daemon (as root in a relaychaos checkout, `bash {SETUP_SCRIPT}` installs docker.io "
-              "if needed and starts dockerd), or point DOCKER_HOST at one")
-IMAGE_FIX = (f"where a registry is reachable: `docker pull {OFFICIAL_IMAGE}`; where none is: build a local image "
-             f"with `bash {SETUP_SCRIPT}` (as root, in a relaychaos checkout) and set "
-             f"RELAYCHAOS_TOXIPROXY_IMAGE={LOCAL_IMAGE}")
+DAEMON_FIX = (
+    f"start a Docker daemon (as root in a relaychaos checkout, `bash {SETUP_SCRIPT}` installs docker.io "
+    "if needed and starts dockerd), or point DOCKER_HOST at one"
+)
+IMAGE_FIX = (
+    f"where a registry is reachable: `docker pull {OFFICIAL_IMAGE}`; where none is: build a local image "
+    f"with `bash {SETUP_SCRIPT}` (as root, in a relaychaos checkout) and set "
+    f"RELAYCHAOS_TOXIPROXY_IMAGE={LOCAL_IMAGE}"
+)
 
 
 def image() -> str:
@@ -48,8 +53,11 @@ def connect():
     try:
         import docker  # noqa: PLC0415 - optional at run time, and slow to import
     except ImportError:
-        raise ToxiproxyError("the Python package 'docker' is not installed", where="the Docker route",
-                             fix="pip install 'docker>=7' (it is one of relaychaos' dependencies)") from None
+        raise ToxiproxyError(
+            "the Python package 'docker' is not installed",
+            where="the Docker route",
+            fix="pip install 'docker>=7' (it is one of relaychaos' dependencies)",
+        ) from None
     client = None
     try:
         client = docker.from_env(timeout=5)
@@ -57,8 +65,9 @@ def connect():
     except Exception as e:  # docker raises many kinds; any means 'no daemon answers here'
         if client is not None:
             client.close()
-        raise ToxiproxyError(f"no Docker daemon answers: {_first_line(e)}", where=daemon_address(),
-                             fix=DAEMON_FIX) from None
+        raise ToxiproxyError(
+            f"no Docker daemon answers: {_first_line(e)}", where=daemon_address(), fix=DAEMON_FIX
+        ) from None
     return client
 
 
@@ -81,16 +90,20 @@ def ensure_image(client, name: str) -> None:
     except docker.errors.ImageNotFound:
         pass
     except Exception as e:
-        raise ToxiproxyError(f"could not look up image {name}: {_first_line(e)}", where=daemon_address(),
-                             fix=DAEMON_FIX) from None
+        raise ToxiproxyError(
+            f"could not look up image {name}: {_first_line(e)}", where=daemon_address(), fix=DAEMON_FIX
+        ) from None
     try:
         client.images.pull(name)
     except Exception as e:
         fix = IMAGE_FIX
         if name != LOCAL_IMAGE and has_image(client, LOCAL_IMAGE):
             fix = f"{LOCAL_IMAGE} is here (built by {SETUP_SCRIPT}): set RELAYCHAOS_TOXIPROXY_IMAGE={LOCAL_IMAGE}"
-        raise ToxiproxyError(f"image {name} is not in the local Docker and could not be pulled: {_first_line(e)}",
-                             where=daemon_address(), fix=fix) from None
+        raise ToxiproxyError(
+            f"image {name} is not in the local Docker and could not be pulled: {_first_line(e)}",
+            where=daemon_address(),
+            fix=fix,
+        ) from None
 
 
 def has_image(client, name: str) -> bool:
@@ -146,8 +159,12 @@ def start(name: str | None = None) -> tuple[Toxiproxy, Callable[[], None], str]:
     except Exception as e:
         logs = _logs(container)
         stop()
-        raise ToxiproxyError(f"could not start a container of {name}: {_first_line(e)}",
-                             where=daemon_address(), fix=IMAGE_FIX, details=logs) from None
+        raise ToxiproxyError(
+            f"could not start a container of {name}: {_first_line(e)}",
+            where=daemon_address(),
+            fix=IMAGE_FIX,
+            details=logs,
+        ) from None
     except BaseException:  # KeyboardInterrupt while waiting: still nothing left running
         stop()
         raise
@@ -157,11 +174,16 @@ def start(name: str | None = None) -> tuple[Toxiproxy, Callable[[], None], str]:
 def _create(client, name: str, port: int):
     try:
         return client.containers.create(
-            name, ["-host", "127.0.0.1", "-port", str(port)], network_mode="host",
-            name=f"relaychaos-toxiproxy-{os.getpid()}-{port}", labels={LABEL: str(os.getpid())})
+            name,
+            ["-host", "127.0.0.1", "-port", str(port)],
+            network_mode="host",
+            name=f"relaychaos-toxiproxy-{os.getpid()}-{port}",
+            labels={LABEL: str(os.getpid())},
+        )
     except Exception as e:
-        raise ToxiproxyError(f"could not create a container of {name}: {_first_line(e)}",
-                             where=daemon_address(), fix=IMAGE_FIX) from None
+        raise ToxiproxyError(
+            f"could not create a container of {name}: {_first_line(e)}", where=daemon_address(), fix=IMAGE_FIX
+        ) from None
 
 
 def _wait_ready(container, control: Toxiproxy, name: str, port: int) -> None:
@@ -174,12 +196,19 @@ def _wait_ready(container, control: Toxiproxy, name: str, port: int) -> None:
             pass
         container.reload()
         if container.status not in ("created", "running"):
-            raise ToxiproxyError(f"the container of {name} exited ({container.status}) before answering on "
-                                 f"port {port}", where=daemon_address(), fix=IMAGE_FIX, details=_logs(container))
+            raise ToxiproxyError(
+                f"the container of {name} exited ({container.status}) before answering on port {port}",
+                where=daemon_address(),
+                fix=IMAGE_FIX,
+                details=_logs(container),
+            )
         if time.monotonic() > deadline:
-            raise ToxiproxyError(f"the container of {name} did not answer on port {port} within "
-                                 f"{START_TIMEOUT_S:g} s", where=daemon_address(), fix=IMAGE_FIX,
-                                 details=_logs(container))
+            raise ToxiproxyError(
+                f"the container of {name} did not answer on port {port} within {START_TIMEOUT_S:g} s",
+                where=daemon_address(),
+                fix=IMAGE_FIX,
+                details=_logs(container),
+            )
         time.sleep(0.1)
 
 

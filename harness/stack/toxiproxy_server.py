@@ -11,13 +11,14 @@ RELAYCHAOS_TOXIPROXY chooses the route: `auto` (the default) is this order, the 
 `binary` and `docker` force that route alone (TOXIPROXY_URL is then not used), and fail with
 a message naming what is missing rather than falling back to another.
 """
+
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from relaychaos.errors import ToxiproxyError
 from relaychaos.stack import toxiproxy_docker
@@ -29,11 +30,15 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout (in a wheel: 
 TOOLS_BIN = PROJECT_ROOT / "tools" / "bin"
 ROUTES = ("auto", "binary", "docker")
 START_TIMEOUT_S = 15.0
-BUILD_FIX = ("run `bash scripts/bootstrap.sh` (it builds the server with Go: "
-             "go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0, renamed toxiproxy-server), "
-             "or put a toxiproxy-server binary on PATH")
-INSTALL_FIX = (f"{BUILD_FIX}, start a Docker daemon (`bash {toxiproxy_docker.SETUP_SCRIPT}` as root starts one "
-               "and builds a local image), or set TOXIPROXY_URL to a running server")
+BUILD_FIX = (
+    "run `bash scripts/bootstrap.sh` (it builds the server with Go: "
+    "go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0, renamed toxiproxy-server), "
+    "or put a toxiproxy-server binary on PATH"
+)
+INSTALL_FIX = (
+    f"{BUILD_FIX}, start a Docker daemon (`bash {toxiproxy_docker.SETUP_SCRIPT}` as root starts one "
+    "and builds a local image), or set TOXIPROXY_URL to a running server"
+)
 
 
 @dataclass
@@ -71,9 +76,10 @@ def route() -> str:
     """RELAYCHAOS_TOXIPROXY: auto (default), binary or docker; anything else is an error."""
     chosen = (os.environ.get("RELAYCHAOS_TOXIPROXY") or "auto").strip().lower()
     if chosen not in ROUTES:
-        raise ToxiproxyError(f"RELAYCHAOS_TOXIPROXY={chosen!r} is not a route to Toxiproxy",
-                             fix="set it to auto (TOXIPROXY_URL, else a binary, else Docker), binary or "
-                                 "docker, or unset it")
+        raise ToxiproxyError(
+            f"RELAYCHAOS_TOXIPROXY={chosen!r} is not a route to Toxiproxy",
+            fix="set it to auto (TOXIPROXY_URL, else a binary, else Docker), binary or docker, or unset it",
+        )
     return chosen
 
 
@@ -85,8 +91,10 @@ def acquire(log_dir: Path) -> ToxiproxyServer:
     if chosen == "binary":
         binary = find_binary()
         if not binary:
-            raise ToxiproxyError(f"RELAYCHAOS_TOXIPROXY=binary, but there is no toxiproxy-server on PATH or in "
-                                 f"{tools_bin()}", fix=f"{BUILD_FIX}; or unset RELAYCHAOS_TOXIPROXY")
+            raise ToxiproxyError(
+                f"RELAYCHAOS_TOXIPROXY=binary, but there is no toxiproxy-server on PATH or in {tools_bin()}",
+                fix=f"{BUILD_FIX}; or unset RELAYCHAOS_TOXIPROXY",
+            )
         return _spawn_binary(binary, log_dir)
     url = os.environ.get("TOXIPROXY_URL")
     if url:
@@ -94,9 +102,10 @@ def acquire(log_dir: Path) -> ToxiproxyServer:
         try:
             control.version()
         except ToxiproxyError as e:
-            raise ToxiproxyError(f"TOXIPROXY_URL={url} does not answer: {e.what}",
-                                 fix="start the server there, or unset TOXIPROXY_URL so that the "
-                                     "harness starts its own") from None
+            raise ToxiproxyError(
+                f"TOXIPROXY_URL={url} does not answer: {e.what}",
+                fix="start the server there, or unset TOXIPROXY_URL so that the harness starts its own",
+            ) from None
         return ToxiproxyServer(control, "TOXIPROXY_URL")
     binary = find_binary()
     if binary:
@@ -106,19 +115,28 @@ def acquire(log_dir: Path) -> ToxiproxyServer:
         try:
             return _run_container()
         except ToxiproxyError as e:
-            raise ToxiproxyError(f"no TOXIPROXY_URL and no toxiproxy-server binary, so Docker ({e.where}) was "
-                                 f"tried: {e.what}", fix=f"{e.fix}; or {BUILD_FIX}", details=e.details) from None
+            raise ToxiproxyError(
+                f"no TOXIPROXY_URL and no toxiproxy-server binary, so Docker ({e.where}) was tried: {e.what}",
+                fix=f"{e.fix}; or {BUILD_FIX}",
+                details=e.details,
+            ) from None
     raise ToxiproxyError(
         "no Toxiproxy server found: TOXIPROXY_URL is not set, no toxiproxy-server on PATH or in "
-        f"{tools_bin()}, and no Docker daemon ({docker_reason})", fix=INSTALL_FIX)
+        f"{tools_bin()}, and no Docker daemon ({docker_reason})",
+        fix=INSTALL_FIX,
+    )
 
 
 def _spawn_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
     port = lease_port()
     # Toxiproxy logs every connection below `error` (a soak's thousands a second would fill the disk)
     level = os.environ.get("RELAYCHAOS_TOXIPROXY_LOG_LEVEL", "error")
-    child = spawn("toxiproxy", [binary, "-host", "127.0.0.1", "-port", str(port)],
-                  log_path=log_dir / f"toxiproxy-{port}.log", env={**os.environ, "LOG_LEVEL": level})
+    child = spawn(
+        "toxiproxy",
+        [binary, "-host", "127.0.0.1", "-port", str(port)],
+        log_path=log_dir / f"toxiproxy-{port}.log",
+        env={**os.environ, "LOG_LEVEL": level},
+    )
     why = wait_http_ok(f"http://127.0.0.1:{port}/version", timeout_s=START_TIMEOUT_S, child=child)
     if why:
         child.kill()
@@ -128,6 +146,7 @@ def _spawn_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
     def stop() -> None:
         child.stop()
         release_port(port)
+
     return ToxiproxyServer(Toxiproxy(f"http://127.0.0.1:{port}"), binary, stop)
 
 

@@ -8,9 +8,11 @@ workers never share one; `close()` kills the relays and removes the proxies,
 whatever happened before. Under a sandbox the ledger lives in a folder of the
 sandbox's uid while the relays run, and is moved into `workdir/ledger/` by close().
 """
+
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 import os
@@ -18,28 +20,38 @@ import re
 from pathlib import Path
 
 from relaychaos.errors import ToxiproxyConflict
+from relaychaos.recorder import Recorder
+from relaychaos.sandbox.policy import Sandbox
 from relaychaos.stack import ledger_file
 from relaychaos.stack.account_system import AccountSystem
 from relaychaos.stack.channel import Channel, Outcome, RetryPolicy
-from relaychaos.recorder import Recorder
-from relaychaos.sandbox.policy import Sandbox
 from relaychaos.stack.manifest import Manifest
+from relaychaos.stack.ports import lease_port, release_port
 from relaychaos.stack.supervisor import RelayProcess, Supervisor
+from relaychaos.stack.toxiproxy_control import ProxyRef, Toxiproxy
 from relaychaos.tolerances import CURRENT as TOLERANCES
 from relaychaos.tolerances import DEFAULT_ACCOUNT_TIMEOUT_MS
-from relaychaos.stack.ports import lease_port, release_port
-from relaychaos.stack.toxiproxy_control import ProxyRef, Toxiproxy
 
 _stack_ids = itertools.count(1)
 LEDGER_KEPT_MIB = 64  # the final ledger a stack keeps for the run's record, at most
+DEFAULT_RETRY_POLICY = RetryPolicy()  # frozen, so one shared default is safe: send once
 
 
 class Stack:
     """Builds and drives the parts for one scenario; use as a context manager."""
 
-    def __init__(self, *, toxiproxy: Toxiproxy, account: AccountSystem, manifest: Manifest, workdir: Path,
-                 name: str = "stack", account_timeout_ms: int = DEFAULT_ACCOUNT_TIMEOUT_MS,
-                 accounts: dict[str, int] | None = None, sandbox: Sandbox | None = None):
+    def __init__(
+        self,
+        *,
+        toxiproxy: Toxiproxy,
+        account: AccountSystem,
+        manifest: Manifest,
+        workdir: Path,
+        name: str = "stack",
+        account_timeout_ms: int = DEFAULT_ACCOUNT_TIMEOUT_MS,
+        accounts: dict[str, int] | None = None,
+        sandbox: Sandbox | None = None,
+    ):
         self.toxiproxy, self.account, self.manifest = toxiproxy, account, manifest
         self.sandbox = sandbox or Sandbox.create("off")
         self.workdir = workdir
@@ -55,11 +67,16 @@ class Stack:
         self._new_proxy("account", f"127.0.0.1:{account.port}", listen_host=self.sandbox.account_host)
         if self.sandbox.network is not None:  # the relay's network lets it reach this proxy, and no other port
             self.sandbox.network.allow(self.proxies["account"].listen_port)
-        self.supervisor = Supervisor(manifest, workdir=workdir, account_url=self.proxies["account"].url,
-                                     account_timeout_ms=account_timeout_ms, ledger_path=self.ledger_path,
-                                     sandbox=self.sandbox)
+        self.supervisor = Supervisor(
+            manifest,
+            workdir=workdir,
+            account_url=self.proxies["account"].url,
+            account_timeout_ms=account_timeout_ms,
+            ledger_path=self.ledger_path,
+            sandbox=self.sandbox,
+        )
 
-    def __enter__(self) -> "Stack":
+    def __enter__(self) -> Stack:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -77,16 +94,12 @@ class Stack:
             if self.sandbox.network is not None and "account" in self.proxies:
                 self.sandbox.network.forbid(self.proxies["account"].listen_port)
             for proxy in self.proxies.values():
-                try:
+                with contextlib.suppress(Exception):  # the server may be gone already; nothing else to undo
                     self.toxiproxy.destroy(proxy)
-                except Exception:  # the server may be gone already; nothing else to undo
-                    pass
                 release_port(proxy.listen_port)
             self.proxies.clear()
-            try:
+            with contextlib.suppress(Exception):
                 self.account.clear_faults()
-            except Exception:
-                pass
             self._keep_ledger()
 
     def _keep_ledger(self) -> None:
@@ -140,8 +153,9 @@ class Stack:
             raise KeyError(f"no proxy {proxy!r} in this stack; there are {', '.join(sorted(self.proxies))}")
         return "account" if proxy == "account" else "channel"
 
-    def add_toxic(self, proxy: str, kind: str, *, stream: str = "downstream", name: str | None = None,
-                  **attributes: int | float) -> str:
+    def add_toxic(
+        self, proxy: str, kind: str, *, stream: str = "downstream", name: str | None = None, **attributes: int | float
+    ) -> str:
         """Add a toxic to proxy 'account' or 'hub-SLOT'; returns the toxic's name."""
         name = name or f"{kind}_{stream}"
         self._touched.add(proxy)
@@ -162,7 +176,7 @@ class Stack:
         """Remove every toxic, enable every proxy, clear server-side faults."""
         for key in sorted(self._touched & set(self.proxies)):  # the others are as they were created
             self.expected[key].update(enabled=True, toxics={})
-            _tolerate(lambda: self.toxiproxy.heal(self.proxies[key]))
+            _tolerate(lambda key=key: self.toxiproxy.heal(self.proxies[key]))
         self._touched.clear()
         self.account.clear_faults()
 
@@ -170,31 +184,48 @@ class Stack:
         """What is no longer as the harness set it: each proxy's state and toxics (one call to Toxiproxy),
         and the account system's faults. [] when nothing was touched behind its back."""
         actual = self.toxiproxy.proxies()
-        return [change for key, proxy in sorted(self.proxies.items())
-                for change in proxy_changes(key, self.expected[key], actual.get(proxy.name))] + self.account.audit()
+        return [
+            change
+            for key, proxy in sorted(self.proxies.items())
+            for change in proxy_changes(key, self.expected[key], actual.get(proxy.name))
+        ] + self.account.audit()
 
     # -- the channel -------------------------------------------------------------------
-    def channel(self, recorder: Recorder, slot: str = "a", *, via_hub: bool = True,
-                timeout_s: float | None = None) -> Channel:
+    def channel(
+        self, recorder: Recorder, slot: str = "a", *, via_hub: bool = True, timeout_s: float | None = None
+    ) -> Channel:
         """A Channel aimed at slot's current address, recording into `recorder` (use with `async with`)."""
         timeout = timeout_s if timeout_s is not None else TOLERANCES.channel_timeout_s(self.account_timeout_ms)
         netns = self.sandbox.network.path if self.sandbox.network and not via_hub else None
         return Channel(recorder, lambda: self.relay_url(slot, via_hub=via_hub), timeout_s=timeout, netns=netns)
 
-    def send(self, request: dict, policy: RetryPolicy = RetryPolicy(), *, slot: str = "a", via_hub: bool = True,
-             timeout_s: float | None = None, recorder: Recorder | None = None) -> list[Outcome]:
+    def send(
+        self,
+        request: dict,
+        policy: RetryPolicy = DEFAULT_RETRY_POLICY,
+        *,
+        slot: str = "a",
+        via_hub: bool = True,
+        timeout_s: float | None = None,
+        recorder: Recorder | None = None,
+    ) -> list[Outcome]:
         """Send one transfer synchronously (for tests); see Channel.send."""
+
         async def go() -> list[Outcome]:
             async with self.channel(recorder or Recorder(), slot, via_hub=via_hub, timeout_s=timeout_s) as ch:
                 return await ch.send(request, policy)
+
         return asyncio.run(go())
 
-    def race(self, request: dict, n: int, *, slot: str = "a", via_hub: bool = True,
-             recorder: Recorder | None = None) -> list[Outcome]:
+    def race(
+        self, request: dict, n: int, *, slot: str = "a", via_hub: bool = True, recorder: Recorder | None = None
+    ) -> list[Outcome]:
         """n copies of one transfer at the same instant (for tests); see Channel.race."""
+
         async def go() -> list[Outcome]:
             async with self.channel(recorder or Recorder(), slot, via_hub=via_hub) as ch:
                 return await ch.race(request, n)
+
         return asyncio.run(go())
 
     # -- observations ------------------------------------------------------------------
@@ -210,10 +241,8 @@ class Stack:
 def _tolerate(call) -> None:
     """Make a Toxiproxy call on the stack's own proxy; one refused because someone else changed or deleted the
     proxy is left to the audit, which reports it as tampering (a verdict, not a harness error)."""
-    try:
+    with contextlib.suppress(ToxiproxyConflict):
         call()
-    except ToxiproxyConflict:
-        pass
 
 
 def proxy_changes(key: str, expected: dict, actual: dict | None) -> list[str]:
@@ -222,19 +251,30 @@ def proxy_changes(key: str, expected: dict, actual: dict | None) -> list[str]:
         return [f"proxy {key} was deleted"]
     out = []
     if actual.get("enabled") != expected["enabled"]:
-        out.append(f"proxy {key} is {'enabled' if actual.get('enabled') else 'disabled'}; the harness "
-                   f"{'enabled' if expected['enabled'] else 'disabled'} it")
+        out.append(
+            f"proxy {key} is {'enabled' if actual.get('enabled') else 'disabled'}; the harness "
+            f"{'enabled' if expected['enabled'] else 'disabled'} it"
+        )
     if actual.get("upstream") != expected["upstream"]:
-        out.append(f"proxy {key} forwards to {actual.get('upstream')}; the harness pointed it at {expected['upstream']}")
+        out.append(
+            f"proxy {key} forwards to {actual.get('upstream')}; the harness pointed it at {expected['upstream']}"
+        )
     toxics = {t.get("name"): t for t in actual.get("toxics") or []}
     for name, want in sorted(expected["toxics"].items()):
         got = toxics.pop(name, None)
         if got is None:
             out.append(f"toxic {name} ({want['type']}) on proxy {key} was removed; the harness added it")
-        elif got.get("type") != want["type"] or got.get("stream") != want["stream"] or \
-                float(got.get("toxicity", 1.0)) != 1.0 or \
-                any(got.get("attributes", {}).get(k) != v for k, v in want["attributes"].items()):
-            out.append(f"toxic {name} on proxy {key} was changed to {got.get('type')} {got.get('stream')} toxicity "
-                       f"{got.get('toxicity')} {got.get('attributes')}; the harness set {want}")
-    out += [f"toxic {name} ({t.get('type')}) on proxy {key} was added, not by the harness" for name, t in toxics.items()]
+        elif (
+            got.get("type") != want["type"]
+            or got.get("stream") != want["stream"]
+            or float(got.get("toxicity", 1.0)) != 1.0
+            or any(got.get("attributes", {}).get(k) != v for k, v in want["attributes"].items())
+        ):
+            out.append(
+                f"toxic {name} on proxy {key} was changed to {got.get('type')} {got.get('stream')} toxicity "
+                f"{got.get('toxicity')} {got.get('attributes')}; the harness set {want}"
+            )
+    out += [
+        f"toxic {name} ({t.get('type')}) on proxy {key} was added, not by the harness" for name, t in toxics.items()
+    ]
     return out

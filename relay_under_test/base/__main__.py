@@ -1,4 +1,5 @@
 """relay_base: the reference relay without dedup: every request, resend or not, is sent again."""
+
 import sys
 import time
 
@@ -12,7 +13,9 @@ class BaseRelay(Relay):
         self.ledger.db.execute(
             "INSERT INTO ledger (guid, status, request, attempts, updated_at) VALUES (?, 'SENT', ?, 1, ?) "
             "ON CONFLICT (guid) DO UPDATE SET status = 'SENT', attempts = attempts + 1, "
-            "updated_at = excluded.updated_at", (req["guid"], text, time.time()))
+            "updated_at = excluded.updated_at",
+            (req["guid"], text, time.time()),
+        )
         return await self.send(req)
 
 

@@ -4,11 +4,13 @@ Every class changes one method of the reference (Relay, Ledger or Account) and
 says in its first docstring line what is wrong. relay_base (no dedup at all)
 lives in relay_under_test/base.
 """
+
 from __future__ import annotations
 
 import asyncio
 import json
 import time
+from typing import Literal
 
 from ..reference.account import Account, Outcome, answer
 from ..reference.ledger import Ledger, Row
@@ -25,14 +27,17 @@ class CheckThenInsert(Relay):
         found = self.ledger.get(req["guid"])
         await asyncio.sleep(self.ROUND_TRIP_S)  # every duplicate arriving meanwhile reads the same "no row"
         if found is None:
-            self.ledger.db.execute("INSERT OR REPLACE INTO ledger (guid, status, request, attempts, updated_at) "
-                                   "VALUES (?, 'SENT', ?, 1, ?)", (req["guid"], text, time.time()))
+            self.ledger.db.execute(
+                "INSERT OR REPLACE INTO ledger (guid, status, request, attempts, updated_at) "
+                "VALUES (?, 'SENT', ?, 1, ?)",
+                (req["guid"], text, time.time()),
+            )
             return await self.send(req)
         return await super().handle(req, text)
 
 
 class ProcessLock(Relay):
-    """Guards its check-then-insert with a lock of its own process, not an atomic claim: two relays on one ledger both send."""
+    """Guards its check-then-insert with a lock of its own process, not an atomic claim: two relays on one ledger both send."""  # noqa: E501 (description() shows this first line whole)
 
     def __init__(self, ledger: Ledger, account: Account):
         super().__init__(ledger, account)
@@ -42,8 +47,11 @@ class ProcessLock(Relay):
         async with self.lock:  # between the SELECT and the INSERT, another relay's copy may read "no row" too
             claimed = self.ledger.get(req["guid"]) is None
             if claimed:
-                self.ledger.db.execute("INSERT OR REPLACE INTO ledger (guid, status, request, attempts, updated_at) "
-                                       "VALUES (?, 'SENT', ?, 1, ?)", (req["guid"], text, time.time()))
+                self.ledger.db.execute(
+                    "INSERT OR REPLACE INTO ledger (guid, status, request, attempts, updated_at) "
+                    "VALUES (?, 'SENT', ?, 1, ?)",
+                    (req["guid"], text, time.time()),
+                )
         return await (self.send(req) if claimed else super().handle(req, text))
 
 
@@ -56,8 +64,15 @@ class WriteAfterCall(Relay):
             body = answer(req["guid"], outcome.code, outcome.message)
             self.ledger.db.execute(
                 "INSERT OR REPLACE INTO ledger VALUES (?, ?, ?, ?, ?, 1, ?)",
-                (req["guid"], outcome.status, outcome.code, text, body if outcome.status == "DONE" else None,
-                 time.time()))
+                (
+                    req["guid"],
+                    outcome.status,
+                    outcome.code,
+                    text,
+                    body if outcome.status == "DONE" else None,
+                    time.time(),
+                ),
+            )
             return body
         return await super().handle(req, text)
 
@@ -131,8 +146,9 @@ class UnknownResent(Relay):
     """Resends an UNKNOWN GUID when the channel retries, as if it had FAILED: the first send may have been applied."""
 
     async def handle(self, req: dict, text: str) -> str:
-        self.ledger.db.execute("UPDATE ledger SET status = 'FAILED' WHERE guid = ? AND status = 'UNKNOWN'",
-                               (req["guid"],))
+        self.ledger.db.execute(
+            "UPDATE ledger SET status = 'FAILED' WHERE guid = ? AND status = 'UNKNOWN'", (req["guid"],)
+        )
         return await super().handle(req, text)
 
 
@@ -142,6 +158,7 @@ class FreshDoneResponse(Relay):
     async def handle(self, req: dict, text: str) -> str:
         row = self.ledger.get(req["guid"])
         if row is not None and row.status == "DONE" and json.loads(row.request) == req:
+            assert row.resp_code is not None, "a DONE row has its code"
             return answer(row.guid, row.resp_code)
         return await super().handle(req, text)
 
@@ -185,9 +202,12 @@ class ReprocessNewGuid(Relay):
             if self.ledger.claim_failed(row.guid, max_attempts):
                 req = {**json.loads(row.request), "guid": f"{row.guid[:56]}-r{row.attempts + 1}"}
                 outcome = await self.account.transfer(req)
-                self.ledger.finish(row.guid, outcome.status, outcome.code,
-                                   answer(row.guid, outcome.code, outcome.message)
-                                   if outcome.status == "DONE" else None)
+                self.ledger.finish(
+                    row.guid,
+                    outcome.status,
+                    outcome.code,
+                    answer(row.guid, outcome.code, outcome.message) if outcome.status == "DONE" else None,
+                )
 
 
 class NoAttemptCap(Relay):
@@ -213,7 +233,7 @@ class ResolveSkipsOrphans(Relay):
 class QueryFailureAsNotFound(Account):
     """Resolve takes a query that failed or timed out as 'not found': the row goes FAILED and reprocess resends it."""
 
-    async def query(self, guid: str) -> str | None | bool:
+    async def query(self, guid: str) -> str | Literal[False]:
         found = await super().query(guid)
         return False if found is None else found
 

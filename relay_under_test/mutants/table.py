@@ -1,9 +1,10 @@
 """The one table of broken relays: what each one gets wrong, and the scenarios and rules that catch it.
 
 Read by the kill matrix (tests/test_kill_matrix.py), the power check (tests/test_power.py),
-the benchmarks, and the README's table (checked by the tests). Pure data: the harness's
+the benchmarks, and the kill-matrix table of docs/relays.md (checked by the tests). Pure data: the harness's
 scenario and rule names as strings; nothing here imports the harness.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,14 +40,23 @@ def _m(name: str, caught_by: tuple[str, ...], rules: tuple[str, ...], needs_inte
 
 
 MUTANTS: tuple[Mutant, ...] = (
-    Mutant("base", "Forwards every request it receives, with no duplicate protection: a resend is a second debit.",
-           ("dropped-response-to-channel", "race-32-one-relay"), ("one-account-call",), True),
+    Mutant(
+        "base",
+        "Forwards every request it receives, with no duplicate protection: a resend is a second debit.",
+        ("dropped-response-to-channel", "race-32-one-relay"),
+        ("one-account-call",),
+        True,
+    ),
     _m("check_then_insert", ("race-32-one-relay",), ("one-account-call",), True),
     _m("process_lock", ("race-pairs-two-relays",), ("one-account-call",)),
     _m("write_after_call", ("happy-path", "kill-after-applied-before-done"), ("write-before-send",), True),
     _m("memory_ledger", ("restart-keeps-the-ledger", "race-32-two-relays"), ("one-account-call",), True),
-    _m("timeout_as_failed", ("dropped-response-downstream", "latency-beyond-timeout"),
-       ("answer-codes", "one-account-call"), True),
+    _m(
+        "timeout_as_failed",
+        ("dropped-response-downstream", "latency-beyond-timeout"),
+        ("answer-codes", "one-account-call"),
+        True,
+    ),
     _m("refused_as_unknown", ("proxy-down-refused",), ("answer-codes",)),
     _m("unknown_resent", ("dropped-response-downstream",), ("one-account-call",)),
     _m("fresh_done_response", ("resend-after-done",), ("done-replay",)),
@@ -65,8 +75,10 @@ BY_NAME = {m.name: m for m in MUTANTS}
 
 
 def readme_table() -> str:
-    """The README's kill-matrix table."""
+    """The kill-matrix table of docs/relays.md."""
     lines = ["| broken relay | caught by | rule |", "|---|---|---|"]
-    lines += [f"| {'base (no dedup)' if m.name == 'base' else m.name} | {', '.join(m.caught_by)} | "
-              f"{', '.join(m.rules)} |" for m in MUTANTS]
+    lines += [
+        f"| {'base (no dedup)' if m.name == 'base' else m.name} | {', '.join(m.caught_by)} | {', '.join(m.rules)} |"
+        for m in MUTANTS
+    ]
     return "\n".join(lines)

@@ -1,5 +1,6 @@
 """`python relay_under_test/run.py reference {serve|resolve|reprocess|purge} [...]`, configured by the
 contract's environment: RELAY_HOST, RELAY_PORT, ACCOUNT_URL, LEDGER_PATH, ACCOUNT_TIMEOUT_MS."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,8 +15,13 @@ from .ledger import Ledger
 from .relay import Relay
 
 
-def main(argv: list[str] | None = None, *, relay_cls: type[Relay] = Relay, ledger_cls: type[Ledger] = Ledger,
-         account_cls: type[Account] = Account) -> int:
+def main(
+    argv: list[str] | None = None,
+    *,
+    relay_cls: type[Relay] = Relay,
+    ledger_cls: type[Ledger] = Ledger,
+    account_cls: type[Account] = Account,
+) -> int:
     """Run one command; a mutant passes its own class for the one part it changes."""
     parser = argparse.ArgumentParser(prog="relay")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -43,8 +49,7 @@ def main(argv: list[str] | None = None, *, relay_cls: type[Relay] = Relay, ledge
 
         from .serve import make_app
 
-        web.run_app(make_app(relay), host=env["RELAY_HOST"], port=int(env["RELAY_PORT"]),
-                    access_log=None, print=None)
+        web.run_app(make_app(relay), host=env["RELAY_HOST"], port=int(env["RELAY_PORT"]), access_log=None, print=None)
         return 0
 
     async def batch() -> None:

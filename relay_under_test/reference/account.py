@@ -5,18 +5,23 @@ made is FAILED: nothing was sent. Anything else (a time-out, a connection that
 broke after the request may have gone out, an answer we cannot read) is
 UNKNOWN: the debit may have happened, so the transfer is never resent blindly.
 """
+
 from __future__ import annotations
 
-import asyncio
 import json
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from typing import Literal
 
 DEFINITE_CODES = {"0000", "B201", "B202", "B203", "E500"}
-MESSAGES = {"E901": "sent, no answer: outcome unknown", "E902": "not sent: account system unreachable",
-            "E903": "this GUID is being sent right now", "E904": "GUID already used for a different request",
-            "E400": "malformed request"}
+MESSAGES = {
+    "E901": "sent, no answer: outcome unknown",
+    "E902": "not sent: account system unreachable",
+    "E903": "this GUID is being sent right now",
+    "E904": "GUID already used for a different request",
+    "E400": "malformed request",
+}
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,7 @@ class Account:
         code = body.get("code")
         return Outcome("DONE", code, body.get("message")) if code in DEFINITE_CODES else Outcome("UNKNOWN", "E901")
 
-    async def query(self, guid: str) -> str | None | bool:
+    async def query(self, guid: str) -> str | Literal[False] | None:
         """The code of the GUID's first processing; False if never processed; None if we cannot tell."""
         try:
             status, body = await self._call("GET", f"/transfer/{guid}")
@@ -85,13 +90,14 @@ class Account:
                 return resp.status, body if isinstance(body, dict) else {}
         except aiohttp.ClientConnectorError as e:
             raise Refused(e) from None
-        except (asyncio.TimeoutError, aiohttp.ClientError, ValueError) as e:
+        except (TimeoutError, aiohttp.ClientError, ValueError) as e:
             raise InDoubt(e) from None
 
     def _call_stdlib(self, method: str, path: str, payload: dict | None) -> tuple[int, dict]:
         data = json.dumps(payload).encode() if payload is not None else None
-        req = urllib.request.Request(self.base_url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.base_url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                 status, raw = resp.status, resp.read()

@@ -3,6 +3,7 @@
 Every method is one autocommitted statement, so a claim is decided by the
 database (the affected row count), never by a read followed by a write.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -51,7 +52,9 @@ class Ledger:
         """Insert a SENT row for a GUID never seen; True only for the one request that did."""
         cur = self.db.execute(
             "INSERT INTO ledger (guid, status, request, attempts, updated_at) VALUES (?, 'SENT', ?, 1, ?) "
-            "ON CONFLICT (guid) DO NOTHING", (guid, request, time.time()))
+            "ON CONFLICT (guid) DO NOTHING",
+            (guid, request, time.time()),
+        )
         return cur.rowcount == 1
 
     def claim_failed(self, guid: str, max_attempts: int | None = None) -> bool:
@@ -59,34 +62,43 @@ class Ledger:
         cur = self.db.execute(
             "UPDATE ledger SET status = 'SENT', attempts = attempts + 1, updated_at = ? "
             "WHERE guid = ? AND status = 'FAILED' AND (? IS NULL OR attempts < ?)",
-            (time.time(), guid, max_attempts, max_attempts))
+            (time.time(), guid, max_attempts, max_attempts),
+        )
         return cur.rowcount == 1
 
     def finish(self, guid: str, status: str, code: str, response: str | None) -> None:
         """Record the outcome of the call this process made for a SENT row it claimed."""
-        self.db.execute("UPDATE ledger SET status = ?, resp_code = ?, response = ?, updated_at = ? "
-                        "WHERE guid = ? AND status = 'SENT'", (status, code, response, time.time(), guid))
+        self.db.execute(
+            "UPDATE ledger SET status = ?, resp_code = ?, response = ?, updated_at = ? "
+            "WHERE guid = ? AND status = 'SENT'",
+            (status, code, response, time.time(), guid),
+        )
 
     def settle(self, row: Row, status: str, code: str | None, response: str | None) -> bool:
         """Resolve's update: only if the row is still exactly as it was read."""
         cur = self.db.execute(
             "UPDATE ledger SET status = ?, resp_code = COALESCE(?, resp_code), response = ?, updated_at = ? "
             "WHERE guid = ? AND status = ? AND updated_at = ?",
-            (status, code, response, time.time(), row.guid, row.status, row.updated_at))
+            (status, code, response, time.time(), row.guid, row.status, row.updated_at),
+        )
         return cur.rowcount == 1
 
     def older_than(self, statuses: tuple[str, ...], age_s: float) -> list[Row]:
         marks = ",".join("?" * len(statuses))
-        rows = self.db.execute(f"SELECT * FROM ledger WHERE status IN ({marks}) AND updated_at <= ? "
-                               "ORDER BY updated_at", (*statuses, time.time() - age_s)).fetchall()
+        rows = self.db.execute(
+            f"SELECT * FROM ledger WHERE status IN ({marks}) AND updated_at <= ? ORDER BY updated_at",
+            (*statuses, time.time() - age_s),
+        ).fetchall()
         return [Row(*r) for r in rows]
 
     def failed_below(self, max_attempts: int) -> list[Row]:
-        rows = self.db.execute("SELECT * FROM ledger WHERE status = 'FAILED' AND attempts < ? "
-                               "ORDER BY updated_at", (max_attempts,)).fetchall()
+        rows = self.db.execute(
+            "SELECT * FROM ledger WHERE status = 'FAILED' AND attempts < ? ORDER BY updated_at", (max_attempts,)
+        ).fetchall()
         return [Row(*r) for r in rows]
 
     def purge_done(self, retention_s: float) -> int:
-        cur = self.db.execute("DELETE FROM ledger WHERE status = 'DONE' AND updated_at <= ?",
-                              (time.time() - retention_s,))
+        cur = self.db.execute(
+            "DELETE FROM ledger WHERE status = 'DONE' AND updated_at <= ?", (time.time() - retention_s,)
+        )
         return cur.rowcount

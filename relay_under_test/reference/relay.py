@@ -11,6 +11,7 @@ A GUID reused with a different request gets E904; a malformed request E400.
 The batch jobs (resolve, reprocess, purge) are methods here too, so a mutant
 relay is this class with one method changed.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,15 +36,23 @@ def parse(raw: bytes) -> dict | None:
     if not isinstance(req, dict) or set(req) != FIELDS:
         return None
     guid, src, dst, amount = req["guid"], req["from"], req["to"], req["amount"]
-    ok = (isinstance(guid, str) and GUID.fullmatch(guid) and isinstance(src, str) and src
-          and isinstance(dst, str) and dst and type(amount) is int and amount > 0)
+    ok = (
+        isinstance(guid, str)
+        and GUID.fullmatch(guid)
+        and isinstance(src, str)
+        and src
+        and isinstance(dst, str)
+        and dst
+        and type(amount) is int
+        and amount > 0
+    )
     return req if ok else None
 
 
 class Relay:
     """Transfers and batch jobs over one ledger and one account client."""
 
-    RESOLVABLE = ("UNKNOWN", "SENT")  # SENT rows old enough were orphaned by a crash
+    RESOLVABLE: tuple[str, ...] = ("UNKNOWN", "SENT")  # SENT rows old enough were orphaned by a crash
 
     def __init__(self, ledger: Ledger, account: Account):
         self.ledger, self.account = ledger, account
@@ -70,6 +79,7 @@ class Relay:
         if json.loads(row.request) != req:
             return answer(guid, "E904")
         if row.status == "DONE":
+            assert row.response is not None  # a DONE row is written with its response (finish, settle)
             return row.response
         if row.status == "UNKNOWN":
             return answer(guid, "E901")

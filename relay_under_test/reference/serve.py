@@ -1,7 +1,8 @@
 """The HTTP face of `serve`: POST /transfer and GET /health, over a Relay."""
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from aiohttp import web
 

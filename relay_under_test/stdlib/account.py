@@ -5,12 +5,25 @@ Outcomes of a transfer call:
   ("FAILED", None, reason)  the connection could not be made: nothing was sent
   ("UNKNOWN", None, reason) time-out, broken connection, unreadable answer
 """
+
+import contextlib
 import http.client
 import json
 import os
 import socket
 import threading
 import urllib.parse
+from typing import TypedDict
+
+# What one exchange came to: (phase, status, data, error), as _exchange returns it.
+Exchange = tuple[str, int | None, bytes | None, BaseException | None]
+
+
+class _State(TypedDict):
+    """What an exchange's worker thread shares with its caller."""
+
+    cancelled: bool
+    result: Exchange | None
 
 
 def timeout_s():
@@ -30,9 +43,9 @@ def _exchange(method, path, body, deadline_s):
     """
     host, port, prefix = _target()
     conn = http.client.HTTPConnection(host, port, timeout=deadline_s)
-    conn.auto_open = 0            # never reconnect behind our back
+    conn.auto_open = 0  # never reconnect behind our back
     lock = threading.Lock()
-    state = {"cancelled": False, "result": None}
+    state: _State = {"cancelled": False, "result": None}
     finished = threading.Event()
 
     def work():
@@ -75,17 +88,16 @@ def _exchange(method, path, body, deadline_s):
 def _abort(conn):
     sock = conn.sock
     if sock is not None:
-        try:
+        with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
     conn.close()
 
 
 def transfer(fields):
     """POST /transfer with the four fields; returns (status, code, message)."""
-    body = json.dumps({"guid": fields["guid"], "from": fields["from"],
-                       "to": fields["to"], "amount": fields["amount"]}).encode()
+    body = json.dumps(
+        {"guid": fields["guid"], "from": fields["from"], "to": fields["to"], "amount": fields["amount"]}
+    ).encode()
     phase, status, data, error = _exchange("POST", "/transfer", body, timeout_s())
     if phase == "not-sent":
         return ("FAILED", None, f"connection failed: {error!r}")

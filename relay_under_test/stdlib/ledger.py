@@ -3,6 +3,7 @@
 Every statement runs in autocommit mode (isolation_level=None), so each claim
 is committed by the time the call returns, before any account call is made.
 """
+
 import json
 import os
 import sqlite3
@@ -26,15 +27,14 @@ CREATE TABLE IF NOT EXISTS ledger (
 def connect(path=None):
     """Open one autocommit connection with a busy timeout (one per thread/request)."""
     path = path or os.environ["LEDGER_PATH"]
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000,
-                           isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     return conn
 
 
 def init(path=None):
     """Create the schema and switch to WAL mode; safe to run from several processes."""
-    last_error = None
+    last_error: sqlite3.OperationalError | None = None
     for _ in range(50):
         try:
             conn = connect(path)
@@ -49,19 +49,20 @@ def init(path=None):
         except sqlite3.OperationalError as exc:  # e.g. "database is locked"
             last_error = exc
             time.sleep(0.1)
+    assert last_error is not None  # every pass that did not return set it
     raise last_error
 
 
 def get(conn, guid):
     """The row for guid as a dict, or None."""
     cur = conn.execute(
-        "SELECT guid, status, resp_code, request, response, attempts, updated_at"
-        " FROM ledger WHERE guid = ?", (guid,))
+        "SELECT guid, status, resp_code, request, response, attempts, updated_at FROM ledger WHERE guid = ?", (guid,)
+    )
     row = cur.fetchone()
     if row is None:
         return None
     keys = ("guid", "status", "resp_code", "request", "response", "attempts", "updated_at")
-    return dict(zip(keys, row))
+    return dict(zip(keys, row, strict=False))
 
 
 def claim_new(conn, guid, raw_request):
@@ -69,14 +70,17 @@ def claim_new(conn, guid, raw_request):
     cur = conn.execute(
         "INSERT INTO ledger (guid, status, resp_code, request, response, attempts, updated_at)"
         " VALUES (?, 'SENT', NULL, ?, NULL, 1, ?) ON CONFLICT(guid) DO NOTHING",
-        (guid, raw_request, time.time()))
+        (guid, raw_request, time.time()),
+    )
     return cur.rowcount == 1
 
 
 def claim_failed(conn, guid, max_attempts=None):
     """FAILED -> SENT with attempts + 1; True when this caller won the GUID."""
-    sql = ("UPDATE ledger SET status = 'SENT', attempts = attempts + 1, updated_at = ?"
-           " WHERE guid = ? AND status = 'FAILED'")
+    sql = (
+        "UPDATE ledger SET status = 'SENT', attempts = attempts + 1, updated_at = ?"
+        " WHERE guid = ? AND status = 'FAILED'"
+    )
     args = [time.time(), guid]
     if max_attempts is not None:
         sql += " AND attempts < ?"
@@ -87,9 +91,9 @@ def claim_failed(conn, guid, max_attempts=None):
 def record(conn, guid, status, resp_code, response, from_status="SENT"):
     """Record the outcome of a call on a row we hold in from_status."""
     cur = conn.execute(
-        "UPDATE ledger SET status = ?, resp_code = ?, response = ?, updated_at = ?"
-        " WHERE guid = ? AND status = ?",
-        (status, resp_code, response, time.time(), guid, from_status))
+        "UPDATE ledger SET status = ?, resp_code = ?, response = ?, updated_at = ? WHERE guid = ? AND status = ?",
+        (status, resp_code, response, time.time(), guid, from_status),
+    )
     return cur.rowcount == 1
 
 
@@ -98,13 +102,12 @@ def settle(conn, row, status, resp_code, response):
     cur = conn.execute(
         "UPDATE ledger SET status = ?, resp_code = ?, response = ?, updated_at = ?"
         " WHERE guid = ? AND status = ? AND updated_at = ?",
-        (status, resp_code, response, time.time(), row["guid"], row["status"],
-         row["updated_at"]))
+        (status, resp_code, response, time.time(), row["guid"], row["status"], row["updated_at"]),
+    )
     return cur.rowcount == 1
 
 
 def stored_transfer(raw_request):
     """The four contract fields of a stored request body."""
     body = json.loads(raw_request)
-    return {"guid": body["guid"], "from": body["from"], "to": body["to"],
-            "amount": body["amount"]}
+    return {"guid": body["guid"], "from": body["from"], "to": body["to"], "amount": body["amount"]}

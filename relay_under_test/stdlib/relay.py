@@ -9,6 +9,7 @@ Environment: RELAY_HOST, RELAY_PORT, ACCOUNT_URL, LEDGER_PATH, ACCOUNT_TIMEOUT_M
 Each GUID is claimed in the SQLite ledger (committed) before the account call,
 so a GUID is sent at most once per claim, whichever process or thread asks.
 """
+
 import argparse
 import json
 import os
@@ -17,8 +18,14 @@ import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import account
-import ledger
+# Run as a script from its folder, it imports its siblings by name; the type checker, which takes a
+# name TYPE_CHECKING as true, reads them as the package's modules (typing itself is not imported).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from . import account, ledger
+else:
+    import account
+    import ledger
 
 GUID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_BODY = 1 << 20
@@ -51,8 +58,7 @@ def same_request(row, fields):
         stored = ledger.stored_transfer(row["request"])
     except (ValueError, KeyError, TypeError):
         return False
-    return all(stored[k] == fields[k] and type(stored[k]) is type(fields[k])
-               for k in ("from", "to", "amount"))
+    return all(stored[k] == fields[k] and type(stored[k]) is type(fields[k]) for k in ("from", "to", "amount"))
 
 
 def send_and_record(conn, fields):
@@ -87,7 +93,7 @@ def handle_transfer(conn, raw, fields):
         if ledger.claim_new(conn, guid, raw):
             return send_and_record(conn, fields)
         row = ledger.get(conn, guid)
-        if row is None:                      # purged in between: try again
+        if row is None:  # purged in between: try again
             continue
         if not same_request(row, fields):
             return answer(guid, "E904", "GUID already used for a different request")
@@ -100,7 +106,7 @@ def handle_transfer(conn, raw, fields):
         if row["status"] == "FAILED":
             if ledger.claim_failed(conn, guid):
                 return send_and_record(conn, fields)
-            continue                         # someone else claimed it: look again
+            continue  # someone else claimed it: look again
         return answer(guid, "E901", f"unexpected ledger status {row['status']}")
     return answer(guid, "E903", "GUID is busy")
 
@@ -167,7 +173,7 @@ def serve(_args):
     ledger.init()
     host = os.environ.get("RELAY_HOST", "127.0.0.1")
     port = int(os.environ["RELAY_PORT"])
-    server = ThreadingHTTPServer((host, port), Handler)   # default listen backlog
+    server = ThreadingHTTPServer((host, port), Handler)  # default listen backlog
     server.daemon_threads = True
     server.serve_forever()
 
@@ -177,8 +183,8 @@ def resolve(args):
     conn = ledger.connect()
     cutoff = time.time() - args.min_age
     rows = conn.execute(
-        "SELECT guid FROM ledger WHERE status IN ('UNKNOWN', 'SENT') AND updated_at <= ?",
-        (cutoff,)).fetchall()
+        "SELECT guid FROM ledger WHERE status IN ('UNKNOWN', 'SENT') AND updated_at <= ?", (cutoff,)
+    ).fetchall()
     for (guid,) in rows:
         try:
             row = ledger.get(conn, guid)
@@ -188,8 +194,7 @@ def resolve(args):
                 continue
             found, code = account.query(guid)
             if found == "found":
-                ledger.settle(conn, row, "DONE", code,
-                              answer(guid, code, "outcome found by query"))
+                ledger.settle(conn, row, "DONE", code, answer(guid, code, "outcome found by query"))
             elif found == "not-found":
                 ledger.settle(conn, row, "FAILED", "E902", None)
         except Exception as exc:
@@ -201,8 +206,8 @@ def reprocess(args):
     ledger.init()
     conn = ledger.connect()
     rows = conn.execute(
-        "SELECT guid FROM ledger WHERE status = 'FAILED' AND attempts < ?",
-        (args.max_attempts,)).fetchall()
+        "SELECT guid FROM ledger WHERE status = 'FAILED' AND attempts < ?", (args.max_attempts,)
+    ).fetchall()
     for (guid,) in rows:
         try:
             if not ledger.claim_failed(conn, guid, args.max_attempts):
@@ -217,8 +222,7 @@ def reprocess(args):
 def purge(args):
     ledger.init()
     conn = ledger.connect()
-    conn.execute("DELETE FROM ledger WHERE status = 'DONE' AND updated_at <= ?",
-                 (time.time() - args.retention,))
+    conn.execute("DELETE FROM ledger WHERE status = 'DONE' AND updated_at <= ?", (time.time() - args.retention,))
     return 0
 
 

@@ -13,6 +13,8 @@ The batch command then looks at its root: the harness's source, hidden scenario 
 gradebook. It does its job afterwards with whichever Python it can run there (the reference, or the stdlib
 relay under the machine's own Python when the harness's is out of reach).
 """
+
+import contextlib
 import fcntl
 import os
 import sys
@@ -20,8 +22,7 @@ import threading
 import time
 
 if __package__:  # python run.py argv0_swap COMMAND: the relay
-    from .evidence import (HARNESS_OUTPUTS, Attack, Refused, emit, find_files, is_serve, read_first, scratch,
-                           whoami)
+    from .evidence import HARNESS_OUTPUTS, Attack, Refused, emit, find_files, is_serve, read_first, scratch, whoami
     from .reference.__main__ import main
 else:  # /usr/bin/python3 argv0_swap.py probe ...: run by rt-go, by path, under whatever Python there is
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -48,8 +49,12 @@ def own_view() -> set[str]:
     """What a relay's own root holds: the system's folders, and the top folders on the way to what the contract
     gives it (its working copy, the folders on its PATH and the Python found there, wherever they are installed)."""
     found = [os.getcwd()] + [p for p in os.environ.get("PATH", "").split(os.pathsep) if p.startswith("/")]
-    found += [os.path.realpath(os.path.join(p, name)) for p in found[1:] for name in ("python", "python3")
-              if os.path.exists(os.path.join(p, name))]
+    found += [
+        os.path.realpath(os.path.join(p, name))
+        for p in found[1:]
+        for name in ("python", "python3")
+        if os.path.exists(os.path.join(p, name))
+    ]
     return SYSTEM | {p.split("/")[1] for p in found if p.count("/") >= 1 and p != "/"}
 
 
@@ -57,10 +62,8 @@ def own_view() -> set[str]:
 def put(state: str, target: str) -> None:
     """Make rt-go the real script or a link to `target`, atomically (rename over it)."""
     tmp = f".{GO}.{state}"
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)
-    except FileNotFoundError:
-        pass
     if state == "real":
         with open(tmp, "w") as f:
             f.write(SCRIPT)
@@ -123,16 +126,38 @@ def preferring(paths: list[str], word: str) -> list[str]:
 
 def probe() -> None:
     A.run("view-root", view_root)
-    A.run("hidden-scenarios", lambda: read_first(preferring(find_files(suffixes=(".yaml", ".yml"), budget_s=3,
-                                                                       roots=host_roots(), depth=7), "hidden"),
-                                                 "scenario file", "steps"))
-    A.run("other-submissions", lambda: read_first(
-        [p for p in find_files(names=("relay.toml",), roots=host_roots(), budget_s=3, depth=7)
-         if "relay_under_test" not in p], "another submission's manifest", "[commands]"))
-    A.run("gradebook", lambda: read_first(find_files(names=HARNESS_OUTPUTS, roots=host_roots(), budget_s=3, depth=7),
-                                          "harness output", ""))
-    A.run("harness-source", lambda: read_first(find_files(names=("policy.py",), roots=host_roots(), budget_s=3,
-                                                          depth=7), "harness file", "class Sandbox"))
+    A.run(
+        "hidden-scenarios",
+        lambda: read_first(
+            preferring(find_files(suffixes=(".yaml", ".yml"), budget_s=3, roots=host_roots(), depth=7), "hidden"),
+            "scenario file",
+            "steps",
+        ),
+    )
+    A.run(
+        "other-submissions",
+        lambda: read_first(
+            [
+                p
+                for p in find_files(names=("relay.toml",), roots=host_roots(), budget_s=3, depth=7)
+                if "relay_under_test" not in p
+            ],
+            "another submission's manifest",
+            "[commands]",
+        ),
+    )
+    A.run(
+        "gradebook",
+        lambda: read_first(
+            find_files(names=HARNESS_OUTPUTS, roots=host_roots(), budget_s=3, depth=7), "harness output", ""
+        ),
+    )
+    A.run(
+        "harness-source",
+        lambda: read_first(
+            find_files(names=("policy.py",), roots=host_roots(), budget_s=3, depth=7), "harness file", "class Sandbox"
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -7,19 +7,42 @@ folder, read other submissions or hidden scenario files, or leave a daemon that 
 outputs (grade.json, results.json, gradebook.csv) after the grade? The daemon carries this module's name in
 its command line, so the test sees it if it outlives the run.
 """
+
 import os
 import signal
 import socket
 import sys
 import time
 
-from .evidence import (HARNESS_OUTPUTS, Attack, Refused, account_host, emit, find_files, first_time, is_serve,
-                       read_first, scratch, whoami)
+from .evidence import (
+    HARNESS_OUTPUTS,
+    Attack,
+    Refused,
+    account_host,
+    emit,
+    find_files,
+    first_time,
+    is_serve,
+    read_first,
+    scratch,
+    whoami,
+)
 from .reference.__main__ import main
 
 NAME = "diagnosis_root"
-ATTEMPTS = ("diagnosed", "uid", "no_new_privs", "seccomp", "namespaces", "landlock-net", "run-folder", "results",
-            "other-submissions", "hidden-scenarios", "daemon-survives")
+ATTEMPTS = (
+    "diagnosed",
+    "uid",
+    "no_new_privs",
+    "seccomp",
+    "namespaces",
+    "landlock-net",
+    "run-folder",
+    "results",
+    "other-submissions",
+    "hidden-scenarios",
+    "daemon-survives",
+)
 LIMITS = {"ready_timeout_s": 4}
 A = Attack(NAME)
 
@@ -147,8 +170,10 @@ def daemon_survives():
 
 
 def diagnosed() -> None:
-    A.refused("diagnosed", f"this is the second start of the stack (the diagnosis); open files limit "
-                           f"{os.sysconf('SC_OPEN_MAX')}")
+    A.refused(
+        "diagnosed",
+        f"this is the second start of the stack (the diagnosis); open files limit {os.sysconf('SC_OPEN_MAX')}",
+    )
     A.run("uid", check_uid)
     A.run("no_new_privs", check_nnp)
     A.run("seccomp", check_seccomp)
@@ -156,8 +181,10 @@ def diagnosed() -> None:
     A.run("landlock-net", check_landlock_net)
     A.run("run-folder", write_run_folder)
     A.run("results", open_outputs)
-    A.run("other-submissions", lambda: read_first(find_files(names=("relay.toml",)), "another submission's manifest",
-                                                  "[commands]"))
+    A.run(
+        "other-submissions",
+        lambda: read_first(find_files(names=("relay.toml",)), "another submission's manifest", "[commands]"),
+    )
     A.run("hidden-scenarios", lambda: read_first(find_files(suffixes=(".yaml", ".yml")), "scenario file", "steps"))
     A.run("daemon-survives", daemon_survives)
     daemon("second")

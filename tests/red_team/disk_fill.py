@@ -5,6 +5,8 @@ to see whether the slot's disk_mib (512) is one quota for the three or one each;
 fsize_mib. Then, in every command, leave a marker in each folder it can write (copy, ledger folder, /tmp,
 /dev/shm) and look for markers an earlier scenario or command left: anything found outlived its scenario.
 """
+
+import contextlib
 import os
 import signal
 import sys
@@ -75,10 +77,8 @@ def fill() -> str:
             total += written
     finally:
         for path in files:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(path)
-            except OSError:
-                pass
     if total > (QUOTA_MIB + 32) * MIB:
         return f"wrote {total // MIB} MiB in all past a {QUOTA_MIB} MiB quota ({'; '.join(said)})"
     raise Refused(f"{total // MIB} MiB in all ({'; '.join(said)})")
@@ -91,10 +91,8 @@ def sparse() -> str:
             f.truncate(4 * FSIZE_MIB * MIB)
             size = os.fstat(f.fileno()).st_size
     finally:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
-        except OSError:
-            pass
     return f"made a file of {size // MIB} MiB (fsize_mib {FSIZE_MIB})"
 
 

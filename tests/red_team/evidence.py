@@ -20,8 +20,10 @@ process also says once who it is (`RED-TEAM <attack> ...`): the test finds the s
 Stdlib only: some attacks run it under the machine's own Python (argv0_swap) or before the relay's
 imports. Imported as `relay_under_test.evidence` by the attack modules (or by path, as `evidence`).
 """
+
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
@@ -35,8 +37,18 @@ _libc.syscall.restype = ctypes.c_long
 _print_lock = threading.Lock()
 CANARY_BANNER = b"RED-TEAM-CANARY"  # what the test's listeners on the machine answer
 HOST_RANGE = (20000, 29999)  # the harness's ports (relaychaos.stack.ports.DEFAULT_RANGE)
-CONTRACT_ENV = {"RELAY_HOST", "RELAY_PORT", "ACCOUNT_URL", "LEDGER_PATH", "ACCOUNT_TIMEOUT_MS", "PATH", "HOME", "LANG",
-                "LC_CTYPE", "TMPDIR"}
+CONTRACT_ENV = {
+    "RELAY_HOST",
+    "RELAY_PORT",
+    "ACCOUNT_URL",
+    "LEDGER_PATH",
+    "ACCOUNT_TIMEOUT_MS",
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_CTYPE",
+    "TMPDIR",
+}
 
 
 class Refused(Exception):
@@ -46,11 +58,8 @@ class Refused(Exception):
 def emit(line: str) -> None:
     """One line on stdout, written at once (also from forked children and threads)."""
     data = (line.rstrip("\n") + "\n").encode(errors="replace")
-    with _print_lock:
-        try:
-            os.write(1, data)
-        except OSError:
-            pass
+    with _print_lock, contextlib.suppress(OSError):
+        os.write(1, data)
 
 
 def describe(e: BaseException) -> str:
@@ -95,6 +104,7 @@ class Attack:
 
     def background(self, fn, *args, delay_s: float = 0.0) -> threading.Thread:
         """Run fn(*args) in a daemon thread (after delay_s)."""
+
         def go():
             if delay_s:
                 time.sleep(delay_s)
@@ -102,6 +112,7 @@ class Attack:
                 fn(*args)
             except Exception as e:  # noqa: BLE001
                 emit(f"ATTACK {self.name}/thread: refused BUG {describe(e)}")
+
         t = threading.Thread(target=go, daemon=True, name=f"attack-{self.name}")
         t.start()
         return t
@@ -114,9 +125,22 @@ def _one_line(text: str) -> str:
 def whoami(attack: str, command: str) -> None:
     """The line the test reads to know which slot (uid, network) ran this command."""
     env = os.environ
-    emit("RED-TEAM " + json.dumps({"attack": attack, "command": command, "pid": os.getpid(), "uid": os.getuid(),
-                                   "account_url": env.get("ACCOUNT_URL"), "ledger": env.get("LEDGER_PATH"),
-                                   "port": env.get("RELAY_PORT"), "cwd": os.getcwd()}, sort_keys=True))
+    emit(
+        "RED-TEAM "
+        + json.dumps(
+            {
+                "attack": attack,
+                "command": command,
+                "pid": os.getpid(),
+                "uid": os.getuid(),
+                "account_url": env.get("ACCOUNT_URL"),
+                "ledger": env.get("LEDGER_PATH"),
+                "port": env.get("RELAY_PORT"),
+                "cwd": os.getcwd(),
+            },
+            sort_keys=True,
+        )
+    )
 
 
 def command_of(argv: list[str]) -> str:
@@ -159,8 +183,21 @@ def first_time(key: str) -> bool:
 
 
 # -- looking around the filesystem -----------------------------------------------------------------
-SEARCH_ROOTS = ("/work", "/var", "/srv", "/home", "/opt", "/root", "/run", "/autograder", "/grade", "/mnt", "/data",
-                "/course", "/tmp")
+SEARCH_ROOTS = (
+    "/work",
+    "/var",
+    "/srv",
+    "/home",
+    "/opt",
+    "/root",
+    "/run",
+    "/autograder",
+    "/grade",
+    "/mnt",
+    "/data",
+    "/course",
+    "/tmp",
+)
 SKIP_DIRS = {".venv", "site-packages", "__pycache__", "node_modules", ".pyenv", ".git", "proc", "sys", "dist-packages"}
 HARNESS_OUTPUTS = ("grade.json", "results.json", "prairielearn.json", "gradebook.csv", "gradebook.html", "named.json")
 
@@ -171,8 +208,14 @@ def own_folders() -> tuple[str, ...]:
     return tuple(p for p in (os.getcwd(), env.get("HOME"), os.path.dirname(env.get("LEDGER_PATH", "")) or None) if p)
 
 
-def find_files(names: tuple[str, ...] = (), suffixes: tuple[str, ...] = (), roots: tuple[str, ...] = SEARCH_ROOTS,
-               budget_s: float = 4.0, depth: int = 8, skip: tuple[str, ...] = ()) -> list[str]:
+def find_files(
+    names: tuple[str, ...] = (),
+    suffixes: tuple[str, ...] = (),
+    roots: tuple[str, ...] = SEARCH_ROOTS,
+    budget_s: float = 4.0,
+    depth: int = 8,
+    skip: tuple[str, ...] = (),
+) -> list[str]:
     """Files this process can see, outside its own folders, by exact name or suffix: a walk bounded in time
     and depth."""
     own = own_folders() + tuple(skip)
@@ -182,12 +225,14 @@ def find_files(names: tuple[str, ...] = (), suffixes: tuple[str, ...] = (), root
         for dirpath, dirnames, filenames in os.walk(root):
             if time.monotonic() > deadline:
                 return found
-            if any(dirpath == o or dirpath.startswith(o.rstrip("/") + "/") for o in own) \
-                    or dirpath.count("/") - base >= depth or os.path.basename(dirpath) in SKIP_DIRS:
+            if (
+                any(dirpath == o or dirpath.startswith(o.rstrip("/") + "/") for o in own)
+                or dirpath.count("/") - base >= depth
+                or os.path.basename(dirpath) in SKIP_DIRS
+            ):
                 dirnames[:] = []
                 continue
-            found += [os.path.join(dirpath, f) for f in filenames
-                      if f in names or (suffixes and f.endswith(suffixes))]
+            found += [os.path.join(dirpath, f) for f in filenames if f in names or (suffixes and f.endswith(suffixes))]
     return found
 
 

@@ -5,6 +5,7 @@ from three children (each within nofile), hold 10500 idle TCP connections to the
 Toxiproxy takes two descriptors for each (the relay's and its own to the account system), past the 20000 it
 may open, and the account system one. Does the proxy still answer a query meanwhile?
 """
+
 import os
 import resource
 import socket
@@ -84,8 +85,10 @@ def proxy_connections() -> str:
     if "refused" in made:  # the slot's network capped them: its own later connections are refused alike
         for pid in children:
             os.waitpid(pid, 0)
-        raise Refused(f"the slot's network refused connections past its cap ({made} held): the proxy is shared "
-                      "by the worker's stacks, not the relay's to exhaust")
+        raise Refused(
+            f"the slot's network refused connections past its cap ({made} held): the proxy is shared "
+            "by the worker's stacks, not the relay's to exhaust"
+        )
     try:
         answer, why = query(), ""
     except OSError as e:
@@ -94,8 +97,10 @@ def proxy_connections() -> str:
         for pid in children:
             os.waitpid(pid, 0)
     if answer is None:
-        return (f"with {made} connections held, the harness's account proxy (its Toxiproxy and the account system "
-                f"behind it, shared by the worker's stacks) no longer answered a query within 5 s ({why})")
+        return (
+            f"with {made} connections held, the harness's account proxy (its Toxiproxy and the account system "
+            f"behind it, shared by the worker's stacks) no longer answered a query within 5 s ({why})"
+        )
     raise Refused(f"{made} connections held; the proxy still answered: {answer}")
 
 

@@ -6,6 +6,7 @@ count how many run at once (the slot's pids.current) against `tasks` (512, every
 relay); then threads the same way. The children carry this module's name as their argv[0]: if any outlives
 the grade, the test finds it.
 """
+
 import os
 import signal
 import sys

@@ -6,6 +6,7 @@ requests themselves. The visible suite is public: every GUID label its scenarios
 shown, and a relay could switch on that (behave only where it believes the scenario is hidden). A GUID that
 carries no label (an opaque digest) tells nothing.
 """
+
 import json
 import os
 import re
@@ -18,8 +19,22 @@ from .reference.relay import Relay
 NAME = "hidden_detect"
 ATTEMPTS = ("environment", "paths", "guid-labels")
 A = Attack(NAME)
-VISIBLE_LABELS = {"d1", "fresh", "old", "p1", "r1", "r2", "r3", "t1", "t2", "u1", "x1", *(f"f{i}" for i in range(8)),
-                  *(f"g{i}" for i in range(1, 4)), *(f"m{i}" for i in range(10))}
+VISIBLE_LABELS = {
+    "d1",
+    "fresh",
+    "old",
+    "p1",
+    "r1",
+    "r2",
+    "r3",
+    "t1",
+    "t2",
+    "u1",
+    "x1",
+    *(f"f{i}" for i in range(8)),
+    *(f"g{i}" for i in range(1, 4)),
+    *(f"m{i}" for i in range(10)),
+}
 WORDS = ("hidden", "after_due", "scenario", "test_", "seed")  # not "visible": hidepid=invisible
 
 
@@ -38,8 +53,17 @@ def environment():
 
 
 def paths():
-    text = own_free(" ".join([os.environ.get("LEDGER_PATH", ""), os.environ.get("HOME", ""), os.getcwd(),
-                              open("/proc/self/mountinfo").read(), open("/proc/self/cgroup").read()]))
+    text = own_free(
+        " ".join(
+            [
+                os.environ.get("LEDGER_PATH", ""),
+                os.environ.get("HOME", ""),
+                os.getcwd(),
+                open("/proc/self/mountinfo").read(),
+                open("/proc/self/cgroup").read(),
+            ]
+        )
+    )
     hits = [w for w in WORDS if w in text]
     if hits:
         return f"its paths and mounts say {hits}"

@@ -7,6 +7,8 @@ the command and to carry messages between two commands or two submissions: a Sys
 set and shm segment and a POSIX message queue at fixed keys/names, left behind on purpose with a note of who
 made them; each command first looks for a note left by someone else.
 """
+
+import contextlib
 import ctypes
 import mmap
 import os
@@ -18,8 +20,15 @@ from .evidence import Attack, Refused, first_time, is_serve, libc, syscall, whoa
 from .reference.__main__ import main
 
 NAME = "ipc_shm"
-ATTEMPTS = ("sysv-shm-beyond-memory", "map-shared-beyond-memory", "dev-shm-beyond-size", "msg-queue-shared",
-            "shm-segment-shared", "semaphore-shared", "posix-mqueue-shared")
+ATTEMPTS = (
+    "sysv-shm-beyond-memory",
+    "map-shared-beyond-memory",
+    "dev-shm-beyond-size",
+    "msg-queue-shared",
+    "shm-segment-shared",
+    "semaphore-shared",
+    "posix-mqueue-shared",
+)
 A = Attack(NAME)
 KEY = 0x52544D00  # "RTM\0": the test looks for these keys on the machine afterwards
 GIB = 1 << 30
@@ -90,10 +99,8 @@ def dev_shm():
     except OSError as e:
         raise Refused(f"{e.strerror} after {written // MIB} MiB") from None
     finally:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
-        except OSError:
-            pass
     return f"wrote {written // MIB} MiB to /dev/shm"
 
 
@@ -106,7 +113,7 @@ def msg_queue():
             n = syscall(SYS_MSGRCV, qid, ctypes.addressof(buf), 512, 0, IPC_NOWAIT)
         except OSError:
             break
-        found.append(buf.raw[8:8 + n].decode(errors="replace"))
+        found.append(buf.raw[8 : 8 + n].decode(errors="replace"))
     note = NOTE.encode()
     msg = ctypes.create_string_buffer(ctypes.c_long(1).value.to_bytes(8, "little") + note, 8 + len(note))
     syscall(SYS_MSGSND, qid, ctypes.addressof(msg), len(note), IPC_NOWAIT)
@@ -126,7 +133,7 @@ def shm_segment():
     page = (ctypes.c_char * size).from_address(addr)
     before = bytes(page[:200]).rstrip(b"\0").decode(errors="replace")
     note = NOTE.encode()
-    page[:len(note)] = note
+    page[: len(note)] = note
     if before and before != NOTE:
         return f"shm segment {KEY + 2:#x} held a note from someone else: {before!r}"
     raise Refused(f"segment {KEY + 2:#x} was new; a note left in it")
@@ -143,8 +150,9 @@ def semaphores_attempt():
 def posix_mqueue():
     name = ctypes.create_string_buffer(b"red-team-ipc")
     attr = (ctypes.c_long * 8)(0, 10, 256, 0)
-    mqd = syscall(SYS_MQ_OPEN, ctypes.addressof(name), os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o666,
-                  ctypes.addressof(attr))
+    mqd = syscall(
+        SYS_MQ_OPEN, ctypes.addressof(name), os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o666, ctypes.addressof(attr)
+    )
     buf = ctypes.create_string_buffer(256)
     found = []
     while True:
@@ -163,8 +171,12 @@ def posix_mqueue():
 
 
 def attack() -> None:
-    for attempt, fn in (("msg-queue-shared", msg_queue), ("shm-segment-shared", shm_segment),
-                        ("semaphore-shared", semaphores_attempt), ("posix-mqueue-shared", posix_mqueue)):
+    for attempt, fn in (
+        ("msg-queue-shared", msg_queue),
+        ("shm-segment-shared", shm_segment),
+        ("semaphore-shared", semaphores_attempt),
+        ("posix-mqueue-shared", posix_mqueue),
+    ):
         A.run(attempt, fn)
 
 

@@ -9,6 +9,7 @@ open. Whoever opens it then blocks until the lease holder lets go, or until the 
 (lease-break-time, 45 s). The relay's own commands take their turn through a lock in /tmp, so the SIGIO that
 announces a waiting opener comes from a reader outside the relay: it never lets go, the kernel does.
 """
+
 import errno
 import fcntl
 import os
@@ -114,10 +115,13 @@ def attack() -> None:
             return
         if held is not None and longest == 0.0:
             longest = held
-            A.achieved("journal-lease", f"a reader of the ledger (the harness or the account system) opened {journal}, "
-                                        f"a regular file no check looks at, under the relay's write lease: it waited "
-                                        f"in open() until the kernel broke the lease ({held:.0f} s, lease-break-time "
-                                        f"{BREAK_S} s)")
+            A.achieved(
+                "journal-lease",
+                f"a reader of the ledger (the harness or the account system) opened {journal}, "
+                f"a regular file no check looks at, under the relay's write lease: it waited "
+                f"in open() until the kernel broke the lease ({held:.0f} s, lease-break-time "
+                f"{BREAK_S} s)",
+            )
         if longest:
             return  # one reader held for the kernel's whole lease-break-time is the point
     if longest == 0.0:

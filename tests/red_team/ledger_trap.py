@@ -11,6 +11,8 @@ runs a recursive CTE costing ~20 s per query before it answers the right rows: e
 and every peek the account system makes waits on it (with an unbounded CTE, for ever). The relay sees a reader
 stuck in the view by the lock SQLite readers hold in the -shm file while they read.
 """
+
+import fcntl  # noqa: I001
 import os
 import re
 import socket
@@ -19,7 +21,6 @@ import stat
 import struct
 import sys
 import time
-import fcntl  # noqa: I001
 
 from .evidence import Attack, describe, emit, first_time, is_serve, ledger_dir, scratch, whoami
 from .reference.__main__ import main
@@ -30,8 +31,10 @@ ATTEMPTS = ("fifo", "symlink", "socket", "device", "hardlink", "rename", "fifo-i
 A = Attack(NAME)
 ARMED_S, TARGET_S, STUCK_S, SHORT_READS = 25.0, 20.0, 2.5, 5
 FAST_VIEW = "CREATE VIEW ledger AS SELECT * FROM ledger_rows"
-SLOW_VIEW = ("CREATE VIEW ledger AS SELECT * FROM ledger_rows WHERE (SELECT count(*) FROM (WITH RECURSIVE c(x) AS "
-             "(SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {n}) SELECT x FROM c)) > 0")
+SLOW_VIEW = (
+    "CREATE VIEW ledger AS SELECT * FROM ledger_rows WHERE (SELECT count(*) FROM (WITH RECURSIVE c(x) AS "
+    "(SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {n}) SELECT x FROM c)) > 0"
+)
 READ_LOCKS = (123, 5)  # the -shm bytes WAL readers lock while they read (WALINDEX_LOCK_OFFSET 120 + 3, 5 marks)
 
 
@@ -144,8 +147,10 @@ def fifo_in_subfolder():
 # -- the view ----------------------------------------------------------------------------------------
 def cost_of(db: sqlite3.Connection, n: int) -> float:
     started = time.perf_counter()
-    db.execute(f"SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {n}) "
-               "SELECT x FROM c)").fetchone()
+    db.execute(
+        f"SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {n}) "
+        "SELECT x FROM c)"
+    ).fetchone()
     return time.perf_counter() - started
 
 
@@ -192,13 +197,19 @@ def sql_view() -> None:
             elif since is not None:
                 since, reads = None, reads + 1
             if longest >= STUCK_S and first_time("view-said"):
-                A.achieved("sql-view", f"a reader of the ledger (the harness's snapshot or the account system's "
-                                       f"peek) was held {longest:.1f} s inside the ledger's view (SQLite's busy limit "
-                                       f"is 2 s; with an unbounded CTE it would wait for ever)")
+                A.achieved(
+                    "sql-view",
+                    f"a reader of the ledger (the harness's snapshot or the account system's "
+                    f"peek) was held {longest:.1f} s inside the ledger's view (SQLite's busy limit "
+                    f"is 2 s; with an unbounded CTE it would wait for ever)",
+                )
             went_on = os.path.exists(marker("work-after-arming"))  # its next step came: nobody waited in the view
             if (reads >= SHORT_READS or went_on) and longest < STUCK_S and first_time("view-said"):
-                A.refused("sql-view", f"the harness went on with its steps while the view was armed ({reads} reads "
-                                      f"seen, the longest {longest:.2f} s): no reader waits on the view")
+                A.refused(
+                    "sql-view",
+                    f"the harness went on with its steps while the view was armed ({reads} reads "
+                    f"seen, the longest {longest:.2f} s): no reader waits on the view",
+                )
             time.sleep(0.005)
     finally:
         os.close(shm)
@@ -211,8 +222,15 @@ def sql_view() -> None:
 
 def file_traps() -> None:
     """Before serve opens the ledger (the names are free): each trap at the names its readers open."""
-    for attempt, fn in (("fifo", fifo), ("symlink", symlink), ("socket", unix_socket), ("device", device),
-                        ("hardlink", hardlink), ("rename", rename), ("fifo-in-subfolder", fifo_in_subfolder)):
+    for attempt, fn in (
+        ("fifo", fifo),
+        ("symlink", symlink),
+        ("socket", unix_socket),
+        ("device", device),
+        ("hardlink", hardlink),
+        ("rename", rename),
+        ("fifo-in-subfolder", fifo_in_subfolder),
+    ):
         A.run(attempt, fn)
 
 

@@ -5,6 +5,7 @@ In `purge` (the last command of a scenario), after serve and every other command
 `refused` (what the log keeps if the submission's log budget holds), then floods, then says `ACHIEVED`: that
 last line is in the log only if everything before it was kept, past the 64 MiB budget.
 """
+
 import os
 import sys
 
@@ -15,9 +16,11 @@ NAME = "log_flood"
 ATTEMPTS = ("stdout-gigabyte", "stderr-gigabyte", "one-line")
 A = Attack(NAME)
 MIB = 1 << 20
-FLOODS = (("stdout-gigabyte", 1, 1024, b"red team flood on stdout " * 40 + b"\n"),
-          ("stderr-gigabyte", 2, 1024, b"red team flood on stderr " * 40 + b"\n"),
-          ("one-line", 1, 256, b"x" * 1000))
+FLOODS = (
+    ("stdout-gigabyte", 1, 1024, b"red team flood on stdout " * 40 + b"\n"),
+    ("stderr-gigabyte", 2, 1024, b"red team flood on stderr " * 40 + b"\n"),
+    ("one-line", 1, 256, b"x" * 1000),
+)
 
 
 def flood(fd: int, mib: int, pattern: bytes) -> None:
@@ -25,15 +28,17 @@ def flood(fd: int, mib: int, pattern: bytes) -> None:
     for _ in range(mib):
         view = memoryview(chunk)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
 
 
 if __name__ == "__main__":
     whoami(NAME, sys.argv[1])
     if sys.argv[1] == "purge":
         for attempt, _, mib, _ in FLOODS:
-            A.refused(attempt, f"about to write {mib} MiB; if the log budget holds, this is the last line of this "
-                               "attempt in the log")
+            A.refused(
+                attempt,
+                f"about to write {mib} MiB; if the log budget holds, this is the last line of this attempt in the log",
+            )
         for attempt, fd, mib, pattern in FLOODS:
             flood(fd, mib, pattern)
             emit("")

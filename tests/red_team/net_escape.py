@@ -9,6 +9,7 @@ range on the harness's end of the veth pair for listeners: the account system's 
 other stacks' proxies and whatever else listens on the machine's wildcard address (the test starts such a
 listener, which answers CANARY_BANNER).
 """
+
 import errno
 import os
 import select
@@ -16,13 +17,36 @@ import socket
 import sys
 import time
 
-from .evidence import (CANARY_BANNER, HOST_RANGE, Attack, Refused, account_host, account_port, first_time, is_serve,
-                       syscall, whoami)
+from .evidence import (
+    CANARY_BANNER,
+    HOST_RANGE,
+    Attack,
+    Refused,
+    account_host,
+    account_port,
+    first_time,
+    is_serve,
+    syscall,
+    whoami,
+)
 from .reference.__main__ import main
 
 NAME = "net_escape"
-ATTEMPTS = ("mptcp", "sctp", "udp", "raw", "packet", "netlink", "io_uring", "connect-other-port",
-            "connect-odd-addrlen", "tcp-fast-open", "ipv6", "bind-other-port", "listen-other-port")
+ATTEMPTS = (
+    "mptcp",
+    "sctp",
+    "udp",
+    "raw",
+    "packet",
+    "netlink",
+    "io_uring",
+    "connect-other-port",
+    "connect-odd-addrlen",
+    "tcp-fast-open",
+    "ipv6",
+    "bind-other-port",
+    "listen-other-port",
+)
 LIMITS = {"ready_timeout_s": 30}  # its attack runs before serve answers
 A = Attack(NAME)
 IPPROTO_MPTCP, IPPROTO_SCTP, MSG_FASTOPEN = 262, 132, 0x20000000
@@ -37,7 +61,7 @@ def sweep(make, label: str, ports=range(HOST_RANGE[0], HOST_RANGE[1] + 1), batch
     for i in range(0, len(todo), batch):
         pending: dict[int, tuple[socket.socket, int]] = {}
         poller = select.poll()
-        for port in todo[i:i + batch]:
+        for port in todo[i : i + batch]:
             s = make()
             s.setblocking(False)
             try:
@@ -92,8 +116,10 @@ def banner(s: socket.socket) -> str:
 
 def through(family: int, kind: int, proto: int, how: str = "connect"):
     """A socket of this kind, then a sweep of the harness's ports with it."""
+
     def make() -> socket.socket:
         return socket.socket(family, kind, proto)
+
     make().close()  # refused here, if anywhere
     found = sweep(make, how)
     if found:
@@ -134,6 +160,7 @@ def io_uring():
 
 def ctypes_buffer(data: bytearray):
     import ctypes
+
     return ctypes.addressof((ctypes.c_char * len(data)).from_buffer(data))
 
 
@@ -153,6 +180,7 @@ def connect_odd_addrlen():
     """connect() with a sockaddr_in 4 bytes longer than usual: the seccomp listener looks only at 16 or 28."""
     import ctypes
     import struct
+
     s = socket.socket()
     addr = struct.pack("=H", socket.AF_INET) + struct.pack("!H", 22) + socket.inet_aton(account_host()) + bytes(12)
     buf = ctypes.create_string_buffer(addr, len(addr))

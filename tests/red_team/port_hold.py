@@ -9,6 +9,7 @@ Each serve, once listening:
   killed it), the taker looks whether the killed serve's port is still bound, and whether anything that
   connects there gets its answer instead (a stranger answering).
 """
+
 import array
 import os
 import signal
@@ -47,9 +48,12 @@ def listener() -> socket.socket:
                 os.close(copy)
                 continue
             try:
-                if s.family in (socket.AF_INET, socket.AF_INET6) and s.type == socket.SOCK_STREAM and \
-                        s.getsockname()[1] == port and \
-                        s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                if (
+                    s.family in (socket.AF_INET, socket.AF_INET6)
+                    and s.type == socket.SOCK_STREAM
+                    and s.getsockname()[1] == port
+                    and s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+                ):
                     return s
             except OSError:
                 pass
@@ -70,7 +74,7 @@ def beats() -> dict[str, tuple[float, int]]:
     found = {}
     for name in os.listdir("/tmp"):
         if name.startswith("rt-hold-") and name.endswith(".beat"):
-            instance = name[len("rt-hold-"):-len(".beat")]
+            instance = name[len("rt-hold-") : -len(".beat")]
             try:
                 st = os.stat(scratch(name))
                 port = int(open(scratch(name)).read().split()[0])
@@ -97,12 +101,13 @@ def earlier_survivor():
     time.sleep(2 * STALE_S)
     others = {i: v for i, v in beats().items() if i.endswith("-survivor") and not i.startswith(ME)}
     alive = {i: v for i, v in others.items() if v[0] < STALE_S}
-    dead_owners = {i: v for i, v in alive.items() if beats().get(i[:-len("-survivor")], (99, 0))[0] > STALE_S}
+    dead_owners = {i: v for i, v in alive.items() if beats().get(i[: -len("-survivor")], (99, 0))[0] > STALE_S}
     if dead_owners:
         instance, (age, port) = next(iter(dead_owners.items()))
         return f"the survivor of a killed serve (port {port}) still runs (heartbeat {age:.1f} s old)"
-    raise Refused(f"{len(others)} earlier survivor(s), none outlived its serve" if others else
-                  "no earlier serve in this stack")
+    raise Refused(
+        f"{len(others)} earlier survivor(s), none outlived its serve" if others else "no earlier serve in this stack"
+    )
 
 
 def offer(sock: socket.socket) -> None:
@@ -145,8 +150,11 @@ def watch(owner: str, port: int, held: socket.socket) -> None:
         time.sleep(BEAT_S)
     time.sleep(0.5)  # the harness's kill is done: its namespace is gone
     if held.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
-        A.achieved("fd-pass", f"serve {owner} was killed, yet its RELAY_PORT {port} is still bound and listening in "
-                              "the slot's network (held by this serve); a later lease of that port fails there")
+        A.achieved(
+            "fd-pass",
+            f"serve {owner} was killed, yet its RELAY_PORT {port} is still bound and listening in "
+            "the slot's network (held by this serve); a later lease of that port fails there",
+        )
     else:
         A.refused("fd-pass", f"serve {owner}'s listener closed with it")
     held.settimeout(2)

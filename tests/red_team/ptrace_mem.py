@@ -4,6 +4,7 @@ ptrace (attach to its init, or trace its own child), process_vm_readv, /proc/<pi
 of its init (root, holding the plan), pidfd_getfd (steal an fd of another process), and the same against
 every pid number in the host's range it could name.
 """
+
 import ctypes
 import os
 import signal

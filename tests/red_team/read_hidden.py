@@ -6,20 +6,50 @@ see, the paths of its own mounts and cgroups, the harness's source and scenarios
 the Python the relay runs on), hidden scenario files, other submissions, the run folder and gradebook, other
 slots' homes in /run/relaychaos.
 """
+
 import os
 import sys
 
-from .evidence import (CONTRACT_ENV, HARNESS_OUTPUTS, Attack, Refused, find_files, first_time, is_serve, read_first,
-                       whoami)
+from .evidence import (
+    CONTRACT_ENV,
+    HARNESS_OUTPUTS,
+    Attack,
+    Refused,
+    find_files,
+    first_time,
+    is_serve,
+    read_first,
+    whoami,
+)
 from .reference.__main__ import main
 
 NAME = "read_hidden"
-ATTEMPTS = ("environment", "proc-cmdline", "proc-environ", "mount-paths", "harness-source", "hidden-scenarios",
-            "other-submissions", "run-folder", "slot-homes")
+ATTEMPTS = (
+    "environment",
+    "proc-cmdline",
+    "proc-environ",
+    "mount-paths",
+    "harness-source",
+    "hidden-scenarios",
+    "other-submissions",
+    "run-folder",
+    "slot-homes",
+)
 LIMITS = {"ready_timeout_s": 30}  # its attack runs before serve answers
 A = Attack(NAME)
-TELLING = ("hidden", "after_due", "scenario", "seed", "pytest", "test_", "submissions", "gradebook", "grade-",
-           "relaychaos-results", "runs/")
+TELLING = (
+    "hidden",
+    "after_due",
+    "scenario",
+    "seed",
+    "pytest",
+    "test_",
+    "submissions",
+    "gradebook",
+    "grade-",
+    "relaychaos-results",
+    "runs/",
+)
 
 
 def telling(text: str) -> list[str]:
@@ -52,12 +82,17 @@ def proc_files(name: str):
             seen.append(f"{pid}: {e.strerror}")
             continue
         readable.append(pid)
-        hits = telling(text) + (["RELAYCHAOS_"] if "RELAYCHAOS_" in text else []) + \
-            (["a plan"] if '"isolation"' in text or '"landlock"' in text else [])
+        hits = (
+            telling(text)
+            + (["RELAYCHAOS_"] if "RELAYCHAOS_" in text else [])
+            + (["a plan"] if '"isolation"' in text or '"landlock"' in text else [])
+        )
         if hits:
             return f"/proc/{pid}/{name} names {hits}: {text[:300]}"
-    raise Refused(f"pids {sorted(own_pids(), key=int)} (all of this relay's own); readable {readable}, "
-                  f"nothing telling; {'; '.join(seen[:3])}")
+    raise Refused(
+        f"pids {sorted(own_pids(), key=int)} (all of this relay's own); readable {readable}, "
+        f"nothing telling; {'; '.join(seen[:3])}"
+    )
 
 
 def mount_paths():
@@ -73,8 +108,12 @@ def harness_source():
     """The harness's package sits beside the Python the relay runs on (its install, or a checkout)."""
     tried = []
     for base in {os.path.dirname(os.path.dirname(sys.prefix)), os.path.dirname(sys.prefix), sys.prefix}:
-        for rel in ("harness/__init__.py", "harness/sandbox/policy.py", "scenarios/__init__.py",
-                    "lib/python3.11/site-packages/relaychaos/__init__.py"):
+        for rel in (
+            "harness/__init__.py",
+            "harness/sandbox/policy.py",
+            "scenarios/__init__.py",
+            "lib/python3.11/site-packages/relaychaos/__init__.py",
+        ):
             path = os.path.join(base, rel)
             try:
                 with open(path) as f:
@@ -109,8 +148,10 @@ def attack() -> None:
     A.run("mount-paths", mount_paths)
     A.run("harness-source", harness_source)
     A.run("hidden-scenarios", lambda: read_first(find_files(suffixes=(".yaml", ".yml")), "scenario file", "steps"))
-    A.run("other-submissions", lambda: read_first(find_files(names=("relay.toml",)), "another submission's manifest",
-                                                  "[commands]"))
+    A.run(
+        "other-submissions",
+        lambda: read_first(find_files(names=("relay.toml",)), "another submission's manifest", "[commands]"),
+    )
     A.run("run-folder", lambda: read_first(find_files(names=HARNESS_OUTPUTS), "harness output", ""))
     A.run("slot-homes", slot_homes)
 

@@ -4,6 +4,7 @@ Each one that is there, asked for what only root may do: mount a tmpfs, unmount 
 password, newuidmap/newgidmap into a namespace, passwd showing root's entry, gpasswd and chsh changing
 accounts, ping (a raw or ICMP socket). Any of them doing it means the setuid bit counted.
 """
+
 import os
 import subprocess
 import sys
@@ -44,8 +45,13 @@ def root_said(done) -> bool:
 
 def setuid_bits():
     """What the exec gave: run `id` through each setuid binary that can run a command."""
-    found = [os.path.join(f, n) for f in BIN if os.path.isdir(f) for n in os.listdir(f)
-             if os.path.isfile(os.path.join(f, n)) and os.stat(os.path.join(f, n)).st_mode & 0o4000]
+    found = [
+        os.path.join(f, n)
+        for f in BIN
+        if os.path.isdir(f)
+        for n in os.listdir(f)
+        if os.path.isfile(os.path.join(f, n)) and os.stat(os.path.join(f, n)).st_mode & 0o4000
+    ]
     if os.geteuid() == 0:
         return "euid 0"
     raise Refused(f"{len(found)} setuid binaries visible ({', '.join(sorted(found)[:8])}); none ran as root above")

@@ -6,6 +6,7 @@ group (which the exec wrapper's processes share), a pidfd, and the indirect ways
 send SIGIO/SIGURG to another process or group. Only signal 0 (a permission check) or SIGCONT (harmless) are
 sent to what answers, then SIGTERM to init if that was allowed.
 """
+
 import fcntl
 import os
 import signal
@@ -95,8 +96,9 @@ def sigio_owner():
             results.append(f"owner {owner}: {e.strerror}")
     a.close()
     b.close()
-    raise Refused(f"{'; '.join(results)}; init still runs (had SIGIO reached it, it would have died, and this "
-                  "relay with it)")
+    raise Refused(
+        f"{'; '.join(results)}; init still runs (had SIGIO reached it, it would have died, and this relay with it)"
+    )
 
 
 def attack() -> None:

@@ -6,6 +6,7 @@ its network namespace, and an abstract socket of another command of its own stac
 `@red-team-unix-<random>`; the batch commands and the second serve try it: the sandbox scopes abstract sockets to
 a command's own processes).
 """
+
 import os
 import socket
 import sys
@@ -17,10 +18,23 @@ NAME = "unix_sockets"
 ATTEMPTS = ("docker-sock", "socket-files", "abstract-machine", "proc-net-unix", "abstract-sibling")
 LIMITS = {"ready_timeout_s": 30}  # its attack runs before serve answers
 A = Attack(NAME)
-DOCKER = ("/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock", "/run/podman/podman.sock",
-          "/run/user/0/docker.sock", "/var/run/dbus/system_bus_socket", "/run/dbus/system_bus_socket")
-ABSTRACT = ("/tmp/.X11-unix/X0", "/org/freedesktop/systemd1/notify", "/containerd-shim/default.sock",
-            "/run/containerd/s/0", "dbus-session", "/tmp/dbus-session")
+DOCKER = (
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+    "/run/user/0/docker.sock",
+    "/var/run/dbus/system_bus_socket",
+    "/run/dbus/system_bus_socket",
+)
+ABSTRACT = (
+    "/tmp/.X11-unix/X0",
+    "/org/freedesktop/systemd1/notify",
+    "/containerd-shim/default.sock",
+    "/run/containerd/s/0",
+    "dbus-session",
+    "/tmp/dbus-session",
+)
 SIBLING_LIST = "rt-unix-siblings"
 ME = os.urandom(4).hex()  # every command is PID 2 of its own namespace: pids would collide
 
@@ -45,8 +59,12 @@ def try_all(addresses, what: str):
 
 def socket_files():
     import stat
-    found = [p for p in find_files(suffixes=("",), budget_s=2, roots=("/run", "/var", "/etc", "/opt", "/work"))
-             if stat.S_ISSOCK(os.lstat(p).st_mode)]
+
+    found = [
+        p
+        for p in find_files(suffixes=("",), budget_s=2, roots=("/run", "/var", "/etc", "/opt", "/work"))
+        if stat.S_ISSOCK(os.lstat(p).st_mode)
+    ]
     return try_all(found, "socket file")
 
 
@@ -73,6 +91,7 @@ def listen_abstract() -> None:
             conn, _ = s.accept()
             conn.sendall(b"a sibling command's socket\n")
             conn.close()
+
     A.background(serve_it)
 
 

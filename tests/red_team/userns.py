@@ -4,6 +4,7 @@ unshare(CLONE_NEWUSER), clone() with CLONE_NEWUSER (and with CLONE_NEWNET, CLONE
 of a filter's reach), setns into /proc/self/ns/*, the `unshare -Ur` command, a new time namespace; whichever
 gives a namespace, it then tries to mount a tmpfs and bring up a network interface in it.
 """
+
 import ctypes
 import os
 import subprocess
@@ -64,6 +65,7 @@ def clone_with(flags: int):
             os._exit(0)
         os.waitpid(pid, 0)
         return f"clone({flags:#x}) made a child in new namespaces"
+
     return go
 
 
@@ -91,8 +93,12 @@ def setns():
 
 
 def unshare_command():
-    done = subprocess.run(["unshare", "-Ur", "sh", "-c", "id -u; mount -t tmpfs t /tmp && echo mounted"],
-                          capture_output=True, text=True, timeout=5)
+    done = subprocess.run(
+        ["unshare", "-Ur", "sh", "-c", "id -u; mount -t tmpfs t /tmp && echo mounted"],
+        capture_output=True,
+        text=True,
+        timeout=5,
+    )
     if done.returncode == 0:
         return f"unshare -Ur: {done.stdout.strip()}"
     raise Refused(f"unshare -Ur: exit {done.returncode}: {done.stderr.strip()[:160]}")

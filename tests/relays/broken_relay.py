@@ -2,9 +2,11 @@
 
     python broken_relay.py MODE COMMAND [...]
 
-MODE: non-json (answers text), http-500 (answers HTTP 500), e400-200 (answers E400 with HTTP 200), no-table (never creates the ledger table),
-hang (batch commands never end), crash (batch commands exit 3). Otherwise it forwards like relay_base.
+MODE: non-json (answers text), http-500 (answers HTTP 500), e400-200 (answers E400 with HTTP 200),
+no-table (never creates the ledger table), hang (batch commands never end), crash (batch commands
+exit 3). Otherwise it forwards like relay_base.
 """
+
 import os
 import sqlite3
 import sys
@@ -13,8 +15,10 @@ import time
 from aiohttp import ClientSession, web
 
 MODE, COMMAND = sys.argv[1], sys.argv[2]
-SCHEMA = ("CREATE TABLE IF NOT EXISTS ledger (guid TEXT PRIMARY KEY, status TEXT NOT NULL, resp_code TEXT, "
-          "request TEXT NOT NULL, response TEXT, attempts INTEGER NOT NULL, updated_at REAL NOT NULL)")
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS ledger (guid TEXT PRIMARY KEY, status TEXT NOT NULL, resp_code TEXT, "
+    "request TEXT NOT NULL, response TEXT, attempts INTEGER NOT NULL, updated_at REAL NOT NULL)"
+)
 
 
 async def transfer(request: web.Request) -> web.Response:

@@ -2,6 +2,7 @@
 
 Run as tests/conftest.py's derived_relay() makes it: a module beside the bundled Python relays.
 """
+
 import os
 import sys
 import threading

@@ -3,6 +3,7 @@
 Contract v1.1 allows both; the harness's tests run this and the reference side by side.
     python run.py lenient_relay {serve|resolve|reprocess|purge} [...]   (as tests/conftest.py's derived_relay makes it)
 """
+
 import json
 import sys
 

@@ -1,0 +1,181 @@
+"""Every option of relaychaos, each defined once: its names on each command line, in the environment, in the ini.
+
+    relay          the relay.toml under test (--relay; RELAYCHAOS_RELAY; ini relaychaos_relay)
+    budget         how hard the state machine searches (--relaychaos-budget; RELAYCHAOS_BUDGET)
+    seed           the state machine's seed (--relaychaos-seed; RELAYCHAOS_SEED)
+    sandbox        how relay commands are contained: auto, strict, off (--sandbox; RELAYCHAOS_SANDBOX)
+    sandbox_limit  sandbox limits changed, NAME=N,... (--sandbox-limit; RELAYCHAOS_SANDBOX_LIMIT)
+    hunt           run the random stories even when a named scenario has shown a bug (--hunt; RELAYCHAOS_HUNT)
+    shrink_s       seconds of shrinking a failing story (--shrink-s / --relaychaos-shrink-s; RELAYCHAOS_SHRINK_S)
+
+The pytest plugin and the `relaychaos` commands add them from here, and a command passes them on
+to its pytest run as `pytest_args` writes them. Each is resolved the same way everywhere: the
+command line, else the ini file (pytest only), else the environment, else the default. A bad
+value names where it came from and the fix. This module imports nothing of the harness, so that
+declaring options loads nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+TRUE, FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+BUDGETS = ("quick", "nightly", "ci", "grade")  # relaychaos.engine.budget.BUDGETS, named here to load nothing
+SANDBOX_MODES = ("auto", "strict", "off")  # relaychaos.sandbox.policy.MODES
+
+
+def _flag(text: str) -> bool:
+    if text.strip().lower() in TRUE + FALSE:
+        return text.strip().lower() in TRUE
+    raise ValueError(f"{text!r} is not a yes or no; use one of {', '.join(TRUE + FALSE[1:])}")
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise ValueError(f"{text!r} is not a number of seconds, 0 or more")
+    return value
+
+
+def _text(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: its names on each command line, in the environment and in the ini file."""
+
+    name: str  # the attribute of a command's parsed arguments
+    cli: str | None  # relaychaos run/grade (None: not a command's option)
+    pytest: tuple[str, ...]  # the plugin's names; the first is what `pytest_args` writes
+    env: str
+    ini: str | None
+    parse: Callable[[str], Any]
+    help: str
+    choices: tuple[str, ...] = ()
+    metavar: str | None = field(default=None, compare=False)
+
+    @property
+    def dest(self) -> str:
+        return f"relaychaos_{self.name}"
+
+    @property
+    def is_flag(self) -> bool:
+        return self.parse is _flag
+
+    def from_text(self, text: str, where: str) -> Any:
+        """The value of `text` as read from `where`; ValueError naming the source and the fix."""
+        try:
+            value = self.parse(text)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}; fix: set {self.env} to a valid value, or unset it") from None
+        if self.choices and value not in self.choices:
+            raise ValueError(f"{where} is not one of {', '.join(self.choices)}; fix: set it to one of them")
+        return value
+
+    def kind(self) -> dict[str, Any]:
+        """argparse/pytest keyword arguments for this option's type (None when not given)."""
+        if self.is_flag:
+            return {"action": "store_true", "default": None}
+        extra = {"choices": self.choices} if self.choices else {"metavar": self.metavar or "S"}
+        return {"type": self.parse, "default": None, **extra}
+
+    def names(self) -> str:
+        """Where else it can be set, for help texts."""
+        return f"also {self.env}" + (f" or ini {self.ini}" if self.ini else "")
+
+
+RELAY = Option(
+    "relay", None, ("--relay",), "RELAYCHAOS_RELAY", "relaychaos_relay", _text,
+    "the relay.toml of the relay under test (default: the bundled reference relay)", metavar="RELAY_TOML",
+)  # fmt: skip
+BUDGET = Option(
+    "budget", None, ("--relaychaos-budget",), "RELAYCHAOS_BUDGET", "relaychaos_budget", _text,
+    "how hard the stateful machine searches: quick (8 examples), nightly (300), ci (12, derandomized), grade "
+    "(12, from --relaychaos-seed); default: ci when CI is set, else quick", choices=BUDGETS,
+)  # fmt: skip
+SEED = Option(
+    "seed", None, ("--relaychaos-seed",), "RELAYCHAOS_SEED", None, int,
+    "draw the stateful machine's stories from seed N (the same stories on every run)", metavar="N",
+)  # fmt: skip
+SANDBOX = Option(
+    "sandbox", "--sandbox", ("--sandbox",), "RELAYCHAOS_SANDBOX", "relaychaos_sandbox", _text,
+    "how relay commands are contained: auto (all this machine offers, saying what it could not; the default), "
+    "strict (refuse to run unless every layer can be had), off (a relay you trust)", choices=SANDBOX_MODES,
+)  # fmt: skip
+SANDBOX_LIMIT = Option(
+    "sandbox_limit", "--sandbox-limit", ("--sandbox-limit",), "RELAYCHAOS_SANDBOX_LIMIT", None, _text,
+    "change sandbox limits, e.g. memory_mib=2048,tasks=1024 (names: memory_mib, tasks, cpu_shares, disk_mib, "
+    "log_mib, data_mib, nproc, nofile, fsize_mib, cpu_serve_s, cpu_batch_s; see docs/sandbox.md)",
+    metavar="NAME=N,...",
+)  # fmt: skip
+HUNT = Option(
+    "hunt", "--hunt", ("--relaychaos-hunt", "--hunt"), "RELAYCHAOS_HUNT", "relaychaos_hunt", _flag,
+    "run the state machine's random stories even when a named scenario has already shown a bug (by default "
+    "they do not run then); for nightly jobs",
+)  # fmt: skip
+SHRINK_S = Option(
+    "shrink_s", "--shrink-s", ("--relaychaos-shrink-s",), "RELAYCHAOS_SHRINK_S", "relaychaos_shrink_s", _seconds,
+    "seconds of shrinking a failing random story; past them the shortest failing story found so far is written "
+    "as a scenario file and reported as not fully shrunk (default: the budget's, 10 s in quick, ci and grade, "
+    "60 s in nightly)",
+)  # fmt: skip
+OPTIONS = (RELAY, BUDGET, SEED, SANDBOX, SANDBOX_LIMIT, HUNT, SHRINK_S)
+COMMAND_OPTIONS = tuple(o for o in OPTIONS if o.cli)  # what `relaychaos run` and `grade` take
+
+
+def add_to_pytest(group, parser) -> None:
+    """Add every option to the plugin's option group and its ini names to the parser."""
+    for o in OPTIONS:
+        group.addoption(*o.pytest, dest=o.dest, help=f"{o.help}. {o.names()}", **o.kind())
+        if o.ini:
+            parser.addini(o.ini, o.help.split(" (")[0].split(":")[0], default=None)
+
+
+def add_to_argparse(parser, options: Iterable[Option] = COMMAND_OPTIONS) -> None:
+    """Add options to a `relaychaos` command's parser (None when not given on the command line)."""
+    for o in options:
+        parser.add_argument(o.cli, dest=o.name, help=f"{o.help}. {o.names()}", **o.kind())
+
+
+def resolve(option: Option, given, ini: str | None = None, environ: Mapping[str, str] | None = None, default=None):
+    """The option's value: `given` (a command line), else `ini`, else the environment, else `default`."""
+    environ = os.environ if environ is None else environ
+    if given is not None:
+        return given
+    if ini not in (None, ""):
+        return option.from_text(str(ini), f"ini value {option.ini} = {ini!r}")
+    if environ.get(option.env, "").strip():
+        return option.from_text(environ[option.env], f"{option.env}={environ[option.env]!r}")
+    return default
+
+
+DEFAULTS = {"sandbox": "auto", "hunt": False}  # what a command gets when no source gives a value
+
+
+def resolve_all(args) -> None:
+    """Each option a command's parsed `args` has, resolved in place (its flag, else the environment, else the
+    default); ValueError naming the source and the fix for a bad value."""
+    for o in COMMAND_OPTIONS:
+        if hasattr(args, o.name):
+            setattr(args, o.name, resolve(o, getattr(args, o.name), default=DEFAULTS.get(o.name)))
+
+
+def from_pytest(config, option: Option, default=None):
+    """The option's value in a pytest run: its flag, else the ini value, else the environment, else `default`."""
+    ini = config.getini(option.ini) if option.ini else None
+    return resolve(option, config.getoption(option.dest, None), ini, default=default)
+
+
+def pytest_args(values: Mapping[str, object], options: Iterable[Option] = COMMAND_OPTIONS) -> list[str]:
+    """The pytest arguments that pass these option values (by name; None: not given) on to the plugin."""
+    out: list[str] = []
+    for o in options:
+        value = values.get(o.name)
+        if value is None or value is False:
+            continue
+        out += [o.pytest[0]] if o.is_flag else [o.pytest[0], f"{value:g}" if isinstance(value, float) else str(value)]
+    return out

@@ -1,0 +1,66 @@
+"""The run's results.json, written as reports arrive: every phase of every test, its verdicts, kept files.
+
+Registered by the pytest plugin in the process that receives the reports (xdist's controller,
+or the only process) when --relaychaos-results is given. A test's verdicts, notes, kept history
+and logs reach it as the test's `user_properties` (the one channel xdist carries from workers).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+
+class ResultsRecorder:
+    """Collects every phase report (xdist sends workers' reports here) into the results JSON."""
+
+    def __init__(self, relay: Path, out: Path, sandbox: dict):
+        from relaychaos.reports.results import RunResults
+
+        self.results, self.out = RunResults(str(relay), manifest_name(relay), sandbox=sandbox), out
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        props = [(k, json.loads(str(raw))) for k, raw in report.user_properties if k.startswith("relaychaos_")]
+        verdicts = [v for k, value in props if k == "relaychaos_verdicts" for v in value]
+        notes = [n for k, value in props if k == "relaychaos_notes" for n in value]
+        kept = {
+            "histories": [v for k, v in props if k == "relaychaos_history"],
+            "logs": next((v for k, v in props if k == "relaychaos_logs"), None),
+        }
+        skipped = report.longrepr[2] if report.skipped and isinstance(report.longrepr, tuple) else None
+        stateful = next((value for k, value in props if k == "relaychaos_stateful"), None)
+        message = report.longreprtext if report.failed else skipped
+        self.results.add(
+            report.nodeid, report.when, report.outcome, report.duration, message, verdicts, notes, stateful, kept
+        )
+        if report.when not in ("setup", "call"):  # written as each finishes: a run cut short leaves its results
+            self.results.write(self.out)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if session.items:  # a plain run; under xdist the workers collect (below)
+            self.results.expected = len(session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        self.results.expected = len(ids)
+
+    def pytest_keyboard_interrupt(self, excinfo) -> None:
+        self.results.partial = True  # Ctrl-C: what finished is written, marked partial
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            self.results.partial = True
+        self.results.write(self.out)
+
+
+def manifest_name(relay: Path) -> str:
+    """The relay's name as its manifest gives it (the folder's name if the manifest cannot be read)."""
+    from relaychaos.errors import HarnessError
+    from relaychaos.stack import manifest
+
+    try:
+        return manifest.load(relay).name
+    except (HarnessError, OSError):
+        return relay.parent.name
