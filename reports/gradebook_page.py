@@ -15,7 +15,8 @@ and error. Every piece of text from a record is escaped: names and reports are t
 from __future__ import annotations
 
 from collections import Counter
-from html import escape
+
+from relaychaos.reports.html_text import escaped
 
 from .grade_record import incidents_by_id, item_points
 from .grade_summary import num, sandbox
@@ -36,10 +37,6 @@ td.none { background: #eee; color: #777; } td a { color: inherit; text-decoratio
 .meta td { border: none; padding: .1em .8em .1em 0; }
 """
 BINS = 10
-
-
-def _e(text) -> str:
-    return escape(str(text), quote=True)
 
 
 def order_key(record: dict) -> tuple:
@@ -101,7 +98,7 @@ def header(records: list[dict]) -> str:
     ]
     return (
         "<table class=meta>"
-        + "".join(f"<tr><td><b>{_e(k)}</b></td><td>{_e(v)}</td></tr>" for k, v in rows)
+        + "".join(f"<tr><td><b>{escaped(k)}</b></td><td>{escaped(v)}</td></tr>" for k, v in rows)
         + "</table>"
     )
 
@@ -143,10 +140,10 @@ def histogram(records: list[dict]) -> str:
         fill = "#b3261e" if i == BINS else "#3b6ea5"
         out.append(
             f'<rect x={x} y={base - h} width={width - 8} height={h} fill="{fill}">'
-            f"<title>{_e(labels[i])}: {count}</title></rect>"
+            f"<title>{escaped(labels[i])}: {count}</title></rect>"
         )
         out.append(f"<text x={x + (width - 8) / 2} y={base - h - 4} text-anchor=middle>{count}</text>")
-        out.append(f"<text x={x + (width - 8) / 2} y={base + 16} text-anchor=middle>{_e(labels[i])}</text>")
+        out.append(f"<text x={x + (width - 8) / 2} y={base + 16} text-anchor=middle>{escaped(labels[i])}</text>")
     out.append("</svg>")
     return "\n".join(out)
 
@@ -162,7 +159,7 @@ def item_titles(records: list[dict]) -> dict[str, str]:
 
 def _link(record: dict, text: str) -> str:
     folder = record.get("folder")
-    return f'<a href="submissions/{_e(folder)}/report.html">{text}</a>' if folder else text
+    return f'<a href="submissions/{escaped(folder)}/report.html">{text}</a>' if folder else text
 
 
 def grid(records: list[dict]) -> str:
@@ -170,7 +167,7 @@ def grid(records: list[dict]) -> str:
     titles = item_titles(records)
     if not records or not titles:
         return "<p>Nothing graded.</p>"
-    head = "".join(f'<th class=item title="{_e(t)}"><div>{_e(t)}</div></th>' for t in titles.values())
+    head = "".join(f'<th class=item title="{escaped(t)}"><div>{escaped(t)}</div></th>' for t in titles.values())
     rows = [f"<table class=grid><tr><th>student</th><th>score</th>{head}</tr>"]
     for r in records:
         points = item_points(r)
@@ -182,11 +179,11 @@ def grid(records: list[dict]) -> str:
             else:
                 cls = "full" if got >= most - 1e-9 else "lost" if got <= 1e-9 else "part"
                 text = num(got)
-            cells.append(f'<td class={cls} title="{_e(titles[item])}">{_link(r, text)}</td>')
+            cells.append(f'<td class={cls} title="{escaped(titles[item])}">{_link(r, text)}</td>')
         score = num(r["score"]) if r.get("gradable", True) else "not graded"
         rows.append(
-            f"<tr><td style='text-align:left'>{_link(r, _e(r['submission']))}</td>"
-            f"<td class=num>{_e(score)}</td>{''.join(cells)}</tr>"
+            f"<tr><td style='text-align:left'>{_link(r, escaped(r['submission']))}</td>"
+            f"<td class=num>{escaped(score)}</td>{''.join(cells)}</tr>"
         )
     rows.append("</table>")
     return "\n".join(rows)
@@ -210,7 +207,7 @@ def items_section(graded: list[dict]) -> str:
         share = 100.0 * full / len(graded)
         rules = next(e.get("rules", []) for r in graded for e in r.get("items", []) if e["item"] == item)
         rows.append(
-            f"<tr><td>{_e(title)}</td><td><code>{_e(', '.join(rules))}</code></td>"
+            f"<tr><td>{escaped(title)}</td><td><code>{escaped(', '.join(rules))}</code></td>"
             f"<td class=num>{full} of {len(graded)} ({num(share)}%)</td>"
             f'<td><span class=bar><span style="width:{share:.1f}%"></span></span></td></tr>'
         )
@@ -243,9 +240,9 @@ def most_common_failure(graded: list[dict], item: str, title: str, rules) -> str
     incident = incidents_by_id(first).get(scenario)
     text = sections(incident["text"], rules) if incident else "(no incident report recorded)"
     return (
-        f"<h3>{_e(title)}: lost by {lost} of {len(graded)}</h3><p>Most often in scenario <code>{_e(scenario)}"
-        f"</code> ({count} submission(s)); from {_link(first, '<b>' + _e(first['submission']) + '</b>')}:</p>"
-        f"<pre>{_e(text)}</pre>"
+        f"<h3>{escaped(title)}: lost by {lost} of {len(graded)}</h3><p>Most often in scenario <code>{escaped(scenario)}"
+        f"</code> ({count} submission(s)); from {_link(first, '<b>' + escaped(first['submission']) + '</b>')}:</p>"
+        f"<pre>{escaped(text)}</pre>"
     )
 
 
@@ -257,9 +254,9 @@ def submissions_table(records: list[dict]) -> str:
         state += ", timed out" if r.get("timed_out") else ""
         score = r["score"] if gradable else 0
         rows.append(
-            f"<tr><td>{_link(r, _e(r['submission']))}</td><td class=num>{num(score)} / "
+            f"<tr><td>{_link(r, escaped(r['submission']))}</td><td class=num>{num(score)} / "
             f"{num(r['max_score'])}</td><td class=num>{num(percent(r))}</td><td>{state}</td>"
-            f"<td class=num>{_e(r['seed'])}</td><td>{_error(r)}</td></tr>"
+            f"<td class=num>{escaped(r['seed'])}</td><td>{_error(r)}</td></tr>"
         )
     rows.append("</table>")
     return "\n".join(rows)
@@ -267,4 +264,4 @@ def submissions_table(records: list[dict]) -> str:
 
 def _error(record: dict) -> str:
     error = record.get("error") or ""
-    return f"<pre>{_e(error)}</pre>" if "\n" in error else _e(error)
+    return f"<pre>{escaped(error)}</pre>" if "\n" in error else escaped(error)

@@ -13,7 +13,6 @@ links it when rewritten).
 
 from __future__ import annotations
 
-import html
 import json
 import sys
 import time
@@ -25,6 +24,7 @@ from relaychaos.history import History
 from relaychaos.reports import plots, timeline
 from relaychaos.reports.atomic import write_text
 from relaychaos.reports.grade_summary import sandbox_parts
+from relaychaos.reports.html_text import escaped
 from relaychaos.reports.results import RunResults
 from relaychaos.reports.timeline_model import build, verdict_groups
 
@@ -48,10 +48,6 @@ ul.verdicts { padding-left: 1.2em; margin: .3em 0; } ul.verdicts li { margin: .2
 .plots svg { background: #fff; border: 1px solid #eee; border-radius: 4px; }
 code { font-size: 13px; }
 """
-
-
-def _e(text) -> str:
-    return html.escape(str(text))
 
 
 def scenario_name(entry: dict) -> str:
@@ -105,9 +101,9 @@ class Scenario:
     def links(self) -> str:
         out = []
         if self.has_timeline:
-            out.append(f"<a href='{_e(self.timeline_rel)}'>timeline</a>")
+            out.append(f"<a href='{escaped(self.timeline_rel)}'>timeline</a>")
         if self.has_history:
-            out.append(f"<a href='{_e(self.entry['history'])}'>history</a>")
+            out.append(f"<a href='{escaped(self.entry['history'])}'>history</a>")
         return f"<span class=links>{''.join(out)}</span>" if out else ""
 
 
@@ -132,7 +128,7 @@ def _plots(sc: Scenario) -> str:
     try:
         model = build(sc.history(), _verdicts(sc.entry))
     except Exception as e:  # noqa: BLE001 - as in write_timelines: the report is written all the same
-        return f"<p>plots unavailable: {_e(type(e).__name__)}: {_e(e)}</p>"
+        return f"<p>plots unavailable: {escaped(type(e).__name__)}: {escaped(e)}</p>"
     return f"<div class=plots>{plots.latency_svg(model, 520, 200)}{plots.account_rate_svg(model, 520, 200)}</div>"
 
 
@@ -145,12 +141,12 @@ def _verdict_list(entry: dict) -> str:
     for rule, groups in by_rule.items():
         lines = []
         for g in groups:
-            who = f"GUID <code>{_e(g['guid'])}</code>" if g["guid"] else "the run"
+            who = f"GUID <code>{escaped(g['guid'])}</code>" if g["guid"] else "the run"
             more = f" <i>(and {g['count'] - 1} more like it)</i>" if g["count"] > 1 else ""
-            lines.append(f"<li>{who}: {_e(g['summary'])}{more}</li>")
+            lines.append(f"<li>{who}: {escaped(g['summary'])}{more}</li>")
         items.append(
-            f"<li><span class=rule>{_e(rule)}</span> — {_e(groups[0]['text'])} <span class=clause>"
-            f"(contract {_e(groups[0]['clause'])})</span><ul>{''.join(lines)}</ul></li>"
+            f"<li><span class=rule>{escaped(rule)}</span> — {escaped(groups[0]['text'])} <span class=clause>"
+            f"(contract {escaped(groups[0]['clause'])})</span><ul>{''.join(lines)}</ul></li>"
         )
     return f"<ul class=verdicts>{''.join(items)}</ul>" if items else ""
 
@@ -159,15 +155,15 @@ def failing_card(sc: Scenario) -> str:
     """A failing scenario in full: its verdicts, links, plots, and the incident report as text."""
     e = sc.entry
     out = [
-        f"<section class=card id='{_e(sc.name)}'><h3><code>{_e(sc.name)}</code> "
-        f"<span class={_e(e['outcome'])}>{_e(e['outcome'])}</span> "
+        f"<section class=card id='{escaped(sc.name)}'><h3><code>{escaped(sc.name)}</code> "
+        f"<span class={escaped(e['outcome'])}>{escaped(e['outcome'])}</span> "
         f"<small>({e['duration_s']:.1f} s)</small> {sc.links()}</h3>",
         _verdict_list(e),
     ]
     if sc.has_history:
         out.append(_plots(sc))
     if e.get("message"):
-        out.append(f"<details><summary>incident report (text)</summary><pre>{_e(e['message'])}</pre></details>")
+        out.append(f"<details><summary>incident report (text)</summary><pre>{escaped(e['message'])}</pre></details>")
     return "".join(out) + "</section>"
 
 
@@ -188,11 +184,11 @@ def _header(results: dict) -> list[str]:
         )
     )
     return [
-        f"<!doctype html><html lang=en><meta charset=utf-8><title>relaychaos: {_e(results['relay_name'])}</title>",
+        f"<!doctype html><html lang=en><meta charset=utf-8><title>relaychaos: {escaped(results['relay_name'])}</title>",
         f"<style>{STYLE}</style>",
-        f"<h1>relaychaos report: relay <code>{_e(results['relay_name'])}</code> — "
+        f"<h1>relaychaos report: relay <code>{escaped(results['relay_name'])}</code> — "
         f"<span class={'held' if results['ok'] else 'broken'}>{verdict}</span></h1>",
-        f"<p class=lede>Manifest <code>{_e(results['relay'])}</code>; run started {when}{took}. Scenarios: "
+        f"<p class=lede>Manifest <code>{escaped(results['relay'])}</code>; run started {when}{took}. Scenarios: "
         f"{s['passed']} passed, {s['failed']} failed, {s['error']} could not run, {s['skipped']} skipped.</p>",
         f"<div class=tiles>{tiles}</div>",
         sandbox_line(results.get("sandbox")),
@@ -209,15 +205,15 @@ def _every_scenario(scenarios: list[Scenario]) -> list[str]:
     ]
     for sc in scenarios:
         e = sc.entry
-        name = f"<code>{_e(sc.name)}</code>"
-        name = f"<a href='#{_e(sc.name)}'>{name}</a>" if sc.failed else name
+        name = f"<code>{escaped(sc.name)}</code>"
+        name = f"<a href='#{escaped(sc.name)}'>{name}</a>" if sc.failed else name
         extra = ""
         if not sc.failed and sc.has_history:
             extra = f"<details><summary>plots</summary>{_plots(sc)}</details>"
         if not sc.failed and e.get("message"):
-            extra += f"<details><summary>message</summary><pre>{_e(e['message'])}</pre></details>"
+            extra += f"<details><summary>message</summary><pre>{escaped(e['message'])}</pre></details>"
         out.append(
-            f"<tr><td>{name}{extra}</td><td class={_e(e['outcome'])}>{_e(e['outcome'])}</td>"
+            f"<tr><td>{name}{extra}</td><td class={escaped(e['outcome'])}>{escaped(e['outcome'])}</td>"
             f"<td>{e['duration_s']:.2f}</td><td>{len(_verdicts(e)) or ''}</td><td>{sc.links()}</td></tr>"
         )
     return out + ["</table>"]
@@ -228,7 +224,7 @@ def render(results: dict, run_dir: Path | None = None, problems: list[str] | Non
     run_dir = run_dir or Path(".")
     scenarios = [Scenario(entry, run_dir) for entry in results["scenarios"]]
     out = _header(results)
-    out += [f"<p class=broken>{_e(p)}</p>" for p in problems or []]
+    out += [f"<p class=broken>{escaped(p)}</p>" for p in problems or []]
     out += [
         "<h2>Rules</h2>",
         plots.score_sheet_svg(results),
@@ -238,13 +234,14 @@ def render(results: dict, run_dir: Path | None = None, problems: list[str] | Non
     for rule, r in results.get("rules", {}).items():
         state = "<span class=held>held</span>" if r["held"] else "<span class=broken>broken</span>"
         out.append(
-            f"<tr><td><code>{_e(rule)}</code></td><td>{_e(r['what'])}</td><td>{_e(r.get('contract', ''))}</td>"
-            f"<td>{state}</td><td>{_e(', '.join(r['broken_in']))}</td></tr>"
+            f"<tr><td><code>{escaped(rule)}</code></td><td>{escaped(r['what'])}</td>"
+            f"<td>{escaped(r.get('contract', ''))}</td>"
+            f"<td>{state}</td><td>{escaped(', '.join(r['broken_in']))}</td></tr>"
         )
     out.append("</table></details>")
     if results.get("notes"):
         out += ["<h2>Notes on the relay (not verdicts)</h2>", "<ul>"]
-        out += [f"<li>{_e(n)}</li>" for n in results["notes"]]
+        out += [f"<li>{escaped(n)}</li>" for n in results["notes"]]
         out.append("</ul>")
     failing = [sc for sc in scenarios if sc.failed]
     if failing:
@@ -276,7 +273,7 @@ def random_stories_line(machine: dict | None) -> str:
     if not machine:
         return ""
     if not machine.get("ran", True):
-        return f"<p class=stories><b>Random stories (the state machine):</b> {_e(machine.get('why_not'))}.</p>"
+        return f"<p class=stories><b>Random stories (the state machine):</b> {escaped(machine.get('why_not'))}.</p>"
     shrunk = (
         ""
         if machine.get("shrunk") is not False or machine.get("shrink_s") is None
@@ -295,9 +292,9 @@ def sandbox_line(level: dict | None) -> str:
         return "<p class=sandbox>Sandbox: not recorded.</p>"
     mode, enforced, missing = sandbox_parts(level)
     if not level.get("enforced"):
-        return f"<p class=sandbox>Sandbox: <b>{_e(mode)}</b>, the relay ran unconfined.</p>"
-    said = f" Not enforced: {_e('; '.join(missing))}." if missing else ""
-    return f"<p class=sandbox>Sandbox: <b>{_e(mode)}</b>: {_e(', '.join(enforced))}.{said}</p>"
+        return f"<p class=sandbox>Sandbox: <b>{escaped(mode)}</b>, the relay ran unconfined.</p>"
+    said = f" Not enforced: {escaped('; '.join(missing))}." if missing else ""
+    return f"<p class=sandbox>Sandbox: <b>{escaped(mode)}</b>: {escaped(', '.join(enforced))}.{said}</p>"
 
 
 def write(results_path: Path) -> Path:

@@ -10,18 +10,14 @@ Each returns one <svg> element (inline in a page, styled by its own attributes).
 
 from __future__ import annotations
 
-import html
 import math
 
+from relaychaos.reports.html_text import escaped
 from relaychaos.reports.timeline_model import Model
 
 COLOURS = {"ok": "#3d9a4b", "fail": "#d0417e", "info": "#c9a100", "open": "#999"}
 SIDE_FILL = {"channel": "#f4a24d", "account": "#9b7fd4", "server": "#5aa0d8"}
 FONT = 'font-family="system-ui, sans-serif" font-size="11"'
-
-
-def _e(text) -> str:
-    return html.escape(str(text), quote=True)
 
 
 def nice_step(span: float, count: int) -> float:
@@ -83,8 +79,8 @@ class Frame:
                 f'<text x="{self.left - 5}" y="{y + 4:.1f}" text-anchor="end">{_fmt(v)}</text>'
             )
         out.append(
-            f'<text x="{self.left + self.pw}" y="{self.h - 3}" text-anchor="end" fill="#666">{_e(x_label)}'
-            f'</text><text x="{self.left}" y="{self.top - 8}" fill="#666">{_e(y_label)}</text>'
+            f'<text x="{self.left + self.pw}" y="{self.h - 3}" text-anchor="end" fill="#666">{escaped(x_label)}'
+            f'</text><text x="{self.left}" y="{self.top - 8}" fill="#666">{escaped(y_label)}</text>'
         )
         return out
 
@@ -93,14 +89,16 @@ class Frame:
         return [
             f'<rect x="{self.x(w.t0):.1f}" y="{self.top}" width="{max(self.x(w.t1) - self.x(w.t0), 1):.1f}" '
             f'height="{self.ph}" fill="{SIDE_FILL.get(w.side, "#aaa")}" fill-opacity="0.18">'
-            f"<title>{_e(w.label)}</title></rect>"
+            f"<title>{escaped(w.label)}</title></rect>"
             for w in model.windows
         ]
 
     def svg(self, parts: list[str], title: str, css_class: str) -> str:
         return (
             f'<svg class="{css_class}" xmlns="http://www.w3.org/2000/svg" width="{self.w}" height="{self.h}" '
-            f'viewBox="0 0 {self.w} {self.h}" role="img" {FONT}><title>{_e(title)}</title>' + "".join(parts) + "</svg>"
+            f'viewBox="0 0 {self.w} {self.h}" role="img" {FONT}><title>{escaped(title)}</title>'
+            + "".join(parts)
+            + "</svg>"
         )
 
 
@@ -126,7 +124,7 @@ def latency_svg(model: Model, width: int = 640, height: int = 220) -> str:
         fill = colour if b.outcome == "ok" else "none" if b.outcome == "info" else colour
         parts.append(
             f'<circle cx="{f.x(b.t0):.1f}" cy="{f.y(v):.1f}" r="3" fill="{fill}" stroke="{colour}">'
-            f"<title>{_e(b.label)}: {v:.1f} ms</title></circle>"
+            f"<title>{escaped(b.label)}: {v:.1f} ms</title></circle>"
         )
     if not calls:
         parts.append(f'<text x="{f.left + 10}" y="{f.top + 20}" fill="#666">no channel calls answered</text>')
@@ -180,15 +178,16 @@ def score_sheet_svg(results: dict, width: int = 900) -> str:
         y = 8 + i * row
         n = len(r["broken_in"])
         parts.append(
-            f'<text x="{left - 8}" y="{y + 14}" text-anchor="end"><title>{_e(r["what"])}</title>{_e(rule)}</text>'
+            f'<text x="{left - 8}" y="{y + 14}" text-anchor="end">'
+            f"<title>{escaped(r['what'])}</title>{escaped(rule)}</text>"
         )
         if n:
             w = max(bar_w * n / broken_max, 3)
             parts.append(
                 f'<rect x="{left}" y="{y + 3}" width="{w:.1f}" height="{row - 7}" fill="{COLOURS["fail"]}">'
-                f"<title>broken in {n} of {total} scenarios: {_e(', '.join(r['broken_in']))}</title></rect>"
+                f"<title>broken in {n} of {total} scenarios: {escaped(', '.join(r['broken_in']))}</title></rect>"
                 f'<text x="{left + w + 6:.1f}" y="{y + 14}" fill="#b3261e">broken in {n}: '
-                f"{_e(_clip(', '.join(r['broken_in']), (width - left - w - 90) // 6))}</text>"
+                f"{escaped(_clip(', '.join(r['broken_in']), (width - left - w - 90) // 6))}</text>"
             )
         else:
             parts.append(f'<text x="{left}" y="{y + 14}" fill="{COLOURS["ok"]}">✓ held</text>')

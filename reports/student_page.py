@@ -11,7 +11,7 @@ is the instructor's to hand out, after the due date or with the hidden scenarios
 
 from __future__ import annotations
 
-from html import escape
+from relaychaos.reports.html_text import escaped
 
 from .grade_summary import facts, headline, num, output_tail
 from .html import STYLE
@@ -23,23 +23,19 @@ tr.lost td:first-child { border-left: 4px solid #b3261e; } tr.kept td:first-chil
 """
 
 
-def _e(text) -> str:
-    return escape(str(text), quote=True)
-
-
 def html(record: dict) -> str:
     name = record["submission"]
     out = [
-        f"<!doctype html><meta charset=utf-8><title>relaychaos: {_e(name)}</title>",
+        f"<!doctype html><meta charset=utf-8><title>relaychaos: {escaped(name)}</title>",
         f"<style>{STYLE}{EXTRA_STYLE}</style>",
-        f"<h1>{_e(name)}: {_e(headline(record))}</h1>",
-        f"<p class=lede>Graded {_e(record.get('graded_at') or '')} with rubric "
-        f"{_e((record.get('rubric') or {}).get('name', '?'))}, seed {_e(record.get('seed'))}, relaychaos "
-        f"{_e((record.get('harness') or {}).get('version', '?'))}.</p>",
-        "<ul>" + "".join(f"<li>{_e(f)}</li>" for f in facts(record)) + "</ul>",
+        f"<h1>{escaped(name)}: {escaped(headline(record))}</h1>",
+        f"<p class=lede>Graded {escaped(record.get('graded_at') or '')} with rubric "
+        f"{escaped((record.get('rubric') or {}).get('name', '?'))}, seed {escaped(record.get('seed'))}, relaychaos "
+        f"{escaped((record.get('harness') or {}).get('version', '?'))}.</p>",
+        "<ul>" + "".join(f"<li>{escaped(f)}</li>" for f in facts(record)) + "</ul>",
     ]
     if output_tail(record):
-        out += ["<h2>What the relay printed last</h2>", f"<pre>{_e(output_tail(record))}</pre>"]
+        out += ["<h2>What the relay printed last</h2>", f"<pre>{escaped(output_tail(record))}</pre>"]
     if record.get("gradable", True):
         out += ["<h2>Rubric</h2>", items_table(record)]
         incidents = record.get("incidents", [])
@@ -54,15 +50,15 @@ def items_table(record: dict) -> str:
     for item in record.get("items", []):
         lost = bool(item.get("broken_in"))
         why = "".join(
-            f"<li><a href='#{_e(f['incident'])}'>{_e(f['incident'])}</a>: {_e(w)}</li>"
+            f"<li><a href='#{escaped(f['incident'])}'>{escaped(f['incident'])}</a>: {escaped(w)}</li>"
             for f in item.get("failures", [])
             for w in f.get("why", [])
         )
         label = "" if item["set"] == "visible" else f" ({item['set'].replace('_', ' ')} scenarios)"
         rows.append(
-            f"<tr class={'lost' if lost else 'kept'}><td>{_e(item['title'])}{_e(label)}</td>"
+            f"<tr class={'lost' if lost else 'kept'}><td>{escaped(item['title'])}{escaped(label)}</td>"
             f"<td class=num>{num(item['points'])} / {num(item['max_points'])}</td>"
-            f"<td><code>{_e(', '.join(item.get('rules', [])))}</code></td>"
+            f"<td><code>{escaped(', '.join(item.get('rules', [])))}</code></td>"
             f"<td>{'<ul class=verdicts>' + why + '</ul>' if why else 'held in every scenario'}</td></tr>"
         )
     rows.append("</table>")
@@ -72,6 +68,6 @@ def items_table(record: dict) -> str:
 def incident(i: dict) -> str:
     rules = ", ".join(i.get("rules", []))
     return (
-        f"<div class=card id='{_e(i['id'])}'><h3>Scenario <code>{_e(i['scenario'])}</code>"
-        f"{': ' + _e(rules) if rules else ''}</h3><pre>{_e(i['text'])}</pre></div>"
+        f"<div class=card id='{escaped(i['id'])}'><h3>Scenario <code>{escaped(i['scenario'])}</code>"
+        f"{': ' + escaped(rules) if rules else ''}</h3><pre>{escaped(i['text'])}</pre></div>"
     )

@@ -14,13 +14,13 @@ timeline_page.js, inlined.
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.history import History
 from relaychaos.reports import plots
 from relaychaos.reports.atomic import write_text
+from relaychaos.reports.html_text import escaped
 from relaychaos.reports.timeline_model import Model, build
 
 SCRIPT = Path(__file__).with_name("timeline_page.js")
@@ -81,10 +81,6 @@ LEGEND = (
 )
 
 
-def _e(text) -> str:
-    return html.escape(str(text))
-
-
 def _who(group: dict) -> str:
     """A verdict button's text: the GUID's label (or the GUID, or the run), and how many verdicts it holds."""
     name = group["label"] or group["guid"] or "the run"
@@ -101,7 +97,8 @@ def _verdict_cards(model: Model) -> str:
     out = []
     for rule, items in groups.items():
         buttons = [
-            f"<button class=verdict data-v={i} title='{_e(v['summary'])}'>{_e(_who(v))}</button>" for i, v in items
+            f"<button class=verdict data-v={i} title='{escaped(v['summary'])}'>{escaped(_who(v))}</button>"
+            for i, v in items
         ]
         if len(buttons) > SHOWN_PER_RULE:  # a soak breaks a rule for hundreds of GUIDs: the rest on demand
             buttons[SHOWN_PER_RULE:] = [
@@ -109,7 +106,7 @@ def _verdict_cards(model: Model) -> str:
                 f"</summary>{''.join(buttons[SHOWN_PER_RULE:])}</details>"
             ]
         out.append(
-            f"<div class=rulegroup><span class=rule>{_e(rule)}</span> — {_e(items[0][1]['text'])} "
+            f"<div class=rulegroup><span class=rule>{escaped(rule)}</span> — {escaped(items[0][1]['text'])} "
             f"{''.join(buttons)}</div>"
         )
     return "<div id=verdicts>" + "".join(out) + "</div><p id=selected></p>"
@@ -122,8 +119,8 @@ def render(history: History, verdicts: list[Verdict] | None = None) -> str:
     name, relay = sc.get("name", "history"), sc.get("relay", "?")
     n = len(model.verdicts)
     head = (
-        f"<h1>{_e(name)} <span style='font-weight:400'>on relay <code>{_e(relay)}</code></span></h1>"
-        f"<p class=sub>{_e(sc.get('description', ''))} — {len(history)} events over {model.end:.2f} s; "
+        f"<h1>{escaped(name)} <span style='font-weight:400'>on relay <code>{escaped(relay)}</code></span></h1>"
+        f"<p class=sub>{escaped(sc.get('description', ''))} — {len(history)} events over {model.end:.2f} s; "
         f"{n} verdict{'s' if n != 1 else ''}{': pick one to highlight its events' if n else ''}.</p>"
     )
     controls = (
@@ -141,7 +138,7 @@ def render(history: History, verdicts: list[Verdict] | None = None) -> str:
     graphs = f"<section class=plots>{plots.latency_svg(model)}{plots.account_rate_svg(model)}</section>"
     return (
         "<!doctype html><html lang=en><meta charset=utf-8><meta name=viewport content='width=device-width'>"
-        f"<title>timeline: {_e(name)} on {_e(relay)}</title><style>{STYLE}</style><header>{head}</header>"
+        f"<title>timeline: {escaped(name)} on {escaped(relay)}</title><style>{STYLE}</style><header>{head}</header>"
         f"{_verdict_cards(model)}{controls}{body}{graphs}"
         f"<script id=data type='application/json'>{model.to_json()}</script>"
         f"<script>{SCRIPT.read_text()}</script></html>"

@@ -60,4 +60,3 @@ def test_the_options_a_command_passes_on_are_the_plugins_flags():
 
 def test_each_option_has_one_environment_name_and_one_dest():
     assert len({o.env for o in options.OPTIONS}) == len({o.dest for o in options.OPTIONS}) == len(options.OPTIONS)
-

@@ -41,11 +41,11 @@ class Expectation:
     "resends of a DONE GUID get its first answer, byte for byte",
     contract=("3.done-replay", "5.resolve-found"),
 )
-def done_replay(f: Facts) -> list[Verdict]:
+def done_replay(facts: Facts) -> list[Verdict]:
     """Every definite answer for a GUID is the first one, byte for byte."""
     out = []
-    for guid in f.channel_guids:
-        answers = [c for c in f.channel_for(guid) if c.code in DEFINITE]
+    for guid in facts.channel_guids:
+        answers = [c for c in facts.channel_for(guid) if c.code in DEFINITE]
         if not answers:
             continue
         first = answers[0]
@@ -58,7 +58,7 @@ def done_replay(f: Facts) -> list[Verdict]:
                         f"a resend of a DONE GUID was answered {c.body!r}, "
                         f"but the first answer was {first.body!r}; a DONE answer is replayed byte for byte",
                         first.events + c.events,
-                        f.call_seqs(guid),
+                        facts.call_seqs(guid),
                         clause="3.done-replay",
                     )
                 )
@@ -67,26 +67,31 @@ def done_replay(f: Facts) -> list[Verdict]:
 
 
 @rule("e903-at-once", "a duplicate of a GUID being sent gets E903 at once, without waiting", contract=("3.e903",))
-def e903_at_once(f: Facts) -> list[Verdict]:
+def e903_at_once(facts: Facts) -> list[Verdict]:
     """A duplicate that reached the relay while its GUID was certainly being sent gets E903 at once."""
-    tol = f.tolerances
-    for guid in f.channel_guids:
-        chan = f.channel_for(guid)
-        for call in f.calls_for(guid):
+    tol = facts.tolerances
+    for guid in facts.channel_guids:
+        chan = facts.channel_for(guid)
+        for call in facts.calls_for(guid):
             claimants = [c for c in chan if c.invoked_at <= call["received_at"]]
             if not claimants:
                 continue
-            deadline = claimants[-1].invoked_at + f.timeout_ms / 1000  # the relay cannot give up before this
+            deadline = claimants[-1].invoked_at + facts.timeout_ms / 1000  # the relay cannot give up before this
             answered = call.get("answered_at") or float("inf")
             for d in chan:
-                if d is claimants[-1] or not d.answered or not d.timing_judged or d.request != f.channel_guids[guid]:
+                if (
+                    d is claimants[-1]
+                    or not d.answered
+                    or not d.timing_judged
+                    or d.request != facts.channel_guids[guid]
+                ):
                     continue
                 t, done = d.sent_at, d.completed_at
                 assert t is not None and done is not None  # timing_judged: sent and completed
                 if (
                     not call["received_at"] < t
                     or t + tol.e903_window_s >= min(answered, deadline)
-                    or f.hub_disturbed(d.invoked_at, done)
+                    or facts.hub_disturbed(d.invoked_at, done)
                 ):
                     continue
                 took = done - t
@@ -100,25 +105,25 @@ def e903_at_once(f: Facts) -> list[Verdict]:
                             f"a duplicate reached the relay while this GUID was being "
                             f"sent, and was answered {d.code} after {took:.3f} s; it should get E903 within "
                             f"{round(limit, 3):g} s, without waiting for the account system",
-                            f.events_for(guid),
-                            f.call_seqs(guid),
+                            facts.events_for(guid),
+                            facts.call_seqs(guid),
                             clause="3.e903",
                         )
                     ]
     return []
 
 
-def expected(f: Facts, c: ChannelCall, earlier: bool) -> Expectation | None:
+def expected(facts: Facts, c: ChannelCall, earlier: bool) -> Expectation | None:
     """What the contract fixes as the answer to this call, or None where it fixes nothing; `earlier`: whether
     the channel sent this request for this GUID before."""
     if c.malformed:
         return Expectation(frozenset({"E400"}), "3.malformed", "a malformed request")
-    first_request = f.channel_guids.get(c.guid) if c.guid is not None else None
+    first_request = facts.channel_guids.get(c.guid) if c.guid is not None else None
     if c.request != first_request:
         return Expectation(frozenset({"E904"}), "3.e904", "a GUID already used for a different request")
-    if earlier or _overlapping(f, c):
+    if earlier or _overlapping(facts, c):
         return None  # a resend, or racing another call of the GUID: which one claims it is not fixed
-    faults = f.faults_at(c.invoked_at)
+    faults = facts.faults_at(c.invoked_at)
     if faults.channel_side:
         return None
     if faults.account_down:
@@ -128,12 +133,12 @@ def expected(f: Facts, c: ChannelCall, earlier: bool) -> Expectation | None:
             "a first send while the account system's address refused connections (proxy down)",
         )
     toxics = faults.account_toxics
-    tol = f.tolerances
+    tol = facts.tolerances
     for t in toxics:
         a = t.get("attributes", {})
         if (
             t["kind"] == "timeout"
-            or (t["kind"] == "latency" and a.get("latency", 0) > tol.certain_timeout_factor * f.timeout_ms)
+            or (t["kind"] == "latency" and a.get("latency", 0) > tol.certain_timeout_factor * facts.timeout_ms)
             or (t["kind"] == "limit_data" and t["stream"] == "downstream")
         ):
             return Expectation(
@@ -142,13 +147,13 @@ def expected(f: Facts, c: ChannelCall, earlier: bool) -> Expectation | None:
                 f"a first send whose answer could not come back ({t['kind']} toxic, {t['stream']})",
             )
     end = c.completed_at if c.completed_at is not None else c.invoked_at
-    if end - c.invoked_at >= f.timeout_ms / 1000:
+    if end - c.invoked_at >= facts.timeout_ms / 1000:
         return None  # slow enough that the relay may rightly have timed out on a busy machine
     disturbed = (
         toxics
         or c.guid in faults.held
-        or faults.delay_ms > tol.disturbing_delay_factor * f.timeout_ms
-        or f.happened("disturbing", c.invoked_at, end)
+        or faults.delay_ms > tol.disturbing_delay_factor * facts.timeout_ms
+        or facts.happened("disturbing", c.invoked_at, end)
     )
     if not disturbed:
         return Expectation(
@@ -159,10 +164,10 @@ def expected(f: Facts, c: ChannelCall, earlier: bool) -> Expectation | None:
     return None
 
 
-def _overlapping(f: Facts, c: ChannelCall) -> bool:
+def _overlapping(facts: Facts, c: ChannelCall) -> bool:
     """Whether another channel call of the same GUID was in flight at some moment of this one."""
     end = c.completed_at if c.completed_at is not None else float("inf")
-    for d in f.channel_for(c.guid):
+    for d in facts.channel_for(c.guid):
         if d is not c and d.invoked_at < end and (d.completed_at is None or d.completed_at > c.invoked_at):
             return True
     return False
@@ -178,16 +183,16 @@ def _extra_fields_refused(c: ChannelCall) -> bool:
     "the relay's answer codes follow the contract's table",
     contract=("3.malformed", "3.e904", "3.definite", "3.refused", "3.in-doubt", "3.unknown"),
 )
-def answer_codes(f: Facts) -> list[Verdict]:
+def answer_codes(facts: Facts) -> list[Verdict]:
     """Answers follow the contract's table where the situation fixes the code."""
     out = []
     seen: dict[str, list[dict | None]] = {}  # GUID -> the distinct requests sent for it so far
-    for c in f.channel:
+    for c in facts.channel:
         requests = seen.setdefault(str(c.guid), [])
         earlier = any(r == c.request for r in requests)
         if not earlier:
             requests.append(c.request)
-        want = expected(f, c, earlier)
+        want = expected(facts, c, earlier)
         if not c.answered or want is None or want.allows(c) or _extra_fields_refused(c):
             continue
         shown = "one of " + "/".join(sorted(want.codes)) if len(want.codes) > 1 else next(iter(want.codes))
@@ -197,8 +202,8 @@ def answer_codes(f: Facts) -> list[Verdict]:
                 c.guid,
                 f"the relay answered HTTP {c.status} {c.code}, but for {want.why} "
                 f"the contract says HTTP {want.http} {shown}",
-                f.events_for(c.guid) if c.guid else c.events,
-                f.call_seqs(c.guid) if c.guid else (),
+                facts.events_for(c.guid) if c.guid else c.events,
+                facts.call_seqs(c.guid) if c.guid else (),
                 clause=want.clause,
             )
         )
@@ -210,7 +215,7 @@ def answer_codes(f: Facts) -> list[Verdict]:
     "the relay answers within ACCOUNT_TIMEOUT_MS + 1 s of the request reaching it",
     contract=("3.in-time",),
 )
-def answered_in_time(f: Facts) -> list[Verdict]:
+def answered_in_time(facts: Facts) -> list[Verdict]:
     """With no fault in front of the relay, it answers within ACCOUNT_TIMEOUT_MS + 1 s of the request reaching it.
 
     Time is counted from the moment the request was written on an established
@@ -218,16 +223,16 @@ def answered_in_time(f: Facts) -> list[Verdict]:
     queue) are reported as notes, not judged. A channel that gave up before the
     limit has passed proves nothing.
     """
-    tol = f.tolerances
-    limit = tol.answer_limit_s(f.timeout_ms)
-    for c in f.channel:
+    tol = facts.tolerances
+    limit = tol.answer_limit_s(facts.timeout_ms)
+    for c in facts.channel:
         if not c.timing_judged:
             continue
         t0, t1 = c.sent_at, c.completed_at
         assert t0 is not None and t1 is not None  # timing_judged: sent and completed
-        if f.hub_disturbed(c.invoked_at, t1):
+        if facts.hub_disturbed(c.invoked_at, t1):
             continue
-        if f.happened(Op.KILL, t0, t1) or f.happened(Op.HEAL, t0, t1):
+        if facts.happened(Op.KILL, t0, t1) or facts.happened(Op.HEAL, t0, t1):
             continue
         if t1 - t0 > limit + tol.answer_slack_s:
             how = "to answer" if c.answered else "and had not answered when the channel gave up"
@@ -244,9 +249,9 @@ def answered_in_time(f: Facts) -> list[Verdict]:
     return []
 
 
-def accept_notes(f: Facts) -> list[str]:
+def accept_notes(facts: Facts) -> list[str]:
     """Notes on the relay that are not verdicts: connections its accept queue made wait (contract §3, v1.1)."""
-    delayed = [c for c in f.channel if c.delayed_accept]
+    delayed = [c for c in facts.channel if c.delayed_accept]
     if not delayed:
         return []
     widest = max((c.race or 1) for c in delayed)

@@ -17,13 +17,13 @@ REQUIRED_COLUMNS = ("guid", "status", "resp_code", "request", "response", "attem
     "answers are JSON objects with guid and a known code, with the right HTTP status",
     contract=("3.answer", "3.malformed"),
 )
-def interface(f: Facts) -> list[Verdict]:
+def interface(facts: Facts) -> list[Verdict]:
     """Every answer is HTTP 200 with a JSON object holding guid and a known code; E400 comes with HTTP 400.
 
     The contract asks for `guid` in the HTTP 200 answers only: an E400 answer to a
     body that had no usable GUID may leave it out.
     """
-    for c in f.channel:
+    for c in facts.channel:
         if not c.answered:
             continue
         problem, cited = None, "3.answer"
@@ -55,9 +55,9 @@ def interface(f: Facts) -> list[Verdict]:
     "the ledger has the contract's table and columns, and can be read",
     contract=("4.schema", "4.readers"),
 )
-def ledger_schema(f: Facts) -> list[Verdict]:
+def ledger_schema(facts: Facts) -> list[Verdict]:
     out = []
-    for e in f.schema_events:
+    for e in facts.schema_events:
         if e.f == Op.LEDGER_SCHEMA:
             missing = [c for c in REQUIRED_COLUMNS if c not in e.value.get("columns", [])]
             if missing:
@@ -86,18 +86,18 @@ def ledger_schema(f: Facts) -> list[Verdict]:
 
 
 @rule("batch-runs", "resolve, reprocess and purge run through and exit 0", contract=("1.batch-exit",))
-def batch_runs(f: Facts) -> list[Verdict]:
+def batch_runs(facts: Facts) -> list[Verdict]:
     """A batch command exits 0 when it ran through; one killed at its time limit never did.
 
     A non-zero exit while the account system was unreachable is accepted: whether a
     batch "could not run" without it is the relay's call (the contract does not say).
     """
     out = []
-    for b in f.batches:
+    for b in facts.batches:
         rc = b.end.value.get("returncode") if b.end else None
         if b.end is not None and rc == 0:
             continue
-        if b.end is not None and rc is not None and _account_unreachable(f, b.invoke.time, b.end.time):
+        if b.end is not None and rc is not None and _account_unreachable(facts, b.invoke.time, b.end.time):
             continue
         how = "was killed at its time limit" if b.end and rc is None else f"exited with status {rc}"
         out.append(
@@ -117,7 +117,7 @@ def batch_runs(f: Facts) -> list[Verdict]:
     "the stack stays as the harness set it: toxics, proxies, the account system's faults",
     contract=("6.sandbox",),
 )
-def tampering(f: Facts) -> list[Verdict]:
+def tampering(facts: Facts) -> list[Verdict]:
     """Whatever the harness set up and later found changed, not by itself: only the relay can have done it.
 
     The harness audits after every step and before the checks; each change is listed
@@ -129,29 +129,29 @@ def tampering(f: Facts) -> list[Verdict]:
             "tampering",
             None,
             f"first seen after step {e.value.get('after_step')}, "
-            f"{e.time - f.start:.2f} s into the run: the stack was no longer as the harness set it: "
+            f"{e.time - facts.start:.2f} s into the run: the stack was no longer as the harness set it: "
             f"{'; '.join(e.value.get('changes', []))}",
             (e.index,),
             details={"changes": e.value.get("changes", [])},
             clause="6.sandbox",
         )
-        for e in f.tampered
+        for e in facts.tampered
     ]
 
 
-def _account_unreachable(f: Facts, t0: float, t1: float) -> bool:
+def _account_unreachable(facts: Facts, t0: float, t1: float) -> bool:
     """Whether the account proxy was down, or cut or held answers, at some moment between t0 and t1."""
     return any(
         down or any(kind in ("timeout", "limit_data", "reset_peer") for kind, _ in toxics)
-        for down, toxics in f.account_states(t0, t1)
+        for down, toxics in facts.account_states(t0, t1)
     )
 
 
 @rule("serve-ready", "serve starts and answers GET /health", contract=("1.ready", "3.health"))
-def serve_ready(f: Facts) -> list[Verdict]:
-    if not f.failed_steps:
+def serve_ready(facts: Facts) -> list[Verdict]:
+    if not facts.failed_steps:
         return []
-    e = f.failed_steps[0]
+    e = facts.failed_steps[0]
     return [
         Verdict(
             "serve-ready",

@@ -23,7 +23,7 @@ BY_RESOLVE = {"UNKNOWN": {"DONE", "FAILED"}, "SENT": {"DONE", "FAILED"}, "RECEIV
     "the account system receives a transfer only after its SENT row was committed",
     contract=("3.claim-new", "3.failed-resend", "5.reprocess"),
 )
-def write_before_send(f: Facts) -> list[Verdict]:
+def write_before_send(facts: Facts) -> list[Verdict]:
     """Each account call found a committed SENT row, or it is a GUID's first call found UNKNOWN.
 
     UNKNOWN follows only SENT: a first call that arrives after the relay gave up waiting for
@@ -32,7 +32,7 @@ def write_before_send(f: Facts) -> list[Verdict]:
     UNKNOWN row, and a second call (one-account-call says so too).
     """
     out, called = [], set()
-    for call in f.account_calls:
+    for call in facts.account_calls:
         guid = call.get("guid")
         first, late = guid not in called, call.get("ledger_status") == "UNKNOWN"
         called.add(guid)
@@ -45,7 +45,7 @@ def write_before_send(f: Facts) -> list[Verdict]:
                 call["guid"],
                 f"the account system received this transfer when no committed SENT row existed "
                 f"({seen}): the relay sent before writing its ledger",
-                f.events_for(call["guid"]),
+                facts.events_for(call["guid"]),
                 (call["seq"],),
                 clause="3.claim-new",
             )
@@ -58,10 +58,10 @@ def write_before_send(f: Facts) -> list[Verdict]:
     "the ledger's status and code agree with what the account system did",
     contract=("3.definite", "3.refused", "5.resolve-found", "5.resolve-404"),
 )
-def ledger_agrees(f: Facts) -> list[Verdict]:
+def ledger_agrees(facts: Facts) -> list[Verdict]:
     out = []
-    for guid, row in f.final_rows.items():
-        calls = f.calls_for(guid)
+    for guid, row in facts.final_rows.items():
+        calls = facts.calls_for(guid)
         debits = sum(1 for c in calls if c.get("applied"))
         first = calls[0].get("code") if calls else None
         status, code = row.get("status"), row.get("resp_code")
@@ -77,7 +77,9 @@ def ledger_agrees(f: Facts) -> list[Verdict]:
                 f"{len(calls)} time(s) and debited it {debits} time(s)"
             )
         if problem:
-            out.append(Verdict("ledger-agrees", guid, problem, f.events_for(guid), f.call_seqs(guid), clause=cited))
+            out.append(
+                Verdict("ledger-agrees", guid, problem, facts.events_for(guid), facts.call_seqs(guid), clause=cited)
+            )
     return out
 
 
@@ -86,10 +88,10 @@ def ledger_agrees(f: Facts) -> list[Verdict]:
     "ledger statuses move only along the contract's transitions",
     contract=("3.unknown", "3.done-replay", "5.purge-keeps", "5.reprocess-not-unknown"),
 )
-def transitions(f: Facts) -> list[Verdict]:
+def transitions(facts: Facts) -> list[Verdict]:
     """Between consecutive snapshots, each row moves only along the contract's transitions."""
     out, flagged = [], set()
-    for before, after in zip(f.snapshots, f.snapshots[1:], strict=False):
+    for before, after in zip(facts.snapshots, facts.snapshots[1:], strict=False):
         kind = after.value.get("kind")
         rows0, rows1 = before.value["rows"], after.value["rows"]
         for guid in sorted(set(rows0) | set(rows1)):
@@ -113,8 +115,8 @@ def transitions(f: Facts) -> list[Verdict]:
                         f"the ledger row went from {s0} and was {what} {via}; "
                         f"the contract allows {s0} → {', '.join(sorted(map(str, allowed))) or 'nothing'} "
                         "there",
-                        f.events_for(guid) + (before.index, after.index),
-                        f.call_seqs(guid),
+                        facts.events_for(guid) + (before.index, after.index),
+                        facts.call_seqs(guid),
                         clause=_broken_clause(s0, s1, kind),
                     )
                 )
@@ -137,17 +139,17 @@ def _broken_clause(before: str | None, after: str | None, kind: str | None) -> s
     "after the final heal, resolve and reprocess, no row is left SENT or UNKNOWN",
     contract=("5.resolve-asks", "5.resolve-found", "5.resolve-404"),
 )
-def converged(f: Facts) -> list[Verdict]:
+def converged(facts: Facts) -> list[Verdict]:
     return [
         Verdict(
             "converged",
             guid,
             f"after the final heal, resolve and reprocess the row is still {row['status']}",
-            f.events_for(guid),
-            f.call_seqs(guid),
+            facts.events_for(guid),
+            facts.call_seqs(guid),
             clause="5.resolve-asks",
         )
-        for guid, row in sorted(f.final_rows.items())
+        for guid, row in sorted(facts.final_rows.items())
         if row.get("status") in UNDECIDED
     ]
 
@@ -157,10 +159,10 @@ def converged(f: Facts) -> list[Verdict]:
     "purge deletes the DONE rows at least --retention old, and no younger ones",
     contract=("5.purge",),
 )
-def purge_retention(f: Facts) -> list[Verdict]:
+def purge_retention(facts: Facts) -> list[Verdict]:
     out = []
-    tol = f.tolerances
-    for b, end_wall, rows0, rows1, _ in f.batch_windows("purge"):
+    tol = facts.tolerances
+    for b, end_wall, rows0, rows1, _ in facts.batch_windows("purge"):
         for guid, row in rows0.items():
             if row.get("status") != "DONE":
                 continue
@@ -171,8 +173,8 @@ def purge_retention(f: Facts) -> list[Verdict]:
                         "purge-retention",
                         guid,
                         f"purge --retention {b.argument:g} deleted this DONE row when it was only {age:.2f} s old",
-                        f.events_for(guid),
-                        f.call_seqs(guid),
+                        facts.events_for(guid),
+                        facts.call_seqs(guid),
                         clause="5.purge",
                     )
                 )
@@ -188,8 +190,8 @@ def purge_retention(f: Facts) -> list[Verdict]:
                         guid,
                         f"purge --retention {b.argument:g} kept this DONE row "
                         f"although it was {old:.2f} s old when purge started",
-                        f.events_for(guid),
-                        f.call_seqs(guid),
+                        facts.events_for(guid),
+                        facts.call_seqs(guid),
                         clause="5.purge",
                     )
                 )
@@ -197,13 +199,17 @@ def purge_retention(f: Facts) -> list[Verdict]:
 
 
 @rule("resolve-min-age", "resolve leaves rows younger than --min-age alone", contract=("5.resolve-min-age",))
-def resolve_min_age(f: Facts) -> list[Verdict]:
+def resolve_min_age(facts: Facts) -> list[Verdict]:
     out = []
-    for b, end_wall, rows0, rows1, _ in f.batch_windows("resolve"):
+    for b, end_wall, rows0, rows1, _ in facts.batch_windows("resolve"):
         for guid, row in rows0.items():
             new = rows1.get(guid, {}).get("status")
             age = end_wall - row["updated_at"]
-            if row.get("status") == "UNKNOWN" and new != "UNKNOWN" and age < b.argument - f.tolerances.clock_slack_s:
+            if (
+                row.get("status") == "UNKNOWN"
+                and new != "UNKNOWN"
+                and age < b.argument - facts.tolerances.clock_slack_s
+            ):
                 out.append(
                     Verdict(
                         "resolve-min-age",
@@ -211,8 +217,8 @@ def resolve_min_age(f: Facts) -> list[Verdict]:
                         f"resolve --min-age {b.argument:g} settled this UNKNOWN "
                         f"row as {new} when it was only {age:.2f} s old; the account system may still "
                         "have been processing it",
-                        f.events_for(guid),
-                        f.call_seqs(guid),
+                        facts.events_for(guid),
+                        facts.call_seqs(guid),
                         clause="5.resolve-min-age",
                     )
                 )
@@ -224,11 +230,11 @@ def resolve_min_age(f: Facts) -> list[Verdict]:
     "resolve leaves a row as it is when its query fails or times out",
     contract=("5.resolve-query-fails",),
 )
-def resolve_keeps_unanswered(f: Facts) -> list[Verdict]:
+def resolve_keeps_unanswered(facts: Facts) -> list[Verdict]:
     """While the query API cannot answer (account proxy down, or answers held), resolve changes no row."""
     out = []
-    for b, _, rows0, rows1, _ in f.batch_windows("resolve"):
-        if not _queries_cannot_answer(f, b.invoke.time, b.end.time):
+    for b, _, rows0, rows1, _ in facts.batch_windows("resolve"):
+        if not _queries_cannot_answer(facts, b.invoke.time, b.end.time):
             continue
         for guid, row in rows0.items():
             after = rows1.get(guid)
@@ -241,17 +247,17 @@ def resolve_keeps_unanswered(f: Facts) -> list[Verdict]:
                         f"resolve ran while the account system's query "
                         f"API could not answer, and moved this UNKNOWN row to {now}; a query that fails "
                         "or times out leaves the row as it is",
-                        f.events_for(guid),
-                        f.call_seqs(guid),
+                        facts.events_for(guid),
+                        facts.call_seqs(guid),
                         clause="5.resolve-query-fails",
                     )
                 )
     return out
 
 
-def _queries_cannot_answer(f: Facts, t0: float, t1: float) -> bool:
+def _queries_cannot_answer(facts: Facts, t0: float, t1: float) -> bool:
     """Whether, from t0 to t1 throughout, the account proxy was down or held every answer (timeout toxic)."""
-    return all(down or ("timeout", "downstream") in toxics for down, toxics in f.account_states(t0, t1))
+    return all(down or ("timeout", "downstream") in toxics for down, toxics in facts.account_states(t0, t1))
 
 
 @rule(
@@ -259,7 +265,7 @@ def _queries_cannot_answer(f: Facts, t0: float, t1: float) -> bool:
     "a malformed request (or one refused with E400) leaves no ledger row and makes no account call",
     contract=("3.malformed",),
 )
-def malformed_no_effect(f: Facts) -> list[Verdict]:
+def malformed_no_effect(facts: Facts) -> list[Verdict]:
     """For GUIDs the channel only ever sent malformed or had refused with E400: no row, no account call.
 
     A malformed body's GUID field is matched as it was written (an over-long or spaced
@@ -267,15 +273,15 @@ def malformed_no_effect(f: Facts) -> list[Verdict]:
     """
     out = []
     by_guid: dict[str, list] = {}
-    for c in f.channel:
+    for c in facts.channel:
         if c.sent_guid:
             by_guid.setdefault(c.sent_guid, []).append(c)
     for guid, calls in by_guid.items():
         if not all(c.malformed or (c.answered and c.code == "E400") for c in calls):
             continue
         names = {guid} | {c.body_guid for c in calls if c.body_guid}
-        rows = sorted(names & f.snapshot_guids)
-        sent = sorted((c for g in names for c in f.calls_for(g)), key=lambda c: c["seq"])
+        rows = sorted(names & facts.snapshot_guids)
+        sent = sorted((c for g in names for c in facts.calls_for(g)), key=lambda c: c["seq"])
         if rows or sent:
             what = ", ".join(
                 ([f"a ledger row ({', '.join(rows)})"] if rows else [])
@@ -286,7 +292,7 @@ def malformed_no_effect(f: Facts) -> list[Verdict]:
                     "malformed-no-effect",
                     guid,
                     f"every request of this GUID was malformed or answered E400, yet it left {what}",
-                    f.events_for(guid),
+                    facts.events_for(guid),
                     tuple(c["seq"] for c in sent),
                     clause="3.malformed",
                 )
@@ -295,9 +301,9 @@ def malformed_no_effect(f: Facts) -> list[Verdict]:
 
 
 @rule("attempt-cap", "reprocess stops at --max-attempts", contract=("5.reprocess",))
-def attempt_cap(f: Facts) -> list[Verdict]:
+def attempt_cap(facts: Facts) -> list[Verdict]:
     out = []
-    for b, _, rows0, rows1, since in f.batch_windows("reprocess"):
+    for b, _, rows0, rows1, since in facts.batch_windows("reprocess"):
         cap = int(b.argument)
         for guid, row in rows0.items():
             later = rows1.get(guid, {})
@@ -305,7 +311,7 @@ def attempt_cap(f: Facts) -> list[Verdict]:
                 row.get("status") == "FAILED"
                 and row["attempts"] >= cap
                 and later.get("attempts", 0) > row["attempts"]
-                and not _resent_by_channel(f, guid, since, b.end.time)
+                and not _resent_by_channel(facts, guid, since, b.end.time)
             ):
                 out.append(
                     Verdict(
@@ -314,15 +320,15 @@ def attempt_cap(f: Facts) -> list[Verdict]:
                         f"reprocess --max-attempts {cap} tried this GUID again "
                         f"although it had already been tried {row['attempts']} time(s) "
                         f"(attempts went to {later['attempts']})",
-                        f.events_for(guid),
-                        f.call_seqs(guid),
+                        facts.events_for(guid),
+                        facts.call_seqs(guid),
                         clause="5.reprocess",
                     )
                 )
     return out
 
 
-def _resent_by_channel(f: Facts, guid: str, t0: float, t1: float) -> bool:
+def _resent_by_channel(facts: Facts, guid: str, t0: float, t1: float) -> bool:
     """Whether a channel call of the GUID was in flight at some moment from t0 to t1 (and so may have made an
     attempt)."""
-    return any(c.invoked_at <= t1 and (c.completed_at is None or c.completed_at >= t0) for c in f.channel_for(guid))
+    return any(c.invoked_at <= t1 and (c.completed_at is None or c.completed_at >= t0) for c in facts.channel_for(guid))

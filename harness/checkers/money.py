@@ -54,14 +54,14 @@ class _Origins:
         "5.purge-keeps",
     ),
 )
-def one_account_call(f: Facts) -> list[Verdict]:
+def one_account_call(facts: Facts) -> list[Verdict]:
     out = []
-    for guid in sorted({c["guid"] for c in f.account_calls if c.get("guid")}):
-        calls = f.calls_for(guid)
-        if len(calls) > 1 and any(len(life) > 1 for life in f.lives(guid)):
+    for guid in sorted({c["guid"] for c in facts.account_calls if c.get("guid")}):
+        calls = facts.calls_for(guid)
+        if len(calls) > 1 and any(len(life) > 1 for life in facts.lives(guid)):
             codes = ", ".join(str(c.get("code")) for c in calls)
             purged = (
-                " (counted per life of its ledger row: a purge deleted it in between)" if f.purged.get(guid) else ""
+                " (counted per life of its ledger row: a purge deleted it in between)" if facts.purged.get(guid) else ""
             )
             out.append(
                 Verdict(
@@ -69,36 +69,36 @@ def one_account_call(f: Facts) -> list[Verdict]:
                     guid,
                     f"the account system received {len(calls)} calls for this GUID (answers: {codes})"
                     f"{purged}; a relay may send a GUID at most once",
-                    f.events_for(guid),
-                    f.call_seqs(guid),
+                    facts.events_for(guid),
+                    facts.call_seqs(guid),
                     clause="3.claim-new",
                 )
             )
     return out
 
 
-def _debits_per_life(f: Facts, guid: str) -> int:
+def _debits_per_life(facts: Facts, guid: str) -> int:
     """The most debits of one life of the GUID's ledger row (a purge, deleting it, starts a new life)."""
-    return max(sum(1 for c in life if c.get("applied")) for life in f.lives(guid))
+    return max(sum(1 for c in life if c.get("applied")) for life in facts.lives(guid))
 
 
-def _lives_debited(f: Facts, guid: str) -> int:
+def _lives_debited(facts: Facts, guid: str) -> int:
     """How many lives of the GUID's ledger row were debited: what its balance moves may be."""
-    return sum(1 for life in f.lives(guid) if any(c.get("applied") for c in life))
+    return sum(1 for life in facts.lives(guid) if any(c.get("applied") for c in life))
 
 
 @rule("one-debit", "at most one applied debit per GUID", contract=("3.claim-new", "1.two-serves", "5.reprocess-races"))
-def one_debit(f: Facts) -> list[Verdict]:
+def one_debit(facts: Facts) -> list[Verdict]:
     out = []
-    for guid, summary in f.stats.get("guids", {}).items():
-        if summary.get("debits", 0) > 1 and _debits_per_life(f, guid) > 1:
+    for guid, summary in facts.stats.get("guids", {}).items():
+        if summary.get("debits", 0) > 1 and _debits_per_life(facts, guid) > 1:
             out.append(
                 Verdict(
                     "one-debit",
                     guid,
                     f"this GUID was debited {summary['debits']} times",
-                    f.events_for(guid),
-                    f.call_seqs(guid),
+                    facts.events_for(guid),
+                    facts.call_seqs(guid),
                     clause="3.claim-new",
                 )
             )
@@ -110,18 +110,18 @@ def one_debit(f: Facts) -> list[Verdict]:
     "every account call carries a GUID the channel sent, with the channel's request",
     contract=("3.failed-resend", "5.reprocess"),
 )
-def guid_preserved(f: Facts) -> list[Verdict]:
+def guid_preserved(facts: Facts) -> list[Verdict]:
     """Every account call carries a GUID the channel sent, with the channel's own request."""
     out = []
-    sent = f.channel_guids
+    sent = facts.channel_guids
     origins = None
-    for call in f.account_calls:
+    for call in facts.account_calls:
         guid, req = call.get("guid"), call.get("request")
         if guid not in sent:
             origins = origins or _Origins(sent)
             origin = origins.of(req)
-            events = tuple(sorted({i for g in origin for i in f.events_for(g)}))
-            seqs = tuple(sorted({call["seq"], *(s for g in origin for s in f.call_seqs(g))}))
+            events = tuple(sorted({i for g in origin for i in facts.events_for(g)}))
+            seqs = tuple(sorted({call["seq"], *(s for g in origin for s in facts.call_seqs(g))}))
             came_from = f" (the channel's request looks like {', '.join(origin)})" if origin else ""
             out.append(
                 Verdict(
@@ -140,7 +140,7 @@ def guid_preserved(f: Facts) -> list[Verdict]:
                     "guid-preserved",
                     guid,
                     f"the account system received {req} for this GUID, but the channel sent {sent[guid]}",
-                    f.events_for(guid),
+                    facts.events_for(guid),
                     (call["seq"],),
                     clause="5.reprocess",
                 )
@@ -153,12 +153,12 @@ def guid_preserved(f: Facts) -> list[Verdict]:
     "what the channel was told definitely matches what the account system did",
     contract=("3.definite", "3.done-replay"),
 )
-def exactly_once(f: Facts) -> list[Verdict]:
+def exactly_once(facts: Facts) -> list[Verdict]:
     """What the channel was told definitely matches what the account system did."""
     out = []
-    for guid in f.channel_guids:
-        debits = f.stats.get("guids", {}).get(guid, {}).get("debits", 0)
-        told = {c.code for c in f.channel_for(guid) if c.code and c.request == f.channel_guids[guid]}
+    for guid in facts.channel_guids:
+        debits = facts.stats.get("guids", {}).get(guid, {}).get("debits", 0)
+        told = {c.code for c in facts.channel_for(guid) if c.code and c.request == facts.channel_guids[guid]}
         if "0000" in told and debits == 0:
             out.append(
                 Verdict(
@@ -166,8 +166,8 @@ def exactly_once(f: Facts) -> list[Verdict]:
                     guid,
                     "the channel was told 0000 (applied) but the account system "
                     "never debited this GUID: the transfer was lost",
-                    f.events_for(guid),
-                    f.call_seqs(guid),
+                    facts.events_for(guid),
+                    facts.call_seqs(guid),
                     clause="3.definite",
                 )
             )
@@ -179,8 +179,8 @@ def exactly_once(f: Facts) -> list[Verdict]:
                     guid,
                     f"the channel was told {'/'.join(sorted(refused))} (nothing "
                     f"applied) but the account system debited this GUID {debits} time(s)",
-                    f.events_for(guid),
-                    f.call_seqs(guid),
+                    facts.events_for(guid),
+                    facts.call_seqs(guid),
                     clause="3.definite",
                 )
             )
@@ -192,16 +192,16 @@ def exactly_once(f: Facts) -> list[Verdict]:
     "balances are conserved and equal what the applied GUIDs imply",
     contract=("3.claim-new", "1.two-serves"),
 )
-def balances(f: Facts) -> list[Verdict]:
+def balances(facts: Facts) -> list[Verdict]:
     """Final balances equal the initial ones moved once by every applied channel GUID, and sum the same."""
-    initial = dict(f.scenario.get("accounts", {}))
-    actual = f.stats.get("balances", {})
+    initial = dict(facts.scenario.get("accounts", {}))
+    actual = facts.stats.get("balances", {})
     if not initial or not actual:
         return []
     expected = dict(initial)
-    for guid, req in f.channel_guids.items():
-        if f.stats.get("guids", {}).get(guid, {}).get("debits", 0) >= 1:
-            times = _lives_debited(f, guid) if f.purged.get(guid) else 1
+    for guid, req in facts.channel_guids.items():
+        if facts.stats.get("guids", {}).get(guid, {}).get("debits", 0) >= 1:
+            times = _lives_debited(facts, guid) if facts.purged.get(guid) else 1
             expected[req["from"]] = expected.get(req["from"], 0) - req["amount"] * times
             expected[req["to"]] = expected.get(req["to"], 0) + req["amount"] * times
     out = []
@@ -226,14 +226,14 @@ def balances(f: Facts) -> list[Verdict]:
         extra = sorted(
             (
                 g
-                for g, s in f.stats.get("guids", {}).items()
-                if (s.get("debits", 0) > 1 and _debits_per_life(f, g) > 1)
-                or (s.get("debits", 0) and g not in f.channel_guids)
+                for g, s in facts.stats.get("guids", {}).items()
+                if (s.get("debits", 0) > 1 and _debits_per_life(facts, g) > 1)
+                or (s.get("debits", 0) and g not in facts.channel_guids)
             ),
-            key=f.guid_order,
+            key=facts.guid_order,
         )
         extras = set(extra)
-        seqs = tuple(c["seq"] for c in f.account_calls if c.get("guid") in extras and c.get("applied"))
+        seqs = tuple(c["seq"] for c in facts.account_calls if c.get("guid") in extras and c.get("applied"))
         out.append(
             Verdict(
                 "balances",
@@ -259,18 +259,18 @@ def balances(f: Facts) -> list[Verdict]:
     "(a rule for the client: a new GUID is a new transfer to the relay)",
     contract=("3.claim-new",),
 )
-def one_debit_per_payment(f: Facts) -> list[Verdict]:
+def one_debit_per_payment(facts: Facts) -> list[Verdict]:
     """A payment the client meant to make once is debited at most once, whatever GUIDs it was sent under."""
     out = []
-    guids = f.stats.get("guids", {})
-    for intent, sent in sorted(f.intents.items()):
+    guids = facts.stats.get("guids", {})
+    for intent, sent in sorted(facts.intents.items()):
         if len(sent) < 2:
             continue
-        debited = sorted((g for g in sent if guids.get(g, {}).get("debits", 0)), key=f.guid_order)
+        debited = sorted((g for g in sent if guids.get(g, {}).get("debits", 0)), key=facts.guid_order)
         if len(debited) > 1:
-            events = tuple(sorted({i for g in sent for i in f.events_for(g)}))
-            seqs = tuple(sorted(s for g in sent for s in f.call_seqs(g)))
-            listed = ", ".join(sorted(sent, key=f.guid_order))
+            events = tuple(sorted({i for g in sent for i in facts.events_for(g)}))
+            seqs = tuple(sorted(s for g in sent for s in facts.call_seqs(g)))
+            listed = ", ".join(sorted(sent, key=facts.guid_order))
             out.append(
                 Verdict(
                     "one-debit-per-payment",

@@ -1,7 +1,7 @@
 """The rule book: every rule the harness judges by, with the contract sentences it enforces.
 
     @rule("one-account-call", "at most one account call per GUID", contract=("3.claim-new", ...))
-    def one_account_call(f: Facts) -> list[Verdict]: ...
+    def one_account_call(facts: Facts) -> list[Verdict]: ...
 
 A rule's `contract` names clauses of relaychaos.contract (checked when the rule is
 registered, so a citation cannot point at nothing). Rules are listed in the
