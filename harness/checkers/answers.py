@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from relaychaos.checkers.facts import DEFINITE, ChannelCall, Facts
+from relaychaos.checkers.calls import ChannelCall
+from relaychaos.checkers.facts import DEFINITE, Facts
 from relaychaos.checkers.rulebook import rule
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.contract import clause

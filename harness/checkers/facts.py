@@ -21,8 +21,7 @@ from contextlib import contextmanager
 from functools import cached_property
 from typing import cast
 
-# ChannelCall, Batch and classify_body lived here before calls.py: still importable from here
-from relaychaos.checkers.calls import TRANSFER_FIELDS, Batch, ChannelCall, classify_body  # noqa: F401
+from relaychaos.checkers.calls import Batch, ChannelCall
 from relaychaos.checkers.faults import FaultState, FaultTimeline
 from relaychaos.events import BATCH_COMMANDS, Event, Op
 from relaychaos.tolerances import Tolerances

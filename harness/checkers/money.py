@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from relaychaos.checkers.facts import TRANSFER_FIELDS, Facts
+from relaychaos.checkers.calls import TRANSFER_FIELDS
+from relaychaos.checkers.facts import Facts
 from relaychaos.checkers.rulebook import rule
 from relaychaos.checkers.verdict import Verdict
 
