@@ -12,7 +12,7 @@ test: bootstrap
 # The fast tier: lint, then every test that starts no process and takes no seconds
 # (tests/tiers.py fails a test that starts a process unmarked, so this tier never does).
 check: lint
-	.venv/bin/python -m pytest -q -n 2 -m "not stack and not process and not slow" $(ARGS)
+	.venv/bin/python -m pytest -q -p no:xdist -m "not stack and not process and not slow" $(ARGS)
 
 # ruff (lint and format) and mypy over the package as Python imports it (scripts/typecheck.py).
 lint: bootstrap
