@@ -29,6 +29,7 @@ from relaychaos.tolerances import Tolerances
 DEFINITE = {"0000", "B201", "B202", "B203", "E500"}
 KNOWN_CODES = DEFINITE | {"E400", "E901", "E902", "E903", "E904"}
 _DIGITS = re.compile(r"(\d+)")
+_RUN_GUID = re.compile(r"[0-9a-f]{12}-[0-9a-f]{8}")  # the form of the run's GUIDs (engine.runner.Runner.guid)
 DISTURBING = (Op.KILL, Op.SERVER_FAULT, Op.ADD_TOXIC, Op.DISABLE_PROXY)  # faults that may change a first send's answer
 
 
@@ -205,10 +206,15 @@ class Facts:
         """A sort key putting GUIDs in their labels' natural order (g2 before g10; no GUID first).
 
         Real GUIDs carry a random run tag, so ordering by them would list the same GUIDs
-        differently on every run; ordered by label, a regrade lists them alike."""
+        differently on every run; ordered by label, a regrade lists them alike. A GUID the relay
+        made from one of the run's (`<guid>-r2`) is ordered by that GUID's label and the rest."""
         if guid is None:
             return ()
-        label = self.labels.get(guid, guid) if isinstance(guid, str) else str(guid)
+        label = str(guid)
+        if label in self.labels:
+            label = self.labels[label]
+        else:
+            label = _RUN_GUID.sub(lambda m: self.labels.get(m.group(0), m.group(0)), label)
         return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(label) if part)
 
     @cached_property
