@@ -32,7 +32,17 @@ import orjson
 
 from relaychaos.events import TYPES, Event
 
-__all__ = ["TYPES", "Event", "EventLog", "History", "StreamedHistory", "HistoryFile", "iter_events", "save"]
+__all__ = [
+    "TYPES",
+    "Event",
+    "EventLog",
+    "History",
+    "StreamedHistory",
+    "HistoryFile",
+    "iter_events",
+    "save",
+    "compressed",
+]
 
 COMPRESS_OVER = 1 << 20  # bytes: a streamed history larger than this is gzipped when closed
 
@@ -66,10 +76,10 @@ def save(events: Iterable[Event], path: str | Path, compress_over: int | None = 
     with open(path, "w", encoding="utf-8") as out:
         for e in events:
             out.write(_line(e))
-    return _compressed(path, compress_over)
+    return compressed(path, compress_over)
 
 
-def _compressed(path: Path, compress_over: int | None) -> Path:
+def compressed(path: Path, compress_over: int | None) -> Path:
     """`path` gzipped into `path + ".gz"` when larger than `compress_over` bytes; the path that holds it now."""
     if compress_over is None or path.stat().st_size <= compress_over:
         return path
@@ -165,7 +175,7 @@ class StreamedHistory:
                 return self.path
             self._file.close()
             self._file = None
-            self.path = _compressed(self.path, self._compress_over)
+            self.path = compressed(self.path, self._compress_over)
         return self.path
 
     def __enter__(self) -> StreamedHistory:

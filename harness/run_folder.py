@@ -16,7 +16,7 @@ import re
 import shutil
 from pathlib import Path
 
-from relaychaos.history import COMPRESS_OVER, History, save
+from relaychaos.history import COMPRESS_OVER, History, compressed, save
 
 HISTORIES, LOGS = "histories", "logs"
 LOG_BUDGET = "relay-logs.budget"  # one submission's log bytes in all (relaychaos.sandbox.logpump)
@@ -45,9 +45,16 @@ class RunFolder:
             except FileExistsError:
                 n += 1
 
-    def keep_history(self, history: History, name: str) -> str:
-        """Write the history under the claimed name; its path relative to the run folder."""
-        path = save(history, self.root / HISTORIES / f"{name}.jsonl", COMPRESS_OVER)
+    def keep_history(self, history: History | Path, name: str) -> str:
+        """Keep the history under the claimed name (gzipped when large); its path relative to the run folder.
+
+        A history already saved to a file (`run_and_check` saves each) is moved here, not written again."""
+        target = self.root / HISTORIES / f"{name}.jsonl"
+        if isinstance(history, Path):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            path = compressed(Path(shutil.move(history, target)), COMPRESS_OVER)
+        else:
+            path = save(history, target, COMPRESS_OVER)
         return str(path.relative_to(self.root))
 
     def keep_logs(self, name: str, workdirs: list[Path]) -> str:

@@ -169,7 +169,7 @@ def run_chaos(request: pytest.FixtureRequest, make_stack, relaychaos_keep):
     def run(scenario, manifest=None):
         stack = make_stack(manifest, accounts=scenario.accounts, account_timeout_ms=scenario.account_timeout_ms)
         result = run_and_check(stack, scenario)
-        kept = relaychaos_keep(result.history, scenario.name, stack)
+        kept = relaychaos_keep(result.history_path, scenario.name, stack)  # the saved file, moved: written once
         root = run_config.run_folder(request.config)
         if kept and root is not None:
             result.history_path = root / kept  # the incident report names the kept copy

@@ -83,6 +83,7 @@ class Scenario:
         self.history_path: Path | None = run_dir / entry["history"] if entry.get("history") else None
         self.timeline_rel = f"timelines/{self.name}.html"
         self.failed = entry["outcome"] in ("failed", "error")
+        self._history: History | None = None
 
     @property
     def has_history(self) -> bool:
@@ -92,7 +93,9 @@ class Scenario:
         """The history the run kept for it (ValueError when it recorded none)."""
         if self.history_path is None:
             raise ValueError(f"{self.name}: results.json names no history")
-        return History.read(self.history_path)
+        if self._history is None:  # read once: the timeline page and the plots both draw from it
+            self._history = History.read(self.history_path)
+        return self._history
 
     @property
     def has_timeline(self) -> bool:

@@ -139,3 +139,13 @@ def test_the_report_names_the_relay_by_its_manifest_name_not_its_folder(tmp_path
     results.write(tmp_path / "results.json")
     page = render(json.loads((tmp_path / "results.json").read_text()))
     assert "<title>relaychaos: ledger-v2</title>" in page and "relay manifests</title>" not in page
+
+
+def test_a_history_already_saved_is_moved_into_the_run_folder_not_written_again(tmp_path):
+    history = History()
+    for i in range(50):
+        history.append("runner", "ok", "step", n=i, padding="x" * 30000)  # over 1 MiB: kept gzipped
+    saved = save(history, tmp_path / "stack0" / "history.jsonl")
+    kept = RunFolder(tmp_path / "run").keep_history(saved, "happy-path")
+    assert kept == "histories/happy-path.jsonl.gz" and not saved.exists()
+    assert [e.value for e in History.read(tmp_path / "run" / kept)] == [e.value for e in history]
