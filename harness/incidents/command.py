@@ -14,7 +14,6 @@ missing), 2 when it cannot run.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import sys
@@ -29,13 +28,9 @@ CONFIRM_RUNS = 3
 
 
 def _sandbox_options(p) -> None:
-    p.add_argument(
-        "--sandbox",
-        choices=("auto", "strict", "off"),
-        default=os.environ.get("RELAYCHAOS_SANDBOX", "auto"),
-        help="contain the relay's commands (as relaychaos replay)",
-    )
-    p.add_argument("--sandbox-limit", metavar="NAME=N,...", default=None, help="change sandbox limits")
+    from relaychaos import options
+
+    options.add_to_argparse(p, (options.SANDBOX, options.SANDBOX_LIMIT))  # resolved by relaychaos.cli.main
 
 
 def add_parsers(sub) -> None:

@@ -69,13 +69,9 @@ def add_parsers(sub) -> None:
         help=f"the relays' ACCOUNT_TIMEOUT_MS (default {SOAK_ACCOUNT_TIMEOUT_MS}, see below)",
     )
     p.add_argument("--limit", type=int, default=1, help="how many violations to render in incident.txt")
-    p.add_argument(
-        "--sandbox",
-        choices=("auto", "strict", "off"),
-        default=os.environ.get("RELAYCHAOS_SANDBOX", "auto"),
-        help="contain the relay's commands (see `relaychaos run --help`)",
-    )
-    p.add_argument("--sandbox-limit", metavar="NAME=N,...", default=None, help="change sandbox limits")
+    from relaychaos import options
+
+    options.add_to_argparse(p, (options.SANDBOX, options.SANDBOX_LIMIT))  # resolved by relaychaos.cli.main
     p.set_defaults(func=cmd_soak)
 
 
