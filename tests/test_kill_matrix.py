@@ -67,8 +67,8 @@ def test_a_verdict_reads_like_an_incident_report(run_chaos):
 
 
 def test_checks_can_be_run_again_on_a_saved_history(run_chaos):
-    from relaychaos.chaos import recheck
+    from relaychaos.chaos import check_path
 
     result = run_chaos(ALL["purge-retention"], manifest=BY_NAME["purge_ignores_retention"].manifest)
-    again = recheck(result.history_path)
+    again = check_path(result.history_path)
     assert [v.to_dict() for v in again] == [v.to_dict() for v in result.verdicts] and again
