@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CORRECT = {"reference", "go", "stdlib", "java"}
 BURN = "while True: pass"
-TIMELINE_LINE = re.compile(r"^\s*<t>\s.*$\n?|^\.\.\. \(\d+ more lines of this report left out\)$\n?", re.M)
+TIMELINE_LINE = re.compile(r"^\s*<t>\s.*$\n?|^  \.\.\. \d+ more \.\.\.$\n?", re.M)  # incident.TIMELINE_LINE, masked
 
 
 def load_record(path: Path) -> dict:

@@ -26,10 +26,12 @@ from . import grade_summary
 from .atomic import write_text
 from .fieldcheck import INTEGER, LIST, NUMBER, OBJECT, STRING, STRINGS, as_json_problems, check, either, one_of
 from .grade_record import incidents_by_id
+from .incident import TIMELINE_LINE
 
 VISIBILITY = ("hidden", "after_due_date", "after_published", "visible")
 FORMATS = ("text", "html", "simple_format", "md", "ansi")
-MAX_INCIDENT_CHARS = 6000  # per incident: its head and as much of the timeline as fits
+MAX_INCIDENT_CHARS = 6000  # per incident: the words of its head and of the verdicts that fit (see cut)
+MAX_TIMELINE_LINES = 16  # per verdict in Markdown: its first and last events (the HTML report has them all)
 MD_SPECIAL = set("\\`*_{}[]<>#|~!&")
 
 
@@ -127,18 +129,42 @@ def test_output(record: dict, item: dict, numbers: dict[str, int]) -> str:
     return "\n".join(lines)
 
 
-def cut(text: str, limit: int = MAX_INCIDENT_CHARS) -> str:
-    """An incident report within `limit` characters: whole lines, and how many were left out."""
-    if len(text) <= limit:
-        return text
-    kept, size = [], 0
-    lines = text.splitlines()
-    for line in lines:
-        if size + len(line) + 1 > limit - 60:
+def cut(text: str, limit: int = MAX_INCIDENT_CHARS, timeline_lines: int = MAX_TIMELINE_LINES) -> str:
+    """An incident report shortened for Markdown: whole verdicts while their words fit in `limit` characters,
+    each timeline at most `timeline_lines` lines (its first and last), and how many verdicts were left out.
+
+    Only the words count towards the limit, never the timelines: which verdicts are kept depends on what the
+    relay broke, not on how many copies of a race reached the account system, so a regrade cuts alike.
+    """
+    blocks = text.split("\n\n")
+    kept: list[str] = []
+    size = 0
+    for n, block in enumerate(blocks):
+        lines = block.splitlines()
+        words = sum(len(line) + 1 for line in lines if not TIMELINE_LINE.match(line))
+        if kept and size + words > limit:
+            left = len(blocks) - n
+            kept.append(f"... ({left} more verdict{'s' if left > 1 else ''} of this report left out)")
             break
-        kept.append(line)
-        size += len(line) + 1
-    return "\n".join(kept + [f"... ({len(lines) - len(kept)} more lines of this report left out)"])
+        size += words
+        kept.append("\n".join(_short_timelines(lines, timeline_lines)))
+    return "\n\n".join(kept)
+
+
+def _short_timelines(lines: list[str], most: int) -> list[str]:
+    """`lines` with each run of timeline lines longer than `most` cut to its first and last `most // 2`."""
+    out: list[str] = []
+    run: list[str] = []
+    for line in [*lines, ""]:
+        if TIMELINE_LINE.match(line):
+            run.append(line)
+            continue
+        if len(run) > most:
+            run = run[: most // 2] + [f"  ... {len(run) - 2 * (most // 2)} more ..."] + run[-(most // 2) :]
+        out += run
+        run = []
+        out.append(line)
+    return out[:-1]
 
 
 def md(text: str) -> str:

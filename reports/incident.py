@@ -8,6 +8,7 @@ nothing here judges.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Protocol
 
@@ -101,6 +102,11 @@ def _ledger_moves(guid: str, history: Events) -> list[tuple[float, str]]:
             out.append((e.time, f"#{e.index:<4} ledger row is now {shown}, after {e.value.get('kind')}"))
             last = now
     return out
+
+
+# A line of a timeline (`render`): an event at its time, or how many were left out of the middle. Both are
+# timings: under a race, which events happen and in what order is the race's.
+TIMELINE_LINE = re.compile(r"^  (?:\+\s*-?\d+\.\d+s  |\.\.\. \d+ more \.\.\.$)")
 
 
 def timeline(verdict: Verdict, history: Events, account_calls: list[dict], start: float, limit: int = 40) -> list[str]:

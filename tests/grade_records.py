@@ -87,7 +87,12 @@ def record(
     for scenario, set_ in SCENARIOS:
         rules = [r for r, where in broken.items() if scenario in where]
         verdicts = [
-            {"rule": r, "label": "g1", "summary": "the account system received 2 calls for this GUID", "clause": None}
+            {
+                "rule": r,
+                "label": "g1",
+                "summary": "the account system received this GUID more than once",
+                "clause": None,
+            }
             for r in rules
         ]
         outs.append(

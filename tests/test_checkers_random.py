@@ -4,6 +4,8 @@ tests/random_histories.py draws each history from its seed; tests/data/random_ve
 holds the verdicts and notes the scan-per-question checkers (commit 8b64b2a) gave them: 3,504
 verdicts of 18 rules, on histories full of simultaneous events, overlapping faults and batches.
 The same verdicts, listed in the rule book's order and, within a rule, by GUID label.
+The pins are in today's words: what a race decides (how many calls, debits, balances) is in a
+verdict's details, not its summary, and write-before-send is one verdict per GUID naming every early call.
 """
 
 import gzip

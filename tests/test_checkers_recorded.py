@@ -5,6 +5,8 @@ scenario against the reference relay, mutants caught in their scenarios, replays
 verdicts.json the verdicts and notes the checkers gave them before they were made linear
 (commit 8b64b2a, the scan-per-question checkers). Any difference is a change of verdict;
 the order is the rule book's, then by GUID label (tests/verdict_order.py).
+The pins are in today's words: what a race decides (how many calls, debits, balances) is in a
+verdict's details, not its summary, and write-before-send is one verdict per GUID naming every early call.
 """
 
 import json

@@ -42,7 +42,7 @@ def test_a_failing_test_names_the_scenario_the_verdict_and_the_incident_in_the_s
     out = gradescope.results(BOB)["tests"][0]["output"]
     assert out.startswith("Held in 0 of 1 scenario(s): 0 / 30 points. Checked by `one-account-call`, `one-debit`.")
     assert "Broken in scenario `race-32-one-relay` (incident 1 in the summary above):" in out
-    assert "- \\[one-account-call\\] GUID g1: the account system received 2 calls" in out
+    assert "- \\[one-account-call\\] GUID g1: the account system received this GUID more than once" in out
     assert "```" not in out, "the report itself is in the summary, once"
 
 
@@ -55,12 +55,40 @@ def test_each_visible_incident_is_in_the_summary_once_fenced_and_hidden_ones_onl
     assert "Broken in scenario `min-age-trap`:" in hidden and "```text\nscenario min-age-trap" in hidden
 
 
-def test_a_long_incident_is_cut_to_whole_lines_saying_how_many_were_left_out():
+def _incident(verdicts: int, events: int) -> str:
+    head = f"scenario race-32-one-relay against relay 'mallory': {verdicts} violation(s) of 1 rule(s)"
+    blocks = [
+        f"[one-account-call] GUID g{n}\n  rule: at most one account call per GUID\n"
+        "  what happened: the account system received this GUID more than once\n"
+        "  timeline (seconds since the scenario started):\n"
+        + "\n".join(f"  +  {i / 1000:.3f}s  acct#{i}  account system receives the transfer" for i in range(events))
+        for n in range(1, verdicts + 1)
+    ]
+    return "\n\n".join([head, *blocks])
+
+
+def test_a_long_timeline_is_cut_to_its_first_and_last_events():
     r = record("mallory", broken={"one-account-call": ["race-32-one-relay"]})
-    r["incidents"][0]["text"] = "\n".join(f"  +  {i}.000s  line {i}" for i in range(2000))
+    r["incidents"][0]["text"] = _incident(1, 2000)
     out = gradescope.results(r)["output"]
-    assert "more lines of this report left out)" in out and "full report" not in out
-    assert len(out) < gradescope.MAX_INCIDENT_CHARS + 2000
+    assert "acct#0 " in out and "acct#1999 " in out and "acct#1000 " not in out
+    assert f"  ... {2000 - gradescope.MAX_TIMELINE_LINES} more ..." in out and "full report" not in out
+    assert len(out) < gradescope.MAX_INCIDENT_CHARS + 4000
+
+
+def test_a_long_incident_keeps_whole_verdicts_and_says_how_many_were_left_out():
+    text = gradescope.cut(_incident(200, 3))
+    assert text.endswith(" more verdicts of this report left out)")
+    kept = text.count("[one-account-call]")
+    assert 10 < kept < 200 and f"({200 - kept} more verdicts" in text
+    assert all(block.count("acct#") == 3 for block in text.split("\n\n")[1:-1]), "no verdict is cut in half"
+
+
+def test_a_race_that_reached_the_account_system_more_or_fewer_times_is_cut_alike():
+    """A regrade keeps the same verdicts whatever the length of their timelines: only the words count."""
+    short, long = gradescope.cut(_incident(60, 2)), gradescope.cut(_incident(60, 32))
+    assert short.count("[one-account-call]") == long.count("[one-account-call]") < 60
+    assert short.splitlines()[-1] == long.splitlines()[-1]
 
 
 def test_an_incident_holding_backticks_gets_a_longer_fence_so_it_cannot_break_out():

@@ -6,7 +6,7 @@ REPORT = """[gw1] linux -- Python 3.11.7 /work/wt-20/.venv/bin/python
 scenario dropped-response-downstream against relay 'alice': 1 violation(s) of 1 rule(s)
 
 [one-account-call] GUID 61ed8b80ce56-6adadab4 (scenario label g1)
-  what happened: the account system received 2 calls for this GUID
+  what happened: the account system received this GUID more than once
   +  1.190s  #4    relay a started (serve, pid 10694)
   +  1.212s  #8    fault: server-fault hold_guids=['61ed8b80ce56-6adadab4', '0123456789ab-6adadab4']
   +  1.242s  acct#1  account system receives the transfer

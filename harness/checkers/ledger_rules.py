@@ -24,33 +24,38 @@ BY_RESOLVE = {"UNKNOWN": {"DONE", "FAILED"}, "SENT": {"DONE", "FAILED"}, "RECEIV
     contract=("3.claim-new", "3.failed-resend", "5.reprocess"),
 )
 def write_before_send(facts: Facts) -> list[Verdict]:
-    """Each account call found a committed SENT row, or it is a GUID's first call found UNKNOWN.
+    """Each account call found a committed SENT row, or it is a GUID's first call found UNKNOWN. One verdict
+    per GUID names every call that did not (how many copies of a race got there first is a timing).
 
     UNKNOWN follows only SENT: a first call that arrives after the relay gave up waiting for
     it (its request slow on the way, or queued for a connection within the time-out) was
     claimed and committed before it was sent. Any later call finding UNKNOWN is a resend of an
     UNKNOWN row, and a second call (one-account-call says so too).
     """
-    out, called = [], set()
+    early: dict[str, list[dict]] = {}  # GUID -> its calls that found no committed SENT row, in order
+    called: set[str] = set()
     for call in facts.account_calls:
         guid = call.get("guid")
         first, late = guid not in called, call.get("ledger_status") == "UNKNOWN"
-        called.add(guid)
-        if guid is None or call.get("sent_row") is True or (first and late):
+        if guid is None:
             continue
-        seen = call.get("ledger_error") or f"the row was {call.get('ledger_status') or 'missing'}"
-        out.append(
-            Verdict(
-                "write-before-send",
-                call["guid"],
-                f"the account system received this transfer when no committed SENT row existed "
-                f"({seen}): the relay sent before writing its ledger",
-                facts.events_for(call["guid"]),
-                (call["seq"],),
-                clause="3.claim-new",
-            )
+        called.add(guid)
+        if call.get("sent_row") is True or (first and late):
+            continue
+        early.setdefault(guid, []).append(call)
+    return [
+        Verdict(
+            "write-before-send",
+            guid,
+            "the account system received this transfer before a SENT row for it was committed: the relay sent "
+            "before writing its ledger",
+            facts.events_for(guid),
+            tuple(c["seq"] for c in calls),
+            details={"ledger_rows": [c.get("ledger_error") or c.get("ledger_status") or "missing" for c in calls]},
+            clause="3.claim-new",
         )
-    return out
+        for guid, calls in early.items()
+    ]
 
 
 @rule(

@@ -60,7 +60,6 @@ def one_account_call(facts: Facts) -> list[Verdict]:
     for guid in sorted({c["guid"] for c in facts.account_calls if c.get("guid")}):
         calls = facts.calls_for(guid)
         if len(calls) > 1 and any(len(life) > 1 for life in facts.lives(guid)):
-            codes = ", ".join(str(c.get("code")) for c in calls)
             purged = (
                 " (counted per life of its ledger row: a purge deleted it in between)" if facts.purged.get(guid) else ""
             )
@@ -68,10 +67,11 @@ def one_account_call(facts: Facts) -> list[Verdict]:
                 Verdict(
                     "one-account-call",
                     guid,
-                    f"the account system received {len(calls)} calls for this GUID (answers: {codes})"
-                    f"{purged}; a relay may send a GUID at most once",
+                    f"the account system received this GUID more than once{purged}; a relay may send a GUID at most "
+                    "once",
                     facts.events_for(guid),
                     facts.call_seqs(guid),
+                    details={"calls": len(calls), "answers": [c.get("code") for c in calls]},
                     clause="3.claim-new",
                 )
             )
@@ -97,9 +97,10 @@ def one_debit(facts: Facts) -> list[Verdict]:
                 Verdict(
                     "one-debit",
                     guid,
-                    f"this GUID was debited {summary['debits']} times",
+                    "this GUID was debited more than once",
                     facts.events_for(guid),
                     facts.call_seqs(guid),
+                    details={"debits": summary["debits"]},
                     clause="3.claim-new",
                 )
             )
@@ -239,15 +240,16 @@ def balances(facts: Facts) -> list[Verdict]:
             Verdict(
                 "balances",
                 extra[0] if len(extra) == 1 else None,
-                "final balances differ from what the applied GUIDs imply (account: expected, actual): "
-                + ", ".join(f"{a}: {e}, {x}" for a, (e, x) in off.items())
-                + (
-                    f"; debited more than once or under a GUID the channel never sent: {', '.join(extra)}"
+                (
+                    f"final balances differ from what the applied GUIDs imply ({', '.join(off)}); debited more than "
+                    f"once or under a GUID the channel never sent: {', '.join(extra)}"
                     if extra
-                    else ""
+                    else "final balances differ from what the applied GUIDs imply (account: expected, actual): "
+                    + ", ".join(f"{a}: {e}, {x}" for a, (e, x) in off.items())
                 ),
                 (),
                 seqs,
+                details={"balances": {a: {"expected": e, "actual": x} for a, (e, x) in off.items()}},
                 clause="3.claim-new",
             )
         )

@@ -165,7 +165,8 @@ def _failure(o: Outcome, item: Item, rubric: Rubric) -> dict:
     elif any(v.get("rule") == SHOWED_NOTHING for v in o.verdicts) and not o.failures_of(item, rubric):
         why = ["the relay would not start, so nothing could be shown"]
     else:
-        why = [f"[{v.get('rule')}] {_who(v)}{v.get('summary', '')}" for v in o.failures_of(item, rubric)]
+        lines = [f"[{v.get('rule')}] {_who(v)}{v.get('summary', '')}" for v in o.failures_of(item, rubric)]
+        why = list(dict.fromkeys(lines))  # one line per distinct verdict: how many copies raced is the timeline's
     return {"incident": o.name, "why": why}
 
 
