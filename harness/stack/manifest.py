@@ -7,12 +7,16 @@ listed in one ManifestError naming the file and the fix.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from relaychaos.errors import ManifestError
+from relaychaos.stack import api_profile
+from relaychaos.stack.api_profile import Profile
 
 COMMANDS = ("serve", "resolve", "reprocess", "purge")
+BATCH = COMMANDS[1:]  # optional outside the course profile: scenarios that need one are not run without it
+KNOWN = ("name", "description", "root", "commands", "limits", "api", "downstream", "ledger")
 DEFAULT_READY_TIMEOUT_S = 10.0
 EXAMPLE = """name = "my-relay"
 [commands]
@@ -26,7 +30,7 @@ ready_timeout_s = 10"""
 
 @dataclass(frozen=True)
 class Manifest:
-    """A checked relay.toml: the relay's name, its four commands, and where to run them."""
+    """A checked relay.toml: the relay's name, its commands, where to run them, and how it is spoken to."""
 
     path: Path
     name: str
@@ -35,6 +39,7 @@ class Manifest:
     description: str = ""
     warnings: tuple[str, ...] = ()
     root: Path | None = None  # `root = ".."`: the relay's code lies in a folder above the manifest's
+    profile: Profile = field(default_factory=Profile)
 
     @property
     def folder(self) -> Path:
@@ -69,11 +74,8 @@ def load(path: str | Path) -> Manifest:
 def _check(path: Path, data: dict) -> Manifest:
     problems: list[str] = []
     # Keys the contract does not define are reported, not refused: a relay may carry its own.
-    warnings = [
-        f"unknown key `{k}` ignored (known: name, description, root, [commands], [limits])"
-        for k in data
-        if k not in ("name", "description", "root", "commands", "limits")
-    ]
+    warnings = [f"unknown key `{k}` ignored (known: {', '.join(KNOWN)})" for k in data if k not in KNOWN]
+    profile = api_profile.check(data, problems)
     root = _root(path, data.get("root"), problems)
     name = data.get("name", path.parent.name)
     if not isinstance(name, str) or not name.strip():
@@ -88,6 +90,8 @@ def _check(path: Path, data: dict) -> Manifest:
         commands = {}
     for cmd in COMMANDS:
         argv = commands.get(cmd)
+        if argv is None and cmd in BATCH and profile.name != "course":
+            continue
         if argv is None:
             problems.append(f"[commands] has no `{cmd}`")
         elif not (isinstance(argv, list) and argv and all(isinstance(a, str) and a for a in argv)):
@@ -112,7 +116,7 @@ def _check(path: Path, data: dict) -> Manifest:
             where=str(path),
             fix="correct it as listed (contract section 1); a manifest looks like:\n" + EXAMPLE,
         )
-    return Manifest(path, name.strip(), checked, timeout, description.strip(), tuple(warnings), root)
+    return Manifest(path, name.strip(), checked, timeout, description.strip(), tuple(warnings), root, profile)
 
 
 def _root(path: Path, raw, problems: list[str]) -> Path | None:
