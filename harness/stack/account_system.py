@@ -20,6 +20,7 @@ import requests
 
 from relaychaos.errors import FixtureError
 from relaychaos.fixtures.account_system.faults import Faults
+from relaychaos.stack.api_profile import Downstream
 from relaychaos.stack.ports import lease_port, release_port
 from relaychaos.stack.processes import Child, spawn, wait_http_ok
 
@@ -43,18 +44,19 @@ class AccountSystem:
         self._faults = Faults()  # the faults as this client set them
 
     @classmethod
-    def start(cls, log_dir: Path) -> AccountSystem:
-        """Spawn a fixture on two free ports with a fresh token (in its environment, not its argv)."""
+    def start(cls, log_dir: Path, shape: Downstream | None = None) -> AccountSystem:
+        """Spawn a fixture on two free ports with a fresh token (in its environment, not its argv), speaking
+        contract section 2 or a team's PSP `shape`."""
         port, control_port = lease_port(), lease_port()
         try:
-            return cls._spawn(log_dir, port, control_port)
+            return cls._spawn(log_dir, port, control_port, shape)
         except BaseException:
             release_port(port)
             release_port(control_port)
             raise
 
     @classmethod
-    def _spawn(cls, log_dir: Path, port: int, control_port: int) -> AccountSystem:
+    def _spawn(cls, log_dir: Path, port: int, control_port: int, shape: Downstream | None) -> AccountSystem:
         token = secrets.token_hex(16)
         argv = [
             sys.executable,
@@ -65,6 +67,8 @@ class AccountSystem:
             "--control-port",
             str(control_port),
         ]
+        if shape is not None and not shape.course:
+            argv += ["--shape", shape.to_json()]
         child = spawn(
             "account-system",
             argv,

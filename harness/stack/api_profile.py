@@ -34,7 +34,8 @@ not have is an error here, not a surprise in the middle of a run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 PROFILES = ("course", "idempotency-key")
@@ -128,6 +129,13 @@ class Downstream:
     @property
     def course(self) -> bool:
         return self == Downstream()
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Downstream:
+        return cls(**json.loads(text))
 
     def key_of(self, headers: dict[str, str], body: Any) -> str | None:
         """The relay's key of one transfer call: from its header or its body (None when it carries none)."""
