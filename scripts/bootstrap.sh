@@ -38,6 +38,19 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && ! { command -v ip
   fi
 fi
 
+# 2b. The PostgreSQL server (the OS package): relays whose relay.toml keeps its ledger in PostgreSQL get
+#     a throw-away cluster of it per run (relaychaos.stack.postgres). Installed where the harness runs
+#     as root on Debian or Ubuntu and no server is found; elsewhere such a run says how to install it.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+   && ! command -v initdb >/dev/null 2>&1; then
+  echo "bootstrap: installing postgresql (the Postgres ledger's server) ..."
+  if ! { apt-get install -y -qq postgresql >/dev/null 2>&1 \
+         || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq postgresql >/dev/null 2>&1; }; }; then
+    echo "bootstrap: could not install postgresql; relays with a PostgreSQL ledger cannot be tested here." >&2
+    echo "bootstrap: fix: apt-get install postgresql" >&2
+  fi
+fi
+
 # 3. The Toxiproxy server: skipped when one is configured or already found.
 if [ -n "${TOXIPROXY_URL:-}" ]; then
   echo "bootstrap: using the Toxiproxy server at TOXIPROXY_URL=$TOXIPROXY_URL"

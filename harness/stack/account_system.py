@@ -20,7 +20,7 @@ import requests
 
 from relaychaos.errors import FixtureError
 from relaychaos.fixtures.account_system.faults import Faults
-from relaychaos.stack.api_profile import Downstream
+from relaychaos.stack.api_profile import Downstream, Ledger
 from relaychaos.stack.ports import lease_port, release_port
 from relaychaos.stack.processes import Child, spawn, wait_http_ok
 
@@ -119,12 +119,28 @@ class AccountSystem:
         return answer
 
     # -- control -----------------------------------------------------------------------
-    def reset(self, *, ledger_path: Path | str | None = None, accounts: dict[str, int] | None = None) -> None:
-        """Forget all calls, balances and faults; peek at ledger_path from now on."""
+    def reset(
+        self,
+        *,
+        ledger_path: Path | str | None = None,
+        accounts: dict[str, int] | None = None,
+        ledger_url: str | None = None,
+        ledger: Ledger | None = None,
+    ) -> None:
+        """Forget all calls, balances and faults; peek at the SQLite ledger_path from now on, or at the PostgreSQL
+        database ledger_url through `ledger`'s mapping of the team's table."""
+        postgres: dict | None = None
+        if ledger_url is not None and ledger is not None:
+            postgres = {"url": ledger_url, "table": ledger.table, "key": ledger.key, "status": ledger.status}
+            postgres["statuses"] = ledger.statuses
         self._write(
             "POST",
             "/_control/reset",
-            json={"ledger_path": str(ledger_path) if ledger_path else None, "accounts": accounts or {}},
+            json={
+                "ledger_path": str(ledger_path) if ledger_path else None,
+                "ledger_postgres": postgres,
+                "accounts": accounts or {},
+            },
         )
         self._faults = Faults()
 

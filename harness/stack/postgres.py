@@ -1,0 +1,131 @@
+"""A real PostgreSQL for a run: the OS package's server in a throw-away cluster, one database per relay.
+
+    server = Postgres.start(log_dir)          # initdb + postgres on a leased loopback port
+    url = server.create_database()           # postgresql://postgres@127.0.0.1:PORT/relay_<hex>
+    server.close()                           # stops the server and deletes the cluster
+
+The server runs as the `postgres` user when the harness is root (PostgreSQL refuses root), without
+fsync (a test cluster: relays are killed, the server is not), and listens on 127.0.0.1 only. Where
+no server binaries are installed, `start` says so with the fix (scripts/bootstrap.sh installs them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from relaychaos.errors import FixtureError
+from relaychaos.stack.ports import lease_port, release_port
+from relaychaos.stack.processes import Child, spawn
+
+START_TIMEOUT_S = 30.0
+SEARCH = ("/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin")
+INSTALL = "install the server: `apt-get install -y postgresql` (scripts/bootstrap.sh does this where it can)"
+
+
+def binaries() -> Path:
+    """The folder holding initdb and postgres; FixtureError with the fix when there is none."""
+    found = shutil.which("initdb")
+    if found and Path(found).resolve().with_name("postgres").exists():
+        return Path(found).resolve().parent
+    for pattern in SEARCH:
+        for folder in sorted(glob.glob(pattern), reverse=True):
+            if (Path(folder) / "initdb").exists() and (Path(folder) / "postgres").exists():
+                return Path(folder)
+    raise FixtureError("no PostgreSQL server on this machine (initdb and postgres not found)", fix=INSTALL)
+
+
+def _as_user() -> tuple[list[str], pwd.struct_passwd | None]:
+    """The argv prefix that drops root to the `postgres` (else `nobody`) user, and that user; nothing when not root."""
+    if os.geteuid() != 0:
+        return [], None
+    for name in ("postgres", "nobody"):
+        with contextlib.suppress(KeyError):
+            user = pwd.getpwnam(name)
+            prefix = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", "--"]
+            return prefix, user
+    raise FixtureError("running as root and neither a `postgres` nor a `nobody` user exists", fix=INSTALL)
+
+
+class Postgres:
+    """A running throw-away cluster and its superuser URL."""
+
+    def __init__(self, child: Child, port: int, data: Path):
+        self.child, self.port, self.data = child, port, data
+        self.url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+    @classmethod
+    def start(cls, log_dir: Path) -> Postgres:
+        bin_dir = binaries()
+        prefix, user = _as_user()
+        data = Path(tempfile.mkdtemp(prefix="relaychaos-pg-"))
+        if user is not None:
+            os.chown(data, user.pw_uid, user.pw_gid)
+        cluster = data / "cluster"
+        init = subprocess.run(
+            [*prefix, str(bin_dir / "initdb"), "-D", str(cluster), "-U", "postgres", "--auth=trust", "-E", "UTF8"]
+            + ["--no-sync", "--no-instructions"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if init.returncode != 0:
+            shutil.rmtree(data, ignore_errors=True)
+            raise FixtureError(
+                f"initdb failed (exit {init.returncode})",
+                fix="see its output below; " + INSTALL,
+                details=(init.stdout + init.stderr)[-2000:],
+            )
+        port = lease_port()
+        argv = [*prefix, str(bin_dir / "postgres"), "-D", str(cluster), "-p", str(port), "-h", "127.0.0.1"]
+        argv += ["-k", str(data), "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+        child = spawn("postgres", argv, log_path=log_dir / f"postgres-{port}.log", cwd=data)
+        server = cls(child, port, data)
+        try:
+            server._wait_ready()
+        except BaseException:
+            server.close()
+            raise
+        return server
+
+    def _wait_ready(self) -> None:
+        import psycopg
+
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            try:
+                with psycopg.connect(self.url, connect_timeout=2):
+                    return
+            except psycopg.OperationalError as e:
+                if not self.child.alive() or time.monotonic() > deadline:
+                    raise FixtureError(
+                        f"PostgreSQL did not accept connections on 127.0.0.1:{self.port} "
+                        f"({'it exited' if not self.child.alive() else f'after {START_TIMEOUT_S:.0f} s'}): {e}",
+                        fix=f"see its log {self.child.log_path}",
+                        details=self.child.tail(),
+                    ) from None
+            time.sleep(0.1)
+
+    def create_database(self) -> str:
+        """A fresh empty database for one relay (or two sharing one ledger): its URL."""
+        import psycopg
+        from psycopg import sql
+
+        name = f"relay_{secrets.token_hex(6)}"
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+
+    def close(self) -> None:
+        """Stop the server and delete the cluster."""
+        self.child.stop(grace_s=5.0)
+        release_port(self.port)
+        shutil.rmtree(self.data, ignore_errors=True)

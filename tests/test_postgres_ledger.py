@@ -1,0 +1,106 @@
+"""A real PostgreSQL for a run, and the account system's read-only look at a team's ledger table in it.
+
+The harness starts the OS package's server in a throw-away cluster, gives each relay a database
+of its own, and reads a key's status through relay.toml's mapping at the moment a call arrives:
+only committed rows count (write-before-send), and reading never waits on the service.
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+import requests
+
+from relaychaos.stack.account_system import AccountSystem
+from relaychaos.stack.api_profile import Ledger
+from relaychaos.stack.postgres import Postgres
+
+from .test_shaped_account_system import PSP
+
+pytestmark = pytest.mark.stack  # a PostgreSQL server and a fixture process
+
+TEAM = Ledger(
+    "postgresql",
+    None,
+    "idempotency_keys",
+    "key",
+    "state",
+    {"started": "SENT", "succeeded": "DONE", "unknown": "UNKNOWN"},
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    pg = Postgres.start(tmp_path_factory.mktemp("pg"))
+    yield pg
+    pg.close()
+
+
+@pytest.fixture
+def database(server):
+    url = server.create_database()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE idempotency_keys (key text PRIMARY KEY, state text NOT NULL)")
+    return url
+
+
+@pytest.fixture
+def psp(tmp_path, database):
+    system = AccountSystem.start(tmp_path, PSP)
+    system.reset(accounts={"alice": 100, "bob": 0}, ledger_url=database, ledger=TEAM)
+    yield system
+    system.close()
+
+
+def pay(system: AccountSystem, key: str) -> None:
+    body = {"amount": 1, "debtor_account": "alice", "creditor_account": "bob", "reference": key}
+    assert requests.post(system.url + "/v1/transfers", json=body, timeout=5).status_code == 201
+
+
+def test_each_relay_gets_a_database_of_its_own(server):
+    first, second = server.create_database(), server.create_database()
+    assert first != second and first.startswith(f"postgresql://postgres@127.0.0.1:{server.port}/relay_")
+
+
+def test_a_call_after_a_committed_claim_finds_the_row_in_the_contracts_words(psp, database):
+    with psycopg.connect(database, autocommit=True) as conn:
+        conn.execute("INSERT INTO idempotency_keys VALUES ('k1', 'started'), ('k2', 'succeeded')")
+    pay(psp, "k1")
+    pay(psp, "k2")
+    pay(psp, "k3")
+    calls = psp.stats()["calls"]
+    assert [(c["guid"], c["ledger_status"], c["sent_row"]) for c in calls] == [
+        ("k1", "SENT", True),
+        ("k2", "DONE", False),
+        ("k3", None, False),
+    ]
+
+
+def test_an_uncommitted_claim_is_not_a_claim(psp, database):
+    with psycopg.connect(database) as conn:
+        conn.execute("INSERT INTO idempotency_keys VALUES ('k1', 'started')")
+        pay(psp, "k1")  # the service called before committing
+        conn.rollback()
+    call = psp.stats()["calls"][0]
+    assert call["ledger_status"] is None and call["sent_row"] is False
+
+
+def test_reading_never_waits_on_a_row_the_service_holds_locked(psp, database):
+    with psycopg.connect(database, autocommit=True) as conn:
+        conn.execute("INSERT INTO idempotency_keys VALUES ('k1', 'started')")
+    with psycopg.connect(database) as conn:
+        conn.execute("SELECT * FROM idempotency_keys WHERE key = 'k1' FOR UPDATE")
+        conn.execute("UPDATE idempotency_keys SET state = 'succeeded' WHERE key = 'k1'")
+        pay(psp, "k1")
+    assert psp.stats()["calls"][0]["ledger_status"] == "SENT", "the last committed status, read at once"
+
+
+def test_a_table_that_is_not_there_makes_the_ledger_unreadable_for_that_call(tmp_path, server):
+    system = AccountSystem.start(tmp_path, PSP)
+    try:
+        system.reset(accounts={"alice": 100, "bob": 0}, ledger_url=server.create_database(), ledger=TEAM)
+        pay(system, "k1")
+        call = system.stats()["calls"][0]
+        assert call["sent_row"] is None and 'relation "idempotency_keys" does not exist' in call["ledger_error"]
+    finally:
+        system.close()
