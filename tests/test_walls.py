@@ -212,6 +212,7 @@ SPAWN_CALLERS = {
     "relaychaos.sandbox.launch": "every relay command, in its sandbox",
     "relaychaos.stack.account_system": "the account-system fixture",
     "relaychaos.stack.toxiproxy_server": "the Toxiproxy server",
+    "relaychaos.stack.postgres": "the PostgreSQL server of a relay's ledger",
     "benchmarks/account_system.py": "a bare aiohttp server, the benchmark's baseline",
 }
 

@@ -8,10 +8,10 @@ compose independent checks over one recorded history.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from relaychaos.checkers.facts import Facts, no_collection
-from relaychaos.checkers.rulebook import RULES, Rule
+from relaychaos.checkers.rulebook import CAPABILITIES, RULES, Rule
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.events import Event
 
@@ -20,10 +20,21 @@ from relaychaos.events import Event
 from relaychaos.checkers import money, ledger_rules, answers, interface  # noqa: F401, E402
 # isort: on
 
-__all__ = ["RULES", "Rule", "Verdict", "check", "notes"]
+__all__ = ["CAPABILITIES", "RULES", "Rule", "Verdict", "check", "not_checked", "notes"]
 
 
-def check(history: Iterable[Event]) -> list[Verdict]:
+def not_checked(provides: Collection[str] | None = None) -> dict[str, str]:
+    """rule id -> why it is not checked on a relay offering `provides` (None: everything; see CAPABILITIES)."""
+    if provides is None:
+        return {}
+    return {
+        r.id: "not checked: the rule " + "; and ".join(CAPABILITIES[n] for n in r.needs if n not in provides)
+        for r in RULES.values()
+        if any(n not in provides for n in r.needs)
+    }
+
+
+def check(history: Iterable[Event], provides: Collection[str] | None = None) -> list[Verdict]:
     """Every verdict of every checker on this history, ordered by the rule book, then by GUID label.
 
     Each rule is judged apart (Jepsen's check-safe): a checker that raises gives its rule one
@@ -31,11 +42,14 @@ def check(history: Iterable[Event]) -> list[Verdict]:
     A history that cannot be read is an error (HistoryError, ValueError), not a verdict.
 
     `history`: a History, a list of events, or a relaychaos.history.HistoryFile (a saved
-    file, read in one pass and never held in memory whole).
+    file, read in one pass and never held in memory whole). `provides`: what the relay offers
+    (Profile.provides; None: everything, the course profile on SQLite); a rule needing more is
+    left out, and `not_checked` says why.
     """
+    skipped = not_checked(provides)
     with no_collection():
         facts = Facts(history)
-        verdicts = [v for r in RULES.values() for v in _judged(r, facts)]
+        verdicts = [v for r in RULES.values() if r.id not in skipped for v in _judged(r, facts)]
     order = {rule: n for n, rule in enumerate(RULES)}
     return sorted(verdicts, key=lambda v: (order.get(v.rule, len(order)), facts.guid_order(v.guid)))
 

@@ -41,6 +41,7 @@ class Expectation:
     "done-replay",
     "resends of a DONE GUID get its first answer, byte for byte",
     contract=("3.done-replay", "5.resolve-found"),
+    needs=("answers",),
 )
 def done_replay(facts: Facts) -> list[Verdict]:
     """Every definite answer for a GUID is the first one, byte for byte."""
@@ -67,7 +68,12 @@ def done_replay(facts: Facts) -> list[Verdict]:
     return out
 
 
-@rule("e903-at-once", "a duplicate of a GUID being sent gets E903 at once, without waiting", contract=("3.e903",))
+@rule(
+    "e903-at-once",
+    "a duplicate of a GUID being sent gets E903 at once, without waiting",
+    contract=("3.e903",),
+    needs=("contract-codes",),
+)
 def e903_at_once(facts: Facts) -> list[Verdict]:
     """A duplicate that reached the relay while its GUID was certainly being sent gets E903 at once."""
     tol = facts.tolerances
@@ -183,6 +189,7 @@ def _extra_fields_refused(c: ChannelCall) -> bool:
     "answer-codes",
     "the relay's answer codes follow the contract's table",
     contract=("3.malformed", "3.e904", "3.definite", "3.refused", "3.in-doubt", "3.unknown"),
+    needs=("contract-codes",),
 )
 def answer_codes(facts: Facts) -> list[Verdict]:
     """Answers follow the contract's table where the situation fixes the code."""

@@ -16,6 +16,7 @@ REQUIRED_COLUMNS = ("guid", "status", "resp_code", "request", "response", "attem
     "interface",
     "answers are JSON objects with guid and a known code, with the right HTTP status",
     contract=("3.answer", "3.malformed"),
+    needs=("contract-codes",),
 )
 def interface(facts: Facts) -> list[Verdict]:
     """Every answer is HTTP 200 with a JSON object holding guid and a known code; E400 comes with HTTP 400.
@@ -54,6 +55,7 @@ def interface(facts: Facts) -> list[Verdict]:
     "ledger-schema",
     "the ledger has the contract's table and columns, and can be read",
     contract=("4.schema", "4.readers"),
+    needs=("ledger-rows",),
 )
 def ledger_schema(facts: Facts) -> list[Verdict]:
     out = []
@@ -85,7 +87,7 @@ def ledger_schema(facts: Facts) -> list[Verdict]:
     return out
 
 
-@rule("batch-runs", "resolve, reprocess and purge run through and exit 0", contract=("1.batch-exit",))
+@rule("batch-runs", "resolve, reprocess and purge run through and exit 0", contract=("1.batch-exit",), needs=("batch",))
 def batch_runs(facts: Facts) -> list[Verdict]:
     """A batch command exits 0 when it ran through; one killed at its time limit never did.
 

@@ -22,6 +22,7 @@ BY_RESOLVE = {"UNKNOWN": {"DONE", "FAILED"}, "SENT": {"DONE", "FAILED"}, "RECEIV
     "write-before-send",
     "the account system receives a transfer only after its SENT row was committed",
     contract=("3.claim-new", "3.failed-resend", "5.reprocess"),
+    needs=("ledger-status",),
 )
 def write_before_send(facts: Facts) -> list[Verdict]:
     """Each account call found a committed SENT row, or it is a GUID's first call found UNKNOWN. One verdict
@@ -62,6 +63,7 @@ def write_before_send(facts: Facts) -> list[Verdict]:
     "ledger-agrees",
     "the ledger's status and code agree with what the account system did",
     contract=("3.definite", "3.refused", "5.resolve-found", "5.resolve-404"),
+    needs=("ledger-rows",),
 )
 def ledger_agrees(facts: Facts) -> list[Verdict]:
     out = []
@@ -92,6 +94,7 @@ def ledger_agrees(facts: Facts) -> list[Verdict]:
     "transitions",
     "ledger statuses move only along the contract's transitions",
     contract=("3.unknown", "3.done-replay", "5.purge-keeps", "5.reprocess-not-unknown"),
+    needs=("ledger-rows",),
 )
 def transitions(facts: Facts) -> list[Verdict]:
     """Between consecutive snapshots, each row moves only along the contract's transitions."""
@@ -143,6 +146,7 @@ def _broken_clause(before: str | None, after: str | None, kind: str | None) -> s
     "converged",
     "after the final heal, resolve and reprocess, no row is left SENT or UNKNOWN",
     contract=("5.resolve-asks", "5.resolve-found", "5.resolve-404"),
+    needs=("ledger-rows", "batch"),
 )
 def converged(facts: Facts) -> list[Verdict]:
     return [
@@ -163,6 +167,7 @@ def converged(facts: Facts) -> list[Verdict]:
     "purge-retention",
     "purge deletes the DONE rows at least --retention old, and no younger ones",
     contract=("5.purge",),
+    needs=("ledger-rows", "batch"),
 )
 def purge_retention(facts: Facts) -> list[Verdict]:
     out = []
@@ -203,7 +208,12 @@ def purge_retention(facts: Facts) -> list[Verdict]:
     return out
 
 
-@rule("resolve-min-age", "resolve leaves rows younger than --min-age alone", contract=("5.resolve-min-age",))
+@rule(
+    "resolve-min-age",
+    "resolve leaves rows younger than --min-age alone",
+    contract=("5.resolve-min-age",),
+    needs=("ledger-rows", "batch"),
+)
 def resolve_min_age(facts: Facts) -> list[Verdict]:
     out = []
     for b, end_wall, rows0, rows1, _ in facts.batch_windows("resolve"):
@@ -234,6 +244,7 @@ def resolve_min_age(facts: Facts) -> list[Verdict]:
     "resolve-keeps-unanswered",
     "resolve leaves a row as it is when its query fails or times out",
     contract=("5.resolve-query-fails",),
+    needs=("ledger-rows", "batch"),
 )
 def resolve_keeps_unanswered(facts: Facts) -> list[Verdict]:
     """While the query API cannot answer (account proxy down, or answers held), resolve changes no row."""
@@ -269,6 +280,7 @@ def _queries_cannot_answer(facts: Facts, t0: float, t1: float) -> bool:
     "malformed-no-effect",
     "a malformed request (or one refused with E400) leaves no ledger row and makes no account call",
     contract=("3.malformed",),
+    needs=("ledger-rows", "contract-codes"),
 )
 def malformed_no_effect(facts: Facts) -> list[Verdict]:
     """For GUIDs the channel only ever sent malformed or had refused with E400: no row, no account call.
@@ -305,7 +317,7 @@ def malformed_no_effect(facts: Facts) -> list[Verdict]:
     return out
 
 
-@rule("attempt-cap", "reprocess stops at --max-attempts", contract=("5.reprocess",))
+@rule("attempt-cap", "reprocess stops at --max-attempts", contract=("5.reprocess",), needs=("ledger-rows", "batch"))
 def attempt_cap(facts: Facts) -> list[Verdict]:
     out = []
     for b, _, rows0, rows1, since in facts.batch_windows("reprocess"):

@@ -154,6 +154,7 @@ def guid_preserved(facts: Facts) -> list[Verdict]:
     "exactly-once",
     "what the channel was told definitely matches what the account system did",
     contract=("3.definite", "3.done-replay"),
+    needs=("answers",),
 )
 def exactly_once(facts: Facts) -> list[Verdict]:
     """What the channel was told definitely matches what the account system did."""

@@ -34,9 +34,11 @@ not have is an error here, not a surprise in the middle of a run.
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from typing import Any
+
+from relaychaos.fixtures.account_system.shape import Downstream, pointer_get, pointer_set
 
 PROFILES = ("course", "idempotency-key")
 LEDGER_KINDS = ("sqlite", "none", "postgresql")
@@ -57,35 +59,6 @@ creditor = "bob"
 amount = "/amount"
 payer = "/debtor"
 payee = "/creditor\""""
-
-
-def pointer_get(doc: Any, pointer: str) -> Any:
-    """The value at an RFC 6901 JSON pointer in `doc`; KeyError naming the first missing step."""
-    if pointer == "":
-        return doc
-    if not pointer.startswith("/"):
-        raise KeyError(f"{pointer!r} is not a JSON pointer (it starts with '/', e.g. \"/amount\")")
-    here = doc
-    for raw in pointer[1:].split("/"):
-        step = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(here, dict) and step in here:
-            here = here[step]
-        elif isinstance(here, list) and step.isdigit() and int(step) < len(here):
-            here = here[int(step)]
-        else:
-            raise KeyError(f"{pointer!r}: no {step!r} there")
-    return here
-
-
-def pointer_set(doc: Any, pointer: str, value: Any) -> None:
-    """Set the value at an existing RFC 6901 pointer of `doc` (pointer_get finds its parent)."""
-    parent, _, last = pointer.rpartition("/")
-    holder = pointer_get(doc, parent)
-    step = last.replace("~1", "/").replace("~0", "~")
-    if isinstance(holder, list):
-        holder[int(step)] = value
-    else:
-        holder[step] = value
 
 
 @dataclass(frozen=True)
@@ -109,44 +82,6 @@ class Api:
         for role, value in (("amount", amount), ("payer", payer), ("payee", payee)):
             pointer_set(body, self.fields[role], value)
         return body
-
-
-@dataclass(frozen=True)
-class Downstream:
-    """The account system's HTTP shape as the relay calls it. The course's by default (contract section 2)."""
-
-    transfer_method: str = "POST"
-    transfer_path: str = "/transfer"
-    query_method: str | None = "GET"
-    query_path: str | None = "/transfer/{key}"
-    key: str = "/guid"  # a JSON pointer into the transfer's body, or "header:<Name>"
-    fields: dict[str, str] = field(default_factory=lambda: {"amount": "/amount", "payer": "/from", "payee": "/to"})
-    applied: int = 200
-    refused: int = 200
-    not_found: int = 404
-    example: dict = field(default_factory=dict)
-
-    @property
-    def course(self) -> bool:
-        return self == Downstream()
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> Downstream:
-        return cls(**json.loads(text))
-
-    def key_of(self, headers: dict[str, str], body: Any) -> str | None:
-        """The relay's key of one transfer call: from its header or its body (None when it carries none)."""
-        if self.key.startswith("header:"):
-            wanted = self.key[len("header:") :].lower()
-            return next((v for k, v in headers.items() if k.lower() == wanted), None)
-        try:
-            value = pointer_get(body, self.key)
-        except KeyError:
-            return None
-        return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True)
@@ -174,6 +109,19 @@ class Profile:
     @property
     def name(self) -> str:
         return self.api.profile
+
+    def provides(self, commands: Collection[str] = ("resolve", "reprocess", "purge")) -> frozenset[str]:
+        """What of the relay the rules may read (relaychaos.checkers.CAPABILITIES), given its batch `commands`."""
+        offered = {"answers"}
+        if self.name == "course":
+            offered.add("contract-codes")
+        if self.ledger.kind != "none":
+            offered.add("ledger-status")
+        if self.ledger.kind == "sqlite" and self.name == "course":
+            offered.add("ledger-rows")
+            if all(c in commands for c in ("resolve", "reprocess", "purge")):
+                offered.add("batch")
+        return frozenset(offered)
 
 
 def check(data: dict, problems: list[str]) -> Profile:

@@ -1,0 +1,66 @@
+"""Each rule says what it reads of a relay beyond the money; a relay that does not offer it leaves the rule
+"not checked", with the reason, never "held"."""
+
+from __future__ import annotations
+
+from relaychaos import checkers
+from relaychaos.checkers import CAPABILITIES, RULES
+from relaychaos.stack.api_profile import Api, Ledger, Profile
+
+from .literal_support import story
+
+KEYED = Api(profile="idempotency-key", path="/payments")
+MONEY = {"one-account-call", "one-debit", "guid-preserved", "balances", "one-debit-per-payment"}
+
+
+def double_debit_before_any_claim():
+    h = story()
+    h.send("g1", at=0.0, answered_at=0.5)
+    h.account_call("g1", 0.01, 0.02, ledger_status=None)
+    h.account_call("g1", 0.2, 0.21, ledger_status=None)
+    return h.build()
+
+
+def test_the_course_profile_on_sqlite_offers_everything_every_rule_reads():
+    assert Profile().provides() == frozenset(CAPABILITIES)
+    assert checkers.not_checked(Profile().provides()) == {}
+
+
+def test_the_money_rules_apply_to_every_profile_and_every_ledger():
+    for ledger in (Ledger(), Ledger(kind="none"), Ledger(kind="postgresql")):
+        for api in (Api(), KEYED):
+            skipped = checkers.not_checked(Profile(api=api, ledger=ledger).provides())
+            assert not MONEY & set(skipped), (api.profile, ledger.kind)
+
+
+def test_a_keyed_service_on_postgres_is_judged_on_money_answers_and_write_before_send():
+    offered = Profile(api=KEYED, ledger=Ledger(kind="postgresql")).provides()
+    judged = set(RULES) - set(checkers.not_checked(offered))
+    assert judged == MONEY | {
+        "exactly-once",
+        "write-before-send",
+        "done-replay",
+        "answered-in-time",
+        "tampering",
+        "serve-ready",
+    }
+
+
+def test_a_black_box_service_leaves_the_ledger_rules_not_checked_and_says_why():
+    skipped = checkers.not_checked(Profile(api=KEYED, ledger=Ledger(kind="none")).provides())
+    assert skipped["write-before-send"].startswith("not checked: the rule reads the status of a key's ledger row")
+    assert "(there is no ledger to read)" in skipped["write-before-send"]
+    assert "which this relay does not have" in skipped["batch-runs"]
+
+
+def test_a_course_relay_without_batch_jobs_leaves_their_rules_not_checked():
+    skipped = checkers.not_checked(Profile().provides(commands=()))
+    assert set(skipped) == {r.id for r in RULES.values() if "batch" in r.needs}
+
+
+def test_a_rule_not_checked_gives_no_verdict_even_on_a_history_that_would_break_it():
+    h = double_debit_before_any_claim()
+    everything = {v.rule for v in checkers.check(h)}
+    black_box = {v.rule for v in checkers.check(h, Profile(api=KEYED, ledger=Ledger(kind="none")).provides())}
+    assert "write-before-send" in everything and "write-before-send" not in black_box
+    assert {"one-account-call", "one-debit", "balances"} <= black_box
