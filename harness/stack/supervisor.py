@@ -89,6 +89,22 @@ class BatchResult:
         return log_tail(self.log_path, lines)
 
 
+def refuse_unrunnable(manifest: Manifest) -> None:
+    """RelayError for a manifest this version reads and checks but cannot run yet: the idempotency-key profile
+    and ledgers other than the contract's SQLite file (docs/production-api.md says what runs today)."""
+    profile = manifest.profile
+    if profile.name == "course" and profile.ledger.kind == "sqlite":
+        return
+    raise RelayError(
+        f"relay '{manifest.name}' is described with [api] profile = {profile.name!r} and a {profile.ledger.kind} "
+        "ledger: this version checks such a manifest, and starts the PSP-shaped account system and a PostgreSQL "
+        "ledger for it, but its channel speaks only the course profile, so it cannot run this relay yet",
+        where=str(manifest.path),
+        fix="run a relay that speaks the course contract (../shared/relay-contract.md), or follow "
+        "docs/production-api.md for what runs today",
+    )
+
+
 class Supervisor:
     """Runs one relay's commands against one ledger (see the module doc)."""
 
@@ -102,6 +118,7 @@ class Supervisor:
         ledger_path: Path | None = None,
         sandbox: Sandbox | None = None,
     ):
+        refuse_unrunnable(manifest)
         self.manifest, self.workdir = manifest, workdir
         self.sandbox = sandbox or Sandbox.create("off")
         self.copy = self.sandbox.working_copy(manifest)
