@@ -44,6 +44,10 @@ class Op:
 
 BATCH_COMMANDS = (Op.RESOLVE, Op.REPROCESS, Op.PURGE)
 
+# The code a keyed service's definite refusal is recorded with (relaychaos.stack.speech): a 4xx other than
+# 400, 409 and 422, nothing moved, replayed like any first answer. The course profile's refusals are B20x.
+REFUSED = "REFUSED"
+
 
 @dataclass(frozen=True, slots=True)
 class Event:

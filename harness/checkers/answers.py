@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from relaychaos.checkers.calls import ChannelCall
-from relaychaos.checkers.facts import DEFINITE, Facts
+from relaychaos.checkers.facts import ANY_DEFINITE, DEFINITE, Facts
 from relaychaos.checkers.rulebook import rule
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.contract import clause
@@ -47,7 +47,7 @@ def done_replay(facts: Facts) -> list[Verdict]:
     """Every definite answer for a GUID is the first one, byte for byte."""
     out = []
     for guid in facts.channel_guids:
-        answers = [c for c in facts.channel_for(guid) if c.code in DEFINITE]
+        answers = [c for c in facts.channel_for(guid) if c.code in ANY_DEFINITE]
         if not answers:
             continue
         first = answers[0]

@@ -23,11 +23,12 @@ from typing import cast
 
 from relaychaos.checkers.calls import Batch, ChannelCall
 from relaychaos.checkers.faults import FaultState, FaultTimeline
-from relaychaos.events import BATCH_COMMANDS, Event, Op
+from relaychaos.events import BATCH_COMMANDS, REFUSED, Event, Op
 from relaychaos.tolerances import Tolerances
 
-DEFINITE = {"0000", "B201", "B202", "B203", "E500"}
-KNOWN_CODES = DEFINITE | {"E400", "E901", "E902", "E903", "E904"}
+DEFINITE = {"0000", "B201", "B202", "B203", "E500"}  # the course contract's definite answers
+ANY_DEFINITE = DEFINITE | {REFUSED}  # and a keyed service's definite refusal: what every profile's rules read
+KNOWN_CODES = DEFINITE | {"E400", "E901", "E902", "E903", "E904"}  # the course contract's
 _DIGITS = re.compile(r"(\d+)")
 _RUN_GUID = re.compile(r"[0-9a-f]{12}-[0-9a-f]{8}")  # the form of the run's GUIDs (engine.runner.Runner.guid)
 DISTURBING = (Op.KILL, Op.SERVER_FAULT, Op.ADD_TOXIC, Op.DISABLE_PROXY)  # faults that may change a first send's answer

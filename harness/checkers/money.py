@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from relaychaos.checkers.calls import TRANSFER_FIELDS
-from relaychaos.checkers.facts import Facts
+from relaychaos.checkers.facts import ANY_DEFINITE, Facts
 from relaychaos.checkers.rulebook import rule
 from relaychaos.checkers.verdict import Verdict
 
@@ -174,7 +174,7 @@ def exactly_once(facts: Facts) -> list[Verdict]:
                     clause="3.definite",
                 )
             )
-        refused = told & {"B201", "B202", "B203", "E500"}
+        refused = told & (ANY_DEFINITE - {"0000"})
         if refused and debits > 0:
             out.append(
                 Verdict(

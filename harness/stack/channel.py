@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
-import json
 import time
 import types
 import uuid
@@ -25,6 +24,7 @@ import aiohttp
 
 from relaychaos.recorder import Recorder
 from relaychaos.stack import accept_queue, raw_http
+from relaychaos.stack.speech import Course, HttpRequest, Speech
 from relaychaos.tolerances import CURRENT as TOLERANCES
 
 DEFAULT_RETRY_ON = frozenset({"info", "E902", "E903"})
@@ -80,6 +80,7 @@ class Channel:
     delivery_cap_s: float = TOLERANCES.delivery_cap_s  # racers wait this long for the relay to take their request
     connections: int = 256  # pooled connections at most (a soak keeps many calls in flight)
     netns: str | None = None  # the network namespace of the relay it talks to directly (a sandbox slot's)
+    speech: Speech = field(default_factory=Course)  # how the relay is spoken to (relaychaos.stack.speech)
     _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
     _procs: itertools.count = field(default_factory=itertools.count, init=False, repr=False)
 
@@ -125,25 +126,30 @@ class Channel:
     async def send_once(
         self, request: dict, *, attempt: int = 1, process: str | None = None, intent: str | None = None
     ) -> Outcome:
-        """One POST /transfer, recorded as invoke then ok/info."""
+        """One transfer request in the relay's profile (the contract's POST /transfer by default), recorded as
+        invoke then ok/info."""
         process = process or self._process()
         guid = str(request.get("guid"))
         self.recorder.transfer_sent(process, guid, attempt, request=request, intent=intent)
-        return await self._post(process, guid, attempt, json=request)
+        return await self._post(process, guid, attempt, self.speech.request(request))
 
     async def send_raw(self, body: bytes, *, guid: str | None = None) -> Outcome:
         """POST a body verbatim (a malformed request, say), recorded like any other call."""
         process = self._process()
         self.recorder.transfer_sent(process, guid, 1, raw=body.decode(errors="replace"))
-        return await self._post(process, guid, 1, data=body, headers={"Content-Type": "application/json"})
+        return await self._post(process, guid, 1, HttpRequest("POST", "/transfer", body))
 
-    async def _post(self, process: str, guid: str | None, attempt: int, **kwargs) -> Outcome:
-        """The POST itself and the recording of its completion."""
+    async def _post(self, process: str, guid: str | None, attempt: int, request: HttpRequest) -> Outcome:
+        """The request itself and the recording of its completion."""
         assert self._session is not None, "use `async with Channel(...)`"
         sent = types.SimpleNamespace(at=None)
+        url = self.base_url() + request.path
+        headers = {"Content-Type": "application/json", **request.headers}
         try:
-            async with self._session.post(self.base_url() + "/transfer", trace_request_ctx=sent, **kwargs) as resp:
-                outcome = _answered(guid, attempt, resp.status, await resp.read())
+            async with self._session.request(
+                request.method, url, data=request.body, headers=headers, trace_request_ctx=sent
+            ) as resp:
+                outcome = _answered(guid, attempt, resp.status, await resp.read(), self.speech)
         except TimeoutError:
             outcome = Outcome(guid, attempt, "info", error=f"no answer within {self.timeout_s:g} s", timed_out=True)
         except aiohttp.ClientError as e:
@@ -167,7 +173,10 @@ class Channel:
         """
         url = urlsplit(self.base_url())
         host, port = url.hostname or "127.0.0.1", url.port or 80
-        data = raw_http.request_bytes(host, port, "/transfer", request)
+        wire_request = self.speech.request(request)
+        data = raw_http.request_bytes(
+            host, port, wire_request.path, wire_request.body, method=wire_request.method, headers=wire_request.headers
+        )
         guid = str(request.get("guid"))
         conns = await accept_queue.open_paced(port, n, lambda: raw_http.connect(host, port), netns=self.netns)
         barrier = release or asyncio.Event()
@@ -187,7 +196,7 @@ class Channel:
                     raw = await raw_http.exchange(
                         reader, writer, data, wire, deliver_within_s=self.delivery_cap_s, answer_within_s=self.timeout_s
                     )
-                    outcome = _answered(guid, 1, raw.status, raw.body)
+                    outcome = _answered(guid, 1, raw.status, raw.body, self.speech)
                 except TimeoutError:
                     outcome = Outcome(
                         guid, 1, "info", error=f"no answer within {self.timeout_s:g} s of delivery", timed_out=True
@@ -243,12 +252,6 @@ async def _note_sent(session, trace_config_ctx, params) -> None:
         ctx.at = time.monotonic()
 
 
-def _answered(guid: str | None, attempt: int, status: int, raw: bytes) -> Outcome:
-    """An HTTP answer: `ok`, with the code if the body is a JSON object that has one."""
-    text = raw.decode(errors="replace")
-    try:
-        body = json.loads(text)
-        code = body.get("code") if isinstance(body, dict) else None
-    except ValueError:
-        code = None
-    return Outcome(guid, attempt, "ok", status=status, code=code if isinstance(code, str) else None, body=text)
+def _answered(guid: str | None, attempt: int, status: int, raw: bytes, speech: Speech) -> Outcome:
+    """An HTTP answer: `ok`, with its code in the contract's words (the speech's reading of it)."""
+    return Outcome(guid, attempt, "ok", status=status, code=speech.code(status, raw), body=raw.decode(errors="replace"))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import socket
 import struct
 import time
@@ -79,13 +78,13 @@ async def connect(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.S
     return await asyncio.open_connection(host, port)
 
 
-def request_bytes(host: str, port: int, path: str, payload: dict) -> bytes:
-    body = json.dumps(payload).encode()
-    head = (
-        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    )
-    return head.encode() + body
+def request_bytes(
+    host: str, port: int, path: str, body: bytes, *, method: str = "POST", headers: dict[str, str] | None = None
+) -> bytes:
+    """One HTTP/1.1 request on a connection of its own (`Connection: close`); Content-Type JSON unless given."""
+    fields = {"Content-Type": "application/json", **(headers or {})}
+    head = f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
+    return (head + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
 
 
 async def exchange(
