@@ -20,6 +20,7 @@ class ResultsRecorder:
         from relaychaos.reports.results import RunResults
 
         self.results, self.out = RunResults(str(relay), manifest_name(relay), sandbox=sandbox), out
+        self.results.provides = relay_provides(relay)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = [(k, json.loads(str(raw))) for k, raw in report.user_properties if k.startswith("relaychaos_")]
@@ -64,3 +65,17 @@ def manifest_name(relay: Path) -> str:
         return manifest.load(relay).name
     except (HarnessError, OSError):
         return relay.parent.name
+
+
+def relay_provides(relay: Path) -> list[str] | None:
+    """What the relay offers the rules, when it is less than everything (a course relay on SQLite: None)."""
+    from relaychaos.checkers import CAPABILITIES
+    from relaychaos.errors import HarnessError
+    from relaychaos.stack import manifest
+
+    try:
+        loaded = manifest.load(relay)
+    except (HarnessError, OSError):
+        return None
+    provides = loaded.profile.provides(loaded.commands)
+    return None if provides == frozenset(CAPABILITIES) else sorted(provides)

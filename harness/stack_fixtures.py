@@ -61,13 +61,32 @@ def toxiproxy(relaychaos_dir: Path, relaychaos_processes):
 
 
 @pytest.fixture(scope="session")
-def account_system(relaychaos_dir: Path, relaychaos_processes):
-    """The account-system fixture process for this worker; each stack resets it."""
+def account_system(relaychaos_dir: Path, relaychaos_processes, relay_manifest):
+    """The account-system fixture process for this worker, in the relay's [downstream] shape; each stack resets
+    it."""
     from relaychaos.stack.account_system import AccountSystem
 
-    system = AccountSystem.start(relaychaos_dir)
+    system = AccountSystem.start(relaychaos_dir, relay_manifest.profile.downstream)
     yield system
     system.close()
+
+
+@pytest.fixture(scope="session")
+def relaychaos_postgres(relaychaos_dir: Path, relaychaos_processes):
+    """() -> this worker's PostgreSQL (relaychaos.stack.postgres), started at the first call: only a relay whose
+    ledger is in PostgreSQL asks for it."""
+    from relaychaos.stack.postgres import Postgres
+
+    started: list[Postgres] = []
+
+    def server() -> Postgres:
+        if not started:
+            started.append(Postgres.start(relaychaos_dir))
+        return started[0]
+
+    yield server
+    for pg in started:
+        pg.close()
 
 
 @pytest.fixture(scope="session")
@@ -125,10 +144,12 @@ def make_stack(
     account_system,
     relay_manifest,
     relaychaos_sandbox,
+    relaychaos_postgres,
     tmp_path: Path,
     relaychaos_keep,
 ):
-    """make_stack(manifest=None, **options) -> Stack, closed after the test; logs attached on failure.
+    """make_stack(manifest=None, **options) -> Stack, closed after the test; logs attached on failure. `account=`
+    gives it another account system (one in a PSP's shape, for a relay of another profile).
     (It asks for `relaychaos_keep` so that the stacks close before their logs are kept.)"""
     from relaychaos.stack import manifest as manifests
     from relaychaos.stack.world import Stack
@@ -140,11 +161,10 @@ def make_stack(
             manifest = manifests.load(manifest)
         stack = Stack(
             toxiproxy=toxiproxy,
-            account=account_system,
             manifest=manifest or relay_manifest,
             workdir=tmp_path / f"stack{len(stacks)}",
             name=request.node.name,
-            **{"sandbox": relaychaos_sandbox, **options},
+            **{"account": account_system, "sandbox": relaychaos_sandbox, "postgres": relaychaos_postgres, **options},
         )
         stacks.append(stack)
         return stack
@@ -165,8 +185,18 @@ def run_chaos(request: pytest.FixtureRequest, make_stack, relaychaos_keep):
     """run_chaos(scenario, manifest=None) -> ChaosResult: run on a fresh stack, check, record the verdicts;
     the history and relay logs are kept in the run folder (relaychaos_keep)."""
     from relaychaos.chaos import run_and_check
+    from relaychaos.stack import manifest as manifests
 
     def run(scenario, manifest=None):
+        if manifest is not None and not hasattr(manifest, "commands"):
+            manifest = manifests.load(manifest)
+        relay = manifest or request.getfixturevalue("relay_manifest")
+        missing = sorted(scenario.batch_commands - set(relay.commands))
+        if missing:
+            pytest.skip(
+                f"not run: scenario {scenario.name} runs {' and '.join(missing)}, which relay '{relay.name}' does not "
+                "have ([commands] of its relay.toml)"
+            )
         stack = make_stack(manifest, accounts=scenario.accounts, account_timeout_ms=scenario.account_timeout_ms)
         result = run_and_check(stack, scenario)
         kept = relaychaos_keep(result.history_path, scenario.name, stack)  # the saved file, moved: written once

@@ -236,6 +236,8 @@ def render(results: dict, run_dir: Path | None = None, problems: list[str] | Non
     ]
     for rule, r in results.get("rules", {}).items():
         state = "<span class=held>held</span>" if r["held"] else "<span class=broken>broken</span>"
+        if r["held"] is None:
+            state = f"<span title='{escaped(r.get('not_checked', ''))}'>not checked</span>"
         out.append(
             f"<tr><td><code>{escaped(rule)}</code></td><td>{escaped(r['what'])}</td>"
             f"<td>{escaped(r.get('contract', ''))}</td>"

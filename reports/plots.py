@@ -167,8 +167,8 @@ def _clip(text: str, chars: float) -> str:
 
 
 def score_sheet_svg(results: dict, width: int = 900) -> str:
-    """One row per rule: held (a green tick), or a red bar as long as the number of scenarios that broke it,
-    followed by their names."""
+    """One row per rule: held (a green tick), not checked (the relay offers nothing it reads), or a red bar as
+    long as the number of scenarios that broke it, followed by their names."""
     rules = results.get("rules", {})
     total = max(len(results.get("scenarios", [])), 1)
     broken_max = max([len(r["broken_in"]) for r in rules.values()] + [1])
@@ -188,6 +188,11 @@ def score_sheet_svg(results: dict, width: int = 900) -> str:
                 f"<title>broken in {n} of {total} scenarios: {escaped(', '.join(r['broken_in']))}</title></rect>"
                 f'<text x="{left + w + 6:.1f}" y="{y + 14}" fill="#b3261e">broken in {n}: '
                 f"{escaped(_clip(', '.join(r['broken_in']), (width - left - w - 90) // 6))}</text>"
+            )
+        elif r.get("held") is None:
+            parts.append(
+                f'<text x="{left}" y="{y + 14}" fill="#666"><title>{escaped(r.get("not_checked", ""))}</title>'
+                "– not checked</text>"
             )
         else:
             parts.append(f'<text x="{left}" y="{y + 14}" fill="{COLOURS["ok"]}">✓ held</text>')

@@ -47,6 +47,7 @@ class RunResults:
     finished: set[str] = field(default_factory=set)  # node ids whose teardown was reported
     finished_at: float | None = None  # kept from the file by load(); a live run writes the time of writing
     extra: dict = field(default_factory=dict)  # keys of a loaded file this class does not produce, kept as they are
+    provides: list[str] | None = None  # what the relay offers the rules (Profile.provides); None: everything
 
     def add(
         self,
@@ -87,8 +88,11 @@ class RunResults:
         return counts
 
     def by_rule(self) -> dict[str, dict]:
-        """Per rule of the rule book: held or not, and which scenarios broke it (a grader's score sheet)."""
-        from relaychaos.checkers import RULES
+        """Per rule of the rule book: held or not, and which scenarios broke it (a grader's score sheet); a rule
+        the relay could not be judged by (`provides`) is `held: null` with the reason in `not_checked`."""
+        from relaychaos.checkers import RULES, not_checked
+
+        skipped = not_checked(self.provides)
 
         broken: dict[str, set[str]] = {}
         for s in self.scenarios.values():
@@ -98,8 +102,9 @@ class RunResults:
             rule.id: {
                 "what": rule.text,
                 "contract": rule.sections,
-                "held": rule.id not in broken,
+                "held": None if rule.id in skipped else rule.id not in broken,
                 "broken_in": sorted(broken.get(rule.id, ())),
+                **({"not_checked": skipped[rule.id]} if rule.id in skipped else {}),
             }
             for rule in RULES.values()
         }
@@ -137,7 +142,9 @@ class RunResults:
 
     def as_dict(self) -> dict:
         """The results JSON's content: what `write` writes, and what the reports read of a loaded file."""
-        done = RunResults(self.relay, self.relay_name, scenarios={s.nodeid: s for s in self.done()})
+        done = RunResults(
+            self.relay, self.relay_name, scenarios={s.nodeid: s for s in self.done()}, provides=self.provides
+        )
         data = {
             **self.extra,
             "relay": self.relay,
@@ -154,6 +161,8 @@ class RunResults:
             "random_stories": done.random_stories(),
             "scenarios": [asdict(s) for s in done.scenarios.values()],
         }
+        if self.provides is not None:
+            data["provides"] = self.provides
         unfinished = sorted(set(self.scenarios) - self.finished)
         if unfinished:
             data["unfinished"] = unfinished
@@ -175,7 +184,7 @@ class RunResults:
             "scenarios",
             "random_stories",
         }  # made again; "unfinished" is kept as it was
-        own = {"relay", "relay_name", "sandbox", "started_at", "finished_at", "expected", "partial"}
+        own = {"relay", "relay_name", "sandbox", "started_at", "finished_at", "expected", "partial", "provides"}
         return cls(
             data["relay"],
             data.get("relay_name", ""),
@@ -187,4 +196,5 @@ class RunResults:
             set(scenarios),
             data.get("finished_at"),
             {k: v for k, v in data.items() if k not in derived | own},
+            data.get("provides"),
         )

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, rule
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, precondition, rule
 
 from relaychaos import checkers
 from relaychaos.engine import scenario_file
@@ -109,7 +109,7 @@ class ChaosMachine(RuleBasedStateMachine):
         self.began = time.monotonic()
         stack = ctx.stack
         try:
-            stack.account.reset(ledger_path=stack.ledger_path, accounts=ACCOUNTS)
+            stack.reset_account(ACCOUNTS)
             self.runner = Runner(stack, PLAN, Recorder())  # a fresh recorder: each example has its own history
             ctx.last_history = self.runner.history
             self.runner.begin()
@@ -220,6 +220,7 @@ class ChaosMachine(RuleBasedStateMachine):
         self.active.clear()
         self._do(S.Heal())
 
+    @precondition(lambda self: {"resolve", "reprocess", "purge"} <= set(self.context.stack.manifest.commands))
     @rule(command=st.sampled_from(["resolve", "reprocess", "purge"]))
     @traced
     def batch(self, command):

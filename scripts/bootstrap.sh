@@ -82,6 +82,18 @@ else
   echo "bootstrap: Go relay not built (no 'go' on PATH); fix: install Go 1.26+ (https://go.dev/dl/) and run scripts/bootstrap.sh again." >&2
 fi
 
+# 4b. The example payment service (relay_under_test/payments_go/bin/payments: the idempotency-key profile
+#     with a PostgreSQL ledger), rebuilt only when its sources change, like the Go relay.
+pay=relay_under_test/payments_go
+if command -v go >/dev/null 2>&1; then
+  want=$(cd "$pay" && cat ./*.go go.mod go.sum | sha256sum | cut -d' ' -f1)
+  if [ ! -x "$pay/bin/payments" ] || [ "$(cat "$pay/bin/.stamp" 2>/dev/null)" != "$want" ]; then
+    echo "bootstrap: building the example payment service ($pay/bin/payments) ..."
+    sh "$pay/build.sh" >/dev/null
+    echo "$want" > "$pay/bin/.stamp"
+  fi
+fi
+
 # 5. The Java relay (relay_under_test/java): its classes in build/classes, the SQLite JDBC jar in
 #    lib/, that jar's native library extracted to build/native (so the relay writes nothing outside
 #    its folder at run time), its classes in build/relay.jar and a class-data-sharing archive

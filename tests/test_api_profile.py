@@ -171,14 +171,3 @@ def test_every_problem_is_listed_at_once(tmp_path):
 @pytest.mark.parametrize("pointer, found", [("", {"a/b": [1, {"~x": 2}]}), ("/a~1b/0", 1), ("/a~1b/1/~0x", 2)])
 def test_json_pointers_follow_rfc_6901(pointer, found):
     assert pointer_get({"a/b": [1, {"~x": 2}]}, pointer) == found
-
-
-def test_a_run_of_a_profile_the_channel_does_not_speak_yet_is_refused_before_anything_starts(tmp_path):
-    from relaychaos.errors import RelayError
-    from relaychaos.stack.supervisor import Supervisor
-
-    m = manifest.load(write(tmp_path, SERVICE))
-    with pytest.raises(RelayError) as e:
-        Supervisor(m, workdir=tmp_path / "w", account_url="http://127.0.0.1:1", account_timeout_ms=300)
-    assert "its channel speaks only the course profile, so it cannot run this relay yet" in str(e.value)
-    assert "docs/production-api.md" in str(e.value) and not (tmp_path / "w").exists()

@@ -43,12 +43,14 @@ def check(history: Iterable[Event], provides: Collection[str] | None = None) -> 
 
     `history`: a History, a list of events, or a relaychaos.history.HistoryFile (a saved
     file, read in one pass and never held in memory whole). `provides`: what the relay offers
-    (Profile.provides; None: everything, the course profile on SQLite); a rule needing more is
-    left out, and `not_checked` says why.
+    (Profile.provides; None: what the history's header records, else everything, the course
+    profile on SQLite); a rule needing more is left out, and `not_checked` says why.
     """
-    skipped = not_checked(provides)
     with no_collection():
         facts = Facts(history)
+        if provides is None and "provides" in facts.scenario:
+            provides = facts.scenario["provides"]  # recorded by the run: what its relay offered
+        skipped = not_checked(provides)
         verdicts = [v for r in RULES.values() if r.id not in skipped for v in _judged(r, facts)]
     order = {rule: n for n, rule in enumerate(RULES)}
     return sorted(verdicts, key=lambda v: (order.get(v.rule, len(order)), facts.guid_order(v.guid)))

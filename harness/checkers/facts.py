@@ -250,6 +250,24 @@ class Facts:
         return self._calls_by_guid.get(guid, [])
 
     @cached_property
+    def _not_found_at(self) -> dict[str | None, list[float]]:
+        """GUID -> when the account system's query API answered that it had never applied it, in order."""
+        out: dict[str | None, list[float]] = {}
+        for q in self.stats.get("queries", []):
+            if not q.get("found"):
+                out.setdefault(q.get("guid"), []).append(q["at"])
+        return out
+
+    def asked_before(self, guid: str, call: dict) -> bool:
+        """Whether `call` is a resend the relay asked for: after every earlier call of its GUID was answered, the
+        query API said the GUID was never applied, before this call arrived (query before resending)."""
+        earlier = [c for c in self.calls_for(guid) if c["received_at"] < call["received_at"]]
+        if not earlier or any(c.get("answered_at") is None for c in earlier):
+            return False
+        after = max(c["answered_at"] for c in earlier)
+        return any(after < at < call["received_at"] for at in self._not_found_at.get(guid, ()))
+
+    @cached_property
     def final_rows(self) -> dict[str, dict]:
         return self.snapshots[-1].value["rows"] if self.snapshots else {}
 

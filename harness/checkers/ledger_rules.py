@@ -41,7 +41,8 @@ def write_before_send(facts: Facts) -> list[Verdict]:
         if guid is None:
             continue
         called.add(guid)
-        if call.get("sent_row") is True or (first and late):
+        asked = call.get("ledger_status") in UNDECIDED and facts.asked_before(guid, call)
+        if call.get("sent_row") is True or (first and late) or asked:
             continue
         early.setdefault(guid, []).append(call)
     return [

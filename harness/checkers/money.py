@@ -59,7 +59,8 @@ def one_account_call(facts: Facts) -> list[Verdict]:
     out = []
     for guid in sorted({c["guid"] for c in facts.account_calls if c.get("guid")}):
         calls = facts.calls_for(guid)
-        if len(calls) > 1 and any(len(life) > 1 for life in facts.lives(guid)):
+        blind = [c for c in calls[1:] if not facts.asked_before(guid, c)]  # a resend after a not-found answer is asked
+        if blind and len(calls) > 1 and any(len(life) > 1 for life in facts.lives(guid)):
             purged = (
                 " (counted per life of its ledger row: a purge deleted it in between)" if facts.purged.get(guid) else ""
             )

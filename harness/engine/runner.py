@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from relaychaos import contract
+from relaychaos.checkers.rulebook import CAPABILITIES
 from relaychaos.engine import final_phase
 from relaychaos.engine import steps as S
 from relaychaos.engine.client import Client
@@ -30,6 +31,7 @@ from relaychaos.engine.operations import Operator
 from relaychaos.errors import HarnessError, RelayError
 from relaychaos.history import History
 from relaychaos.recorder import Recorder
+from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.world import Stack
 from relaychaos.tolerances import CURRENT as TOLERANCES
 
@@ -128,6 +130,7 @@ class Runner:
             guids=dict(self.guids),
             steps=[S.describe(s) for s in sc.steps],
             relay=self.stack.manifest.name,
+            **_profile(self.stack.manifest),
             tag=self.tag,
             contract=contract.VERSION,
             tolerances=TOLERANCES.as_dict(),
@@ -177,3 +180,12 @@ def run_scenario(
 ) -> History:
     """Run scenario on stack (its relays not yet started) and return the full history."""
     return Runner(stack, scenario, recorder, tag).run()
+
+
+def _profile(manifest: Manifest) -> dict:
+    """What a course relay's header leaves out (it offers every capability); a relay of another profile or
+    ledger records its profile and what it offers, so every later check of its history skips the same rules."""
+    provides = manifest.profile.provides(manifest.commands)
+    if manifest.profile.name == "course" and provides == frozenset(CAPABILITIES):
+        return {}
+    return {"profile": manifest.profile.name, "provides": sorted(provides)}

@@ -262,3 +262,9 @@ class Scenario:
     covers: tuple[str, ...] = ()  # the contract clauses (relaychaos.contract ids) this scenario exercises
     incident: dict = field(default_factory=dict)  # imported from production: guids (label -> production GUID),
     # broke (rule -> labels), answers (label -> what the channel got) -- relaychaos.incidents
+
+    @property
+    def batch_commands(self) -> frozenset[str]:
+        """The batch commands its steps run (resolve, reprocess, purge): a relay without one cannot run it."""
+        kinds = {Resolve: "resolve", Reprocess: "reprocess", Purge: "purge"}
+        return frozenset(kinds[type(step)] for step in self.steps if type(step) in kinds)

@@ -33,8 +33,9 @@ TOKEN_HEADER = "X-Relaychaos-Token"
 class AccountSystem:
     """A running fixture process (`python -m relaychaos.fixtures.account_system`) and its control client."""
 
-    def __init__(self, child: Child, port: int, control_port: int, token: str):
+    def __init__(self, child: Child, port: int, control_port: int, token: str, shape: Downstream | None = None):
         self.child, self.port, self.control_port = child, port, control_port
+        self.shape = shape or Downstream()  # the HTTP shape its public port speaks
         self.url = f"http://127.0.0.1:{port}"
         self.control_url = f"http://127.0.0.1:{control_port}"
         self._token = token  # for the project's own tests, which play a third party holding it
@@ -90,7 +91,7 @@ class AccountSystem:
                 fix="run `bash scripts/bootstrap.sh` so aiohttp is installed, and read its log",
                 details=child.tail(),
             )
-        return cls(child, port, control_port, token)
+        return cls(child, port, control_port, token, shape)
 
     def close(self) -> None:
         self._http.close()

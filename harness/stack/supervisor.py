@@ -89,22 +89,6 @@ class BatchResult:
         return log_tail(self.log_path, lines)
 
 
-def refuse_unrunnable(manifest: Manifest) -> None:
-    """RelayError for a manifest this version reads and checks but cannot run yet: the idempotency-key profile
-    and ledgers other than the contract's SQLite file (docs/production-api.md says what runs today)."""
-    profile = manifest.profile
-    if profile.name == "course" and profile.ledger.kind == "sqlite":
-        return
-    raise RelayError(
-        f"relay '{manifest.name}' is described with [api] profile = {profile.name!r} and a {profile.ledger.kind} "
-        "ledger: this version checks such a manifest, and starts the PSP-shaped account system and a PostgreSQL "
-        "ledger for it, but its channel speaks only the course profile, so it cannot run this relay yet",
-        where=str(manifest.path),
-        fix="run a relay that speaks the course contract (../shared/relay-contract.md), or follow "
-        "docs/production-api.md for what runs today",
-    )
-
-
 class Supervisor:
     """Runs one relay's commands against one ledger (see the module doc)."""
 
@@ -117,8 +101,9 @@ class Supervisor:
         account_timeout_ms: int,
         ledger_path: Path | None = None,
         sandbox: Sandbox | None = None,
+        ledger_url: str | None = None,
+        connect: tuple[int, ...] = (),
     ):
-        refuse_unrunnable(manifest)
         self.manifest, self.workdir = manifest, workdir
         self.sandbox = sandbox or Sandbox.create("off")
         self.copy = self.sandbox.working_copy(manifest)
@@ -127,6 +112,8 @@ class Supervisor:
         self._closed = False
         self.account_url, self.account_timeout_ms = account_url, account_timeout_ms
         self.ledger_path = ledger_path or workdir / "ledger.sqlite"
+        self.ledger_url = ledger_url  # a PostgreSQL ledger's database, as the relay reaches it
+        self.connect = connect  # ports beyond the account proxy's a relay may connect to (the ledger proxy's)
         self.relays: dict[str, RelayProcess] = {}
         self.lock_delay_ms = 0  # each file lock of every command started from now on is held this long (a scenario's)
         self._batch_seq = 0
@@ -142,13 +129,20 @@ class Supervisor:
     def contract_env(self, port: int | None = None) -> dict[str, str]:
         """The contract's variables (section 1) for one command: every command gets all of them, a batch command
         a RELAY_PORT of its own too (a free port it may ignore)."""
-        return {
+        env = {
             "RELAY_HOST": "127.0.0.1",
             "RELAY_PORT": str(port) if port is not None else "",
             "ACCOUNT_URL": self.account_url,
             "LEDGER_PATH": str(self.ledger_path),
             "ACCOUNT_TIMEOUT_MS": str(self.account_timeout_ms),
         }
+        if self.ledger_url is not None:
+            env["LEDGER_URL"] = self.ledger_url
+        # the service's own names for the same values ([api.env]): PORT, PSP_URL, DATABASE_URL, ...
+        same = {"port": "RELAY_PORT", "host": "RELAY_HOST", "downstream_url": "ACCOUNT_URL"}
+        same |= {"downstream_timeout_ms": "ACCOUNT_TIMEOUT_MS", "ledger_url": "LEDGER_URL"}
+        env |= {name: env.get(same[role], "") for role, name in self.manifest.profile.api.env.items()}
+        return env
 
     def _start(
         self, command: str, log_path: Path, args: tuple[str, ...] = (), port: int | None = None, relaxed: bool = False
@@ -168,7 +162,7 @@ class Supervisor:
             log_path=log_path,
             ledger_dir=self.ledger_path.parent,
             tmp_dir=self.tmp_dir,
-            connect=(account_port,),
+            connect=(account_port, *self.connect),
             args=args,
             port=port,
             relaxed=relaxed,
@@ -207,7 +201,7 @@ class Supervisor:
             )
         log_path = self.workdir / f"relay-{slot}.log"
         child = self._start("serve", log_path, port=port)
-        health = f"http://{host}:{port}/health"
+        health = f"http://{host}:{port}{self.manifest.profile.api.health}"
         why = wait_http_ok(health, timeout_s=self.manifest.ready_timeout_s, child=child)
         if why is None and not child.alive():
             why = f"exited with status {child.popen.returncode}, yet something else answers on port {port}"

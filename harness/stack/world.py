@@ -17,9 +17,11 @@ import dataclasses
 import itertools
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
-from relaychaos.errors import ToxiproxyConflict
+from relaychaos.errors import RelayError, ToxiproxyConflict
 from relaychaos.recorder import Recorder
 from relaychaos.sandbox.policy import Sandbox
 from relaychaos.stack import ledger_file
@@ -27,6 +29,8 @@ from relaychaos.stack.account_system import AccountSystem
 from relaychaos.stack.channel import Channel, Outcome, RetryPolicy
 from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.ports import lease_port, release_port
+from relaychaos.stack.postgres import Postgres
+from relaychaos.stack.speech import speech_for
 from relaychaos.stack.supervisor import RelayProcess, Supervisor
 from relaychaos.stack.toxiproxy_control import ProxyRef, Toxiproxy
 from relaychaos.tolerances import CURRENT as TOLERANCES
@@ -51,8 +55,16 @@ class Stack:
         account_timeout_ms: int = DEFAULT_ACCOUNT_TIMEOUT_MS,
         accounts: dict[str, int] | None = None,
         sandbox: Sandbox | None = None,
+        postgres: Callable[[], Postgres] | None = None,
     ):
         self.toxiproxy, self.account, self.manifest = toxiproxy, account, manifest
+        if account.shape != manifest.profile.downstream:
+            raise RelayError(
+                f"the account system speaks {'the course contract' if account.shape.course else 'a PSP shape'}, "
+                f"but relay '{manifest.name}' calls it in another shape ([downstream] of its relay.toml)",
+                where=str(manifest.path),
+                fix="start the account system with the relay's [downstream] shape (AccountSystem.start(..., shape))",
+            )
         self.sandbox = sandbox or Sandbox.create("off")
         self.workdir = workdir
         self.account_timeout_ms = account_timeout_ms
@@ -63,10 +75,14 @@ class Stack:
         self._closed = False
         workdir.mkdir(parents=True, exist_ok=True)
         self.ledger_path = self.sandbox.ledger_dir(workdir) / "ledger.sqlite"
-        account.reset(ledger_path=self.ledger_path, accounts=accounts)
+        self.ledger_url: str | None = None  # a PostgreSQL ledger's database, as the harness reaches it
+        relay_ledger_url = self._postgres_ledger(postgres) if manifest.profile.ledger.kind == "postgresql" else None
+        self.reset_account(accounts)
         self._new_proxy("account", f"127.0.0.1:{account.port}", listen_host=self.sandbox.account_host)
-        if self.sandbox.network is not None:  # the relay's network lets it reach this proxy, and no other port
-            self.sandbox.network.allow(self.proxies["account"].listen_port)
+        if self.sandbox.network is not None:  # the relay's network lets it reach these proxies, and no other port
+            for key in ("account", "ledger"):
+                if key in self.proxies:
+                    self.sandbox.network.allow(self.proxies[key].listen_port)
         self.supervisor = Supervisor(
             manifest,
             workdir=workdir,
@@ -74,7 +90,37 @@ class Stack:
             account_timeout_ms=account_timeout_ms,
             ledger_path=self.ledger_path,
             sandbox=self.sandbox,
+            ledger_url=relay_ledger_url,
+            connect=(self.proxies["ledger"].listen_port,) if "ledger" in self.proxies else (),
         )
+
+    def reset_account(self, accounts: dict[str, int] | None) -> None:
+        """Forget the account system's calls and faults, seed `accounts`, and peek at this stack's ledger."""
+        if self.ledger_url is not None:
+            self.account.reset(accounts=accounts, ledger_url=self.ledger_url, ledger=self.manifest.profile.ledger)
+        else:
+            self.account.reset(ledger_path=self.ledger_path, accounts=accounts)
+
+    def _postgres_ledger(self, postgres: Callable[[], Postgres] | None) -> str:
+        """A fresh database for this stack's relays (the team's own when relay.toml gives its url, else one of
+        the run's PostgreSQL), behind a `ledger` proxy: the URL the relay is given."""
+        ledger = self.manifest.profile.ledger
+        if ledger.url is not None:
+            self.ledger_url = ledger.url
+        elif postgres is None:
+            raise RelayError(
+                f"relay '{self.manifest.name}' keeps its ledger in PostgreSQL, and this run has no PostgreSQL server",
+                where=str(self.manifest.path),
+                fix="give the stack a server (the plugin's relaychaos_postgres fixture), or a [ledger] url",
+            )
+        else:
+            self.ledger_url = postgres().create_database()
+        parts = urlsplit(self.ledger_url)
+        proxy = self._new_proxy(
+            "ledger", f"{parts.hostname}:{parts.port or 5432}", listen_host=self.sandbox.account_host
+        )
+        netloc = (parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else "") + proxy.url.split("//", 1)[1]
+        return urlunsplit(parts._replace(netloc=netloc))
 
     def __enter__(self) -> Stack:
         return self
@@ -91,8 +137,10 @@ class Stack:
         try:
             self.supervisor.close()
         finally:
-            if self.sandbox.network is not None and "account" in self.proxies:
-                self.sandbox.network.forbid(self.proxies["account"].listen_port)
+            if self.sandbox.network is not None:
+                for key in ("account", "ledger"):
+                    if key in self.proxies:
+                        self.sandbox.network.forbid(self.proxies[key].listen_port)
             for proxy in self.proxies.values():
                 with contextlib.suppress(Exception):  # the server may be gone already; nothing else to undo
                     self.toxiproxy.destroy(proxy)
@@ -151,7 +199,7 @@ class Stack:
         """'channel' for a hub proxy (channel → relay), 'account' for the one in front of the account system."""
         if proxy not in self.proxies:
             raise KeyError(f"no proxy {proxy!r} in this stack; there are {', '.join(sorted(self.proxies))}")
-        return "account" if proxy == "account" else "channel"
+        return proxy if proxy in ("account", "ledger") else "channel"
 
     def add_toxic(
         self, proxy: str, kind: str, *, stream: str = "downstream", name: str | None = None, **attributes: int | float
@@ -197,7 +245,13 @@ class Stack:
         """A Channel aimed at slot's current address, recording into `recorder` (use with `async with`)."""
         timeout = timeout_s if timeout_s is not None else TOLERANCES.channel_timeout_s(self.account_timeout_ms)
         netns = self.sandbox.network.path if self.sandbox.network and not via_hub else None
-        return Channel(recorder, lambda: self.relay_url(slot, via_hub=via_hub), timeout_s=timeout, netns=netns)
+        return Channel(
+            recorder,
+            lambda: self.relay_url(slot, via_hub=via_hub),
+            timeout_s=timeout,
+            netns=netns,
+            speech=speech_for(self.manifest.profile.api),
+        )
 
     def send(
         self,
