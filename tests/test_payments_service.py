@@ -1,0 +1,76 @@
+"""A production-style service, judged as a team would judge theirs: relay_under_test/payments_go.
+
+A Go service taking an `Idempotency-Key` header, keeping its keys in PostgreSQL and calling a
+PSP, written from the IETF draft and Stripe's documentation by someone who had not read the
+harness (its README says how). Its relay.toml describes it in the idempotency-key profile; the
+account system speaks its PSP's shape and a throw-away PostgreSQL holds its ledger. The correct
+service keeps every rule it can be judged by in every named scenario it can run; each of its five
+deliberate bugs (`--mutant NAME`) is caught by a named scenario, by the rule it breaks.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from relaychaos import checkers
+from relaychaos.chaos import run_and_check
+from relaychaos.scenarios import ALL
+from relaychaos.stack import manifest
+from relaychaos.stack.account_system import AccountSystem
+
+from .conftest import ROOT
+
+pytestmark = pytest.mark.stack  # the service, its PostgreSQL, its PSP: real processes
+
+SERVICE = ROOT / "relay_under_test" / "payments_go"
+CORRECT = manifest.load(SERVICE)
+CAUGHT = {  # mutant -> the named scenario that catches it, and the rule it breaks there
+    "check_then_insert": ("race-32-one-relay", "one-debit"),
+    "store_after_call": ("happy-path", "write-before-send"),
+    "in_memory_keys": ("restart-keeps-the-ledger", "one-debit"),
+    "retry_in_flight": ("resend-while-in-flight", "one-debit"),
+    "resend_unknown": ("dropped-response-downstream", "one-debit"),
+}
+RUNNABLE = sorted(name for name, s in ALL.items() if s.batch_commands <= set(CORRECT.commands))
+
+
+@pytest.fixture(scope="module")
+def psp(tmp_path_factory):
+    """The account system in the service's PSP's shape ([downstream] of its relay.toml)."""
+    system = AccountSystem.start(tmp_path_factory.mktemp("psp"), CORRECT.profile.downstream)
+    yield system
+    system.close()
+
+
+def test_the_service_is_described_in_the_idempotency_key_profile_with_a_postgres_ledger():
+    assert (CORRECT.profile.name, CORRECT.profile.ledger.kind) == ("idempotency-key", "postgresql")
+    skipped = checkers.not_checked(CORRECT.profile.provides(CORRECT.commands))
+    assert {"one-account-call", "one-debit", "write-before-send", "done-replay"}.isdisjoint(skipped)
+    assert "ledger-schema" in skipped and "batch-runs" in skipped
+
+
+def test_scenarios_that_need_batch_jobs_are_the_ones_not_run():
+    assert set(ALL) - set(RUNNABLE) == {n for n, s in ALL.items() if s.batch_commands}
+    assert len(RUNNABLE) >= 20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", RUNNABLE)
+def test_the_correct_service_keeps_every_rule_it_is_judged_by(make_stack, psp, scenario):
+    s = ALL[scenario]
+    stack = make_stack(CORRECT, account=psp, accounts=s.accounts, account_timeout_ms=s.account_timeout_ms)
+    run_and_check(stack, s).assert_holds()
+
+
+@pytest.mark.parametrize("mutant", sorted(CAUGHT))
+def test_each_deliberate_bug_is_caught_by_its_scenario_and_named_by_its_rule(make_stack, psp, mutant):
+    scenario, rule = CAUGHT[mutant]
+    broken = manifest.load(SERVICE / "mutants" / mutant)
+    s = ALL[scenario]
+    stack = make_stack(broken, account=psp, accounts=s.accounts, account_timeout_ms=s.account_timeout_ms)
+    result = run_and_check(stack, s)
+    assert rule in {v.rule for v in result.verdicts}, result.report()
+
+
+def test_every_mutant_folder_is_in_the_table():
+    assert {p.parent.name for p in (SERVICE / "mutants").glob("*/relay.toml")} == set(CAUGHT)
