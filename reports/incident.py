@@ -158,7 +158,9 @@ def render(
     rule = RULES.get(verdict.rule)
     cited = CLAUSES.get(verdict.clause or (rule.contract[0] if rule else ""))
     lines = [head, f"  rule: {rule.text if rule else ''}"]
-    if cited:
+    if verdict.details.get("source"):  # a keyed service's verdict cites its profile's table, not the course's
+        lines.append(f"  source: {verdict.details['source']}")
+    elif cited:
         lines.append(f"  contract {cited.cite()}")
     lines.append(f"  what happened: {verdict.summary}")
     tl = timeline(verdict, history, account_calls, start)

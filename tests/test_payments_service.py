@@ -10,13 +10,17 @@ deliberate bugs (`--mutant NAME`) is caught by a named scenario, by the rule it 
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from relaychaos import checkers
 from relaychaos.chaos import run_and_check
+from relaychaos.errors import RelayError
 from relaychaos.scenarios import ALL
 from relaychaos.stack import manifest
 from relaychaos.stack.account_system import AccountSystem
+from relaychaos.stack.ports import lease_port, release_port
 
 from .conftest import ROOT
 
@@ -74,3 +78,34 @@ def test_each_deliberate_bug_is_caught_by_its_scenario_and_named_by_its_rule(mak
 
 def test_every_mutant_folder_is_in_the_table():
     assert {p.parent.name for p in (SERVICE / "mutants").glob("*/relay.toml")} == set(CAUGHT)
+
+
+def _variant(tmp_path, old: str, new: str):
+    """A copy of the service whose relay.toml has one line changed."""
+    text = (SERVICE / "relay.toml").read_text()
+    assert old in text
+    copy = tmp_path / "payments"
+    shutil.copytree(SERVICE, copy, ignore=shutil.ignore_patterns("mutants", "*_test.go"))
+    (copy / "relay.toml").write_text(text.replace(old, new))
+    return copy / "relay.toml"
+
+
+def test_a_ledger_url_that_cannot_be_reached_is_named_before_anything_starts(make_stack, psp, tmp_path):
+    port = lease_port()  # held, and nothing listens there
+    try:
+        url = f"postgresql://u@127.0.0.1:{port}/db"
+        bad = manifest.load(_variant(tmp_path, 'kind = "postgresql"', f'kind = "postgresql"\nurl = "{url}"'))
+        with pytest.raises(RelayError) as e:
+            make_stack(bad, account=psp)
+    finally:
+        release_port(port)
+    assert "the [ledger] url cannot be reached" in str(e.value) and "fix: start that database" in str(e.value)
+
+
+def test_a_mapping_to_columns_the_service_does_not_have_is_named_once_serve_is_ready(make_stack, psp, tmp_path):
+    bad = manifest.load(_variant(tmp_path, 'status = "status"', 'status = "state"'))
+    stack = make_stack(bad, account=psp)
+    with pytest.raises(RelayError) as e:
+        stack.start_relay()
+    assert "[ledger] maps table 'payments_idempotency', key 'idempotency_key' and status 'state'" in str(e.value)
+    assert 'column "state" does not exist' in str(e.value)

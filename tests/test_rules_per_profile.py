@@ -40,6 +40,7 @@ def test_a_keyed_service_on_postgres_is_judged_on_money_answers_and_write_before
         "exactly-once",
         "write-before-send",
         "done-replay",
+        "interface",
         "answered-in-time",
         "tampering",
         "serve-ready",
@@ -64,3 +65,27 @@ def test_a_rule_not_checked_gives_no_verdict_even_on_a_history_that_would_break_
     black_box = {v.rule for v in checkers.check(h, Profile(api=KEYED, ledger=Ledger(kind="none")).provides())}
     assert "write-before-send" in everything and "write-before-send" not in black_box
     assert {"one-account-call", "one-debit", "balances"} <= black_box
+
+
+def keyed_answer(status: int):
+    h = story()
+    h.header.update(profile="idempotency-key", provides=sorted(Profile(api=KEYED, ledger=Ledger("none")).provides()))
+    h.send("g1", at=0.0, answered_at=0.05, status=status, code=None)
+    h.account_call("g1", 0.01, 0.02, ledger_status=None)  # no ledger: write-before-send would break
+    return h.build()
+
+
+def test_a_keyed_service_answering_outside_its_table_gets_an_interface_verdict_quoting_it():
+    verdicts = [v for v in checkers.check(keyed_answer(302)) if v.rule == "interface"]
+    assert len(verdicts) == 1 and verdicts[0].summary.startswith("the service answered HTTP 302, which is not in")
+    assert "409 the key is in flight" in verdicts[0].summary and "5xx unknown" in verdicts[0].summary
+    assert "draft-ietf-httpapi-idempotency-key-header" in verdicts[0].details["source"]
+
+
+def test_a_keyed_service_answering_inside_its_table_keeps_the_interface_rule():
+    assert not [v for v in checkers.check(keyed_answer(201)) if v.rule == "interface"]
+
+
+def test_a_history_judged_again_skips_the_rules_its_run_could_not_check():
+    """The header records what the relay offered: a later check (recheck, timeline) skips the same rules."""
+    assert "write-before-send" not in {v.rule for v in checkers.check(keyed_answer(201))}

@@ -14,10 +14,11 @@ import pytest
 from aiohttp import web
 
 from relaychaos.events import REFUSED
+from relaychaos.idempotency_key import code as keyed_code
 from relaychaos.recorder import Recorder
 from relaychaos.stack.api_profile import Api
 from relaychaos.stack.channel import Channel, transfer
-from relaychaos.stack.speech import Course, Keyed, keyed_code, speech_for
+from relaychaos.stack.speech import Course, Keyed, speech_for
 
 API = Api(
     profile="idempotency-key",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from relaychaos import idempotency_key
 from relaychaos.checkers.facts import KNOWN_CODES, Facts
 from relaychaos.checkers.rulebook import rule
 from relaychaos.checkers.verdict import Verdict
@@ -14,16 +15,20 @@ REQUIRED_COLUMNS = ("guid", "status", "resp_code", "request", "response", "attem
 
 @rule(
     "interface",
-    "answers are JSON objects with guid and a known code, with the right HTTP status",
+    "answers are JSON objects with guid and a known code, with the right HTTP status (a keyed service: a status "
+    "of its profile's table)",
     contract=("3.answer", "3.malformed"),
-    needs=("contract-codes",),
+    needs=("answers",),
 )
 def interface(facts: Facts) -> list[Verdict]:
     """Every answer is HTTP 200 with a JSON object holding guid and a known code; E400 comes with HTTP 400.
 
     The contract asks for `guid` in the HTTP 200 answers only: an E400 answer to a
-    body that had no usable GUID may leave it out.
+    body that had no usable GUID may leave it out. A keyed service (the idempotency-key
+    profile) answers with a status of its profile's table instead, and a verdict quotes it.
     """
+    if facts.scenario.get("profile") == "idempotency-key":
+        return _keyed_interface(facts)
     for c in facts.channel:
         if not c.answered:
             continue
@@ -48,6 +53,24 @@ def interface(facts: Facts) -> list[Verdict]:
             problem = f"code {body['code']} came with HTTP {c.status}"
         if problem:
             return [Verdict("interface", c.guid, problem, c.events, clause=cited)]
+    return []
+
+
+def _keyed_interface(facts: Facts) -> list[Verdict]:
+    """The first answer whose status is outside the idempotency-key profile's table."""
+    for c in facts.channel:
+        if c.answered and c.status is not None and idempotency_key.code(c.status) is None:
+            return [
+                Verdict(
+                    "interface",
+                    c.guid,
+                    f"the service answered HTTP {c.status}, which is not in {idempotency_key.SOURCE}: "
+                    f"{idempotency_key.table()}",
+                    c.events,
+                    details={"source": idempotency_key.SOURCE},
+                    clause="3.answer",  # the course's sentence it stands for; reports cite the source instead
+                )
+            ]
     return []
 
 

@@ -129,3 +129,30 @@ class Postgres:
         self.child.stop(grace_s=5.0)
         release_port(self.port)
         shutil.rmtree(self.data, ignore_errors=True)
+
+
+def unreachable(url: str) -> str | None:
+    """Why the database at `url` cannot be reached (None: it can)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(url, connect_timeout=3):
+            return None
+    except psycopg.Error as e:
+        return " ".join(str(e).split())
+
+
+def mapping_problem(url: str, table: str, key: str, status: str) -> str | None:
+    """Why `SELECT key, status FROM table` fails on the database at `url` (None: the mapping reads)."""
+    import psycopg
+    from psycopg import sql
+
+    query = sql.SQL("SELECT {}, {} FROM {} LIMIT 0").format(
+        sql.Identifier(key), sql.Identifier(status), sql.Identifier(*table.split("."))
+    )
+    try:
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            conn.execute(query)
+            return None
+    except psycopg.Error as e:
+        return " ".join(str(e).split())

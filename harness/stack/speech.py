@@ -7,7 +7,7 @@
 The course profile sends the transfer as the contract spells it (`POST /transfer`) and reads the
 code from the answer's body. The idempotency-key profile sends the key in its header and the
 transfer in the service's own body (the example with the transfer's values at the manifest's
-pointers), and reads the answer's status as the IETF draft and Stripe define it (KEYED_ANSWERS):
+pointers), and reads the answer's status as the IETF draft and Stripe define it (relaychaos.idempotency_key):
 the history then holds the contract's words, so the checkers judge both profiles alike. The
 history keeps the transfer as the contract spells it; the wire carries the service's shape.
 """
@@ -18,18 +18,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from relaychaos.events import REFUSED
+from relaychaos import idempotency_key
 from relaychaos.stack.api_profile import Api
-
-# A keyed service's answers in the contract's words: (lowest status, highest status, code, meaning).
-KEYED_ANSWERS = (
-    (200, 299, "0000", "definite: the payment executed"),
-    (400, 400, "E400", "malformed, or no key: nothing was done"),
-    (409, 409, "E903", "the key is in flight: nothing new was done"),
-    (422, 422, "E904", "the key was reused with another payload: nothing new was done"),
-    (401, 499, REFUSED, "definite: refused, nothing moved"),
-    (500, 599, "E901", "unknown: the payment may or may not have executed"),
-)
 
 
 @dataclass(frozen=True)
@@ -70,7 +60,7 @@ class Course:
 @dataclass(frozen=True)
 class Keyed:
     """The idempotency-key profile: the key in a header, the service's body, the answer's status read by
-    KEYED_ANSWERS."""
+    relaychaos.idempotency_key's table."""
 
     api: Api
 
@@ -84,12 +74,7 @@ class Keyed:
         return HttpRequest(self.api.method, self.api.path, json.dumps(body).encode(), headers)
 
     def code(self, status: int, body: bytes) -> str | None:
-        return keyed_code(status)
-
-
-def keyed_code(status: int) -> str | None:
-    """The contract's word for a keyed service's status (None: outside the table, e.g. 1xx or 3xx)."""
-    return next((code for low, high, code, _ in KEYED_ANSWERS if low <= status <= high), None)
+        return idempotency_key.code(status)
 
 
 def speech_for(api: Api) -> Speech:

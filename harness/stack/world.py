@@ -25,6 +25,7 @@ from relaychaos.errors import RelayError, ToxiproxyConflict
 from relaychaos.recorder import Recorder
 from relaychaos.sandbox.policy import Sandbox
 from relaychaos.stack import ledger_file
+from relaychaos.stack import postgres as postgres_checks
 from relaychaos.stack.account_system import AccountSystem
 from relaychaos.stack.channel import Channel, Outcome, RetryPolicy
 from relaychaos.stack.manifest import Manifest
@@ -76,6 +77,7 @@ class Stack:
         workdir.mkdir(parents=True, exist_ok=True)
         self.ledger_path = self.sandbox.ledger_dir(workdir) / "ledger.sqlite"
         self.ledger_url: str | None = None  # a PostgreSQL ledger's database, as the harness reaches it
+        self._mapping_checked = False
         relay_ledger_url = self._postgres_ledger(postgres) if manifest.profile.ledger.kind == "postgresql" else None
         self.reset_account(accounts)
         self._new_proxy("account", f"127.0.0.1:{account.port}", listen_host=self.sandbox.account_host)
@@ -94,6 +96,19 @@ class Stack:
             connect=(self.proxies["ledger"].listen_port,) if "ledger" in self.proxies else (),
         )
 
+    def _check_mapping(self) -> None:
+        ledger = self.manifest.profile.ledger
+        assert self.ledger_url is not None
+        why = postgres_checks.mapping_problem(self.ledger_url, ledger.table, ledger.key, ledger.status)
+        if why:
+            raise RelayError(
+                f"relay '{self.manifest.name}': [ledger] maps table {ledger.table!r}, key {ledger.key!r} and status "
+                f"{ledger.status!r}, which its database does not have once serve is ready: {why}",
+                where=str(self.manifest.path),
+                fix="name the table and columns the service keeps its idempotency keys and their status in",
+            )
+        self._mapping_checked = True
+
     def reset_account(self, accounts: dict[str, int] | None) -> None:
         """Forget the account system's calls and faults, seed `accounts`, and peek at this stack's ledger."""
         if self.ledger_url is not None:
@@ -106,6 +121,13 @@ class Stack:
         the run's PostgreSQL), behind a `ledger` proxy: the URL the relay is given."""
         ledger = self.manifest.profile.ledger
         if ledger.url is not None:
+            why = postgres_checks.unreachable(ledger.url)
+            if why:
+                raise RelayError(
+                    f"relay '{self.manifest.name}': the [ledger] url cannot be reached: {why}",
+                    where=str(self.manifest.path),
+                    fix="start that database (or correct the url), or leave `url` out and the harness starts one",
+                )
             self.ledger_url = ledger.url
         elif postgres is None:
             raise RelayError(
@@ -172,8 +194,11 @@ class Stack:
 
     # -- relays ------------------------------------------------------------------------
     def start_relay(self, slot: str = "a") -> RelayProcess:
-        """Start serve in slot, behind its hub proxy (created once, re-pointed on restart)."""
+        """Start serve in slot, behind its hub proxy (created once, re-pointed on restart). The first start on a
+        PostgreSQL ledger checks that relay.toml's [ledger] mapping reads the table serve made."""
         relay = self.supervisor.start(slot)
+        if self.ledger_url is not None and not self._mapping_checked:
+            self._check_mapping()
         key, upstream = f"hub-{slot}", f"{relay.host}:{relay.port}"
         if key in self.proxies:
             self.expected[key]["upstream"] = upstream
