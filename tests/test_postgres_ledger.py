@@ -11,6 +11,7 @@ import psycopg
 import pytest
 import requests
 
+from relaychaos.stack import manifest
 from relaychaos.stack.account_system import AccountSystem
 from relaychaos.stack.api_profile import Ledger
 from relaychaos.stack.postgres import Postgres
@@ -104,3 +105,20 @@ def test_a_table_that_is_not_there_makes_the_ledger_unreadable_for_that_call(tmp
         assert call["sent_row"] is None and 'relation "idempotency_keys" does not exist' in call["ledger_error"]
     finally:
         system.close()
+
+
+def test_the_reference_relay_keeps_the_contracts_table_in_postgresql_when_given_a_ledger_url(make_stack):
+    """relay_under_test/reference/postgres: the course profile on a PostgreSQL ledger, every claim committed
+    before its call (the account system reads SENT there through [ledger]'s mapping)."""
+    from relaychaos.chaos import run_and_check
+    from relaychaos.scenarios import ALL
+
+    from .conftest import ROOT
+
+    relay = manifest.load(ROOT / "relay_under_test" / "reference" / "postgres")
+    for name in ("happy-path", "race-32-two-relays", "kill-before-account-call"):
+        s = ALL[name]
+        stack = make_stack(relay, accounts=s.accounts, account_timeout_ms=s.account_timeout_ms)
+        result = run_and_check(stack, s)
+        result.assert_holds()
+        assert {c["ledger_status"] for c in stack.account_stats()["calls"]} <= {"SENT", "UNKNOWN"}, name

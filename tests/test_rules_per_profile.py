@@ -10,6 +10,7 @@ from relaychaos.stack.api_profile import Api, Ledger, Profile
 from .literal_support import story
 
 KEYED = Api(profile="idempotency-key", path="/payments")
+SERVE = ("serve",)  # a service without batch jobs
 MONEY = {"one-account-call", "one-debit", "guid-preserved", "balances", "one-debit-per-payment"}
 
 
@@ -34,7 +35,7 @@ def test_the_money_rules_apply_to_every_profile_and_every_ledger():
 
 
 def test_a_keyed_service_on_postgres_is_judged_on_money_answers_and_write_before_send():
-    offered = Profile(api=KEYED, ledger=Ledger(kind="postgresql")).provides()
+    offered = Profile(api=KEYED, ledger=Ledger(kind="postgresql")).provides(SERVE)
     judged = set(RULES) - set(checkers.not_checked(offered))
     assert judged == MONEY | {
         "exactly-once",
@@ -48,7 +49,7 @@ def test_a_keyed_service_on_postgres_is_judged_on_money_answers_and_write_before
 
 
 def test_a_black_box_service_leaves_the_ledger_rules_not_checked_and_says_why():
-    skipped = checkers.not_checked(Profile(api=KEYED, ledger=Ledger(kind="none")).provides())
+    skipped = checkers.not_checked(Profile(api=KEYED, ledger=Ledger(kind="none")).provides(SERVE))
     assert skipped["write-before-send"].startswith("not checked: the rule reads the status of a key's ledger row")
     assert "(there is no ledger to read)" in skipped["write-before-send"]
     assert "which this relay does not have" in skipped["batch-runs"]
@@ -62,14 +63,16 @@ def test_a_course_relay_without_batch_jobs_leaves_their_rules_not_checked():
 def test_a_rule_not_checked_gives_no_verdict_even_on_a_history_that_would_break_it():
     h = double_debit_before_any_claim()
     everything = {v.rule for v in checkers.check(h)}
-    black_box = {v.rule for v in checkers.check(h, Profile(api=KEYED, ledger=Ledger(kind="none")).provides())}
+    black_box = {v.rule for v in checkers.check(h, Profile(api=KEYED, ledger=Ledger(kind="none")).provides(SERVE))}
     assert "write-before-send" in everything and "write-before-send" not in black_box
     assert {"one-account-call", "one-debit", "balances"} <= black_box
 
 
 def keyed_answer(status: int):
     h = story()
-    h.header.update(profile="idempotency-key", provides=sorted(Profile(api=KEYED, ledger=Ledger("none")).provides()))
+    h.header.update(
+        profile="idempotency-key", provides=sorted(Profile(api=KEYED, ledger=Ledger("none")).provides(SERVE))
+    )
     h.send("g1", at=0.0, answered_at=0.05, status=status, code=None)
     h.account_call("g1", 0.01, 0.02, ledger_status=None)  # no ledger: write-before-send would break
     return h.build()

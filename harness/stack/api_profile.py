@@ -119,8 +119,8 @@ class Profile:
             offered.add("ledger-status")
         if self.ledger.kind == "sqlite" and self.name == "course":
             offered.add("ledger-rows")
-            if all(c in commands for c in ("resolve", "reprocess", "purge")):
-                offered.add("batch")
+        if all(c in commands for c in ("resolve", "reprocess", "purge")):
+            offered.add("batch")
         return frozenset(offered)
 
 

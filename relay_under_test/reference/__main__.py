@@ -1,5 +1,6 @@
 """`python relay_under_test/run.py reference {serve|resolve|reprocess|purge} [...]`, configured by the
-contract's environment: RELAY_HOST, RELAY_PORT, ACCOUNT_URL, LEDGER_PATH, ACCOUNT_TIMEOUT_MS."""
+contract's environment: RELAY_HOST, RELAY_PORT, ACCOUNT_URL, LEDGER_PATH, ACCOUNT_TIMEOUT_MS (and LEDGER_URL
+when its relay.toml keeps the ledger in PostgreSQL: relay_under_test/reference/postgres)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sqlite3
 import sys
 
 from .account import Account
-from .ledger import Ledger
+from .ledger import Ledger, PostgresLedger
 from .relay import Relay
 
 
@@ -33,9 +34,12 @@ def main(
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.command}[%(process)d] %(message)s")
     env = os.environ
     try:
-        ledger = ledger_cls(env["LEDGER_PATH"])
+        # LEDGER_URL: the harness gives a PostgreSQL ledger (relay.toml's [ledger] kind = "postgresql")
+        ledger = PostgresLedger(env["LEDGER_URL"]) if env.get("LEDGER_URL") else ledger_cls(env["LEDGER_PATH"])
     except (sqlite3.Error, OSError) as e:
-        logging.error("cannot open the ledger %s: %s; refusing to run", env.get("LEDGER_PATH"), e)
+        logging.error(
+            "cannot open the ledger %s: %s; refusing to run", env.get("LEDGER_URL") or env.get("LEDGER_PATH"), e
+        )
         return 1
     except KeyError as e:
         logging.error("missing environment variable %s (see the relay contract, section 1)", e)

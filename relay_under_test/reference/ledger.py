@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger (
@@ -33,12 +34,18 @@ class Row:
     updated_at: float
 
 
+class Database(Protocol):
+    """What the ledger asks of its connection: one autocommitted statement at a time."""
+
+    def execute(self, sql: str, params: Any = ..., /) -> Any: ...
+
+
 class Ledger:
     """The relay's ledger file; safe for several processes and read-only peekers at once."""
 
     def __init__(self, path: str):
         self.path = path
-        self.db = sqlite3.connect(path, timeout=1.0, isolation_level=None)
+        self.db: Database = sqlite3.connect(path, timeout=1.0, isolation_level=None)
         self.db.execute("PRAGMA busy_timeout = 1000")
         self.db.execute("PRAGMA journal_mode = WAL")
         self.db.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: commits survive a process kill
@@ -61,7 +68,7 @@ class Ledger:
         """Move a FAILED row back to SENT (attempts + 1); True only for the one caller that did."""
         cur = self.db.execute(
             "UPDATE ledger SET status = 'SENT', attempts = attempts + 1, updated_at = ? "
-            "WHERE guid = ? AND status = 'FAILED' AND (? IS NULL OR attempts < ?)",
+            "WHERE guid = ? AND status = 'FAILED' AND (CAST(? AS INTEGER) IS NULL OR attempts < ?)",
             (time.time(), guid, max_attempts, max_attempts),
         )
         return cur.rowcount == 1
@@ -102,3 +109,29 @@ class Ledger:
             "DELETE FROM ledger WHERE status = 'DONE' AND updated_at <= ?", (time.time() - retention_s,)
         )
         return cur.rowcount
+
+
+class PostgresLedger(Ledger):
+    """The same ledger in PostgreSQL (the contract's table at LEDGER_URL), for relay.toml's `[ledger]
+    kind = "postgresql"`: every method the same one autocommitted statement, with PostgreSQL's placeholders."""
+
+    def __init__(self, url: str):
+        import psycopg
+
+        self.path = url
+        self.db = _Placeholders(psycopg.connect(url, autocommit=True))
+        self.db.execute("SELECT pg_advisory_lock(7401)")  # two relays starting at once create the table once
+        try:
+            self.db.execute(SCHEMA.replace("REAL", "DOUBLE PRECISION"))
+        finally:
+            self.db.execute("SELECT pg_advisory_unlock(7401)")
+
+
+class _Placeholders:
+    """A psycopg connection taking SQLite's `?` placeholders."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def execute(self, sql: str, params: Any = (), /) -> Any:
+        return self.conn.execute(sql.replace("?", "%s"), params)
