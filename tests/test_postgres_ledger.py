@@ -7,6 +7,8 @@ only committed rows count (write-before-send), and reading never waits on the se
 
 from __future__ import annotations
 
+import re
+
 import psycopg
 import pytest
 import requests
@@ -60,7 +62,7 @@ def pay(system: AccountSystem, key: str) -> None:
 
 def test_each_relay_gets_a_database_of_its_own(server):
     first, second = server.create_database(), server.create_database()
-    assert first != second and first.startswith(f"postgresql://postgres@127.0.0.1:{server.port}/relay_")
+    assert first != second and re.fullmatch(rf"postgresql://(relay_\w+):\w+@127\.0\.0\.1:{server.port}/\1", first)
 
 
 def test_a_call_after_a_committed_claim_finds_the_row_in_the_contracts_words(psp, database):
@@ -122,3 +124,24 @@ def test_the_reference_relay_keeps_the_contracts_table_in_postgresql_when_given_
         result = run_and_check(stack, s)
         result.assert_holds()
         assert {c["ledger_status"] for c in stack.account_stats()["calls"]} <= {"SENT", "UNKNOWN"}, name
+
+
+def test_a_relays_role_cannot_run_programs_on_the_machine_or_read_another_relays_database(server):
+    """Relay code is untrusted: its database's owner is no superuser (COPY ... TO PROGRAM would run a program
+    outside its sandbox), and it can connect to its own database alone."""
+    mine, theirs = server.create_database(), server.create_database()
+    with psycopg.connect(mine, autocommit=True) as conn:
+        assert conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone() == (False,)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("COPY (SELECT 1) TO PROGRAM 'true'")
+    login, database = mine.rsplit("/", 1)
+    for other in (theirs.rsplit("/", 1)[1], "postgres", "template1"):
+        assert other != database
+        with pytest.raises(psycopg.OperationalError, match="permission denied for database"):
+            psycopg.connect(f"{login}/{other}", connect_timeout=3)
+
+
+def test_the_superuser_needs_the_harnesss_password(server):
+    no_password = server.url.replace(server.url.split("@")[0], "postgresql://postgres")
+    with pytest.raises(psycopg.OperationalError, match="password"):
+        psycopg.connect(no_password, connect_timeout=3)

@@ -137,6 +137,10 @@ class Runner:
             **({"incident": {k: sc.incident.get(k) for k in ("guids", "broke", "rules")}} if sc.incident else {}),
         )
         self.stack.supervisor.lock_delay_ms = sc.ledger_lock_delay_ms
+        if sc.ledger_lock_delay_ms and "ledger" in self.stack.proxies:  # a PostgreSQL ledger: its link is as slow
+            slow = S.AddToxic("ledger", "latency", name="slow_storage", attributes={"latency": sc.ledger_lock_delay_ms})
+            if not self.do(slow, "start"):
+                return False
         return all(self.do(S.Start(slot), "start") for slot in sc.relays if slot not in self.stack.supervisor.relays)
 
     def do(self, step, n=None) -> bool:

@@ -258,7 +258,8 @@ class Scenario:
     relays: tuple[str, ...] = ("a",)  # slots started before the first step
     batch_timeout_s: float = 30.0  # a batch command still running then is killed (and that is a verdict)
     ledger_lock_delay_ms: int = 0  # every file lock the relay's commands take on the ledger is held this long, as
-    # on slow shared storage: a check-then-insert's window grows from microseconds to this (sandboxed runs only)
+    # on slow shared storage: a check-then-insert's window grows from microseconds to this (sandboxed runs only);
+    # a PostgreSQL ledger's answers are delayed as long (a latency toxic on its proxy)
     covers: tuple[str, ...] = ()  # the contract clauses (relaychaos.contract ids) this scenario exercises
     incident: dict = field(default_factory=dict)  # imported from production: guids (label -> production GUID),
     # broke (rule -> labels), answers (label -> what the channel got) -- relaychaos.incidents

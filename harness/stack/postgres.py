@@ -5,7 +5,9 @@
     server.close()                           # stops the server and deletes the cluster
 
 The server runs as the `postgres` user when the harness is root (PostgreSQL refuses root), without
-fsync (a test cluster: relays are killed, the server is not), and listens on 127.0.0.1 only. Where
+fsync (a test cluster: relays are killed, the server is not), and listens on 127.0.0.1 only. Every
+login over TCP needs a password (scram-sha-256): the superuser's is the harness's alone, and each
+relay's database has an owner role of its own that is no superuser and can connect nowhere else. Where
 no server binaries are installed, `start` says so with the fix (scripts/bootstrap.sh installs them).
 """
 
@@ -58,9 +60,9 @@ def _as_user() -> tuple[list[str], pwd.struct_passwd | None]:
 class Postgres:
     """A running throw-away cluster and its superuser URL."""
 
-    def __init__(self, child: Child, port: int, data: Path):
+    def __init__(self, child: Child, port: int, data: Path, password: str):
         self.child, self.port, self.data = child, port, data
-        self.url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        self.url = f"postgresql://postgres:{password}@127.0.0.1:{port}/postgres"  # the harness's alone
 
     @classmethod
     def start(cls, log_dir: Path) -> Postgres:
@@ -69,14 +71,26 @@ class Postgres:
         data = Path(tempfile.mkdtemp(prefix="relaychaos-pg-"))
         if user is not None:
             os.chown(data, user.pw_uid, user.pw_gid)
-        cluster = data / "cluster"
+        cluster, password = data / "cluster", secrets.token_hex(16)
+        pwfile = data / "pw"
+        pwfile.write_text(password + "\n")
+        if user is not None:
+            os.chown(pwfile, user.pw_uid, user.pw_gid)
+        pwfile.chmod(0o600)
         init = subprocess.run(
-            [*prefix, str(bin_dir / "initdb"), "-D", str(cluster), "-U", "postgres", "--auth=trust", "-E", "UTF8"]
-            + ["--no-sync", "--no-instructions"],
+            [*prefix, str(bin_dir / "initdb"), "-D", str(cluster), "-U", "postgres", "-E", "UTF8"]
+            + [
+                "--auth-host=scram-sha-256",
+                "--auth-local=peer",
+                f"--pwfile={pwfile}",
+                "--no-sync",
+                "--no-instructions",
+            ],
             capture_output=True,
             text=True,
             timeout=120,
         )
+        pwfile.unlink()
         if init.returncode != 0:
             shutil.rmtree(data, ignore_errors=True)
             raise FixtureError(
@@ -88,7 +102,7 @@ class Postgres:
         argv = [*prefix, str(bin_dir / "postgres"), "-D", str(cluster), "-p", str(port), "-h", "127.0.0.1"]
         argv += ["-k", str(data), "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
         child = spawn("postgres", argv, log_path=log_dir / f"postgres-{port}.log", cwd=data)
-        server = cls(child, port, data)
+        server = cls(child, port, data, password)
         try:
             server._wait_ready()
         except BaseException:
@@ -115,14 +129,27 @@ class Postgres:
             time.sleep(0.1)
 
     def create_database(self) -> str:
-        """A fresh empty database for one relay (or two sharing one ledger): its URL."""
+        """A fresh empty database for one relay (or two sharing one ledger), owned by a role of its own: the URL
+        that role logs in with.
+
+        The role is no superuser and may connect to its database alone: relay code is untrusted, and a
+        superuser could run programs on this machine (COPY ... TO PROGRAM) outside the relay's sandbox.
+        """
         import psycopg
         from psycopg import sql
 
-        name = f"relay_{secrets.token_hex(6)}"
+        name, password = f"relay_{secrets.token_hex(6)}", secrets.token_hex(16)
+        ident = sql.Identifier(name)
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+            conn.execute(
+                sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD {}").format(
+                    ident, sql.Literal(password)
+                )
+            )
+            conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(ident, ident))
+            conn.execute(sql.SQL("REVOKE CONNECT, TEMPORARY ON DATABASE {} FROM PUBLIC").format(ident))
+            conn.execute("REVOKE CONNECT, TEMPORARY ON DATABASE postgres, template1 FROM PUBLIC")
+        return f"postgresql://{name}:{password}@127.0.0.1:{self.port}/{name}"
 
     def close(self) -> None:
         """Stop the server and delete the cluster."""
