@@ -171,3 +171,18 @@ def test_every_problem_is_listed_at_once(tmp_path):
 @pytest.mark.parametrize("pointer, found", [("", {"a/b": [1, {"~x": 2}]}), ("/a~1b/0", 1), ("/a~1b/1/~0x", 2)])
 def test_json_pointers_follow_rfc_6901(pointer, found):
     assert pointer_get({"a/b": [1, {"~x": 2}]}, pointer) == found
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u:p@db.example:5432/x?host=127.0.0.1&port=22320",
+        "postgresql://u:p@db.example/x?hostaddr=10.0.0.1",
+        "postgresql://u:p@a:5432,b:5432/x",
+        "postgresql://u:p@/x?service=other",
+    ],
+)
+def test_a_ledger_url_that_could_reach_another_host_than_its_proxys_is_refused(tmp_path, url):
+    """The ledger proxy forwards to the host before the path; libpq would follow the query's host instead."""
+    text = problems_of(tmp_path, SERVICE.replace('kind = "postgresql"', f'kind = "postgresql"\nurl = "{url}"'))
+    assert "[ledger] url must name its one host and port before the path, and no other in its query" in text

@@ -145,3 +145,20 @@ def test_the_superuser_needs_the_harnesss_password(server):
     no_password = server.url.replace(server.url.split("@")[0], "postgresql://postgres")
     with pytest.raises(psycopg.OperationalError, match="password"):
         psycopg.connect(no_password, connect_timeout=3)
+
+
+def test_a_relay_cannot_take_the_clusters_sessions_and_what_it_leaves_is_ended(server):
+    """A relay's role holds at most ROLE_CONNECTIONS sessions; the harness ends the ones a killed relay left."""
+    from relaychaos.stack.postgres import ROLE_CONNECTIONS
+
+    url = server.create_database()
+    held = [psycopg.connect(url, autocommit=True) for _ in range(ROLE_CONNECTIONS)]
+    with pytest.raises(psycopg.OperationalError, match="too many connections"):
+        psycopg.connect(url, connect_timeout=3)
+    server.end_sessions(url)
+    with psycopg.connect(server.url) as admin:
+        role = url.split("//")[1].split(":")[0]
+        left = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = %s", (role,)).fetchone()
+    assert left == (0,)
+    for conn in held:
+        conn.close()

@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from relaychaos.fixtures.account_system.shape import Downstream, pointer_get, pointer_set
 
@@ -302,6 +303,12 @@ def _ledger(raw: Any, problems: list[str]) -> Ledger:
     if url is not None and not (isinstance(url, str) and url.split("://")[0] in ("postgresql", "postgres")):
         problems.append(f"[ledger] url must be a postgresql:// URL (or left out: the harness starts one), got {url!r}")
         url = None
+    elif url is not None and _elsewhere(url):
+        problems.append(
+            f"[ledger] url must name its one host and port before the path, and no other in its query (host, "
+            f"hostaddr, port, service): the relay's ledger proxy forwards to that host alone; got {url!r}"
+        )
+        url = None
     names = {k: table.get(k) for k in ("table", "key", "status")}
     for k, v in names.items():
         if not (isinstance(v, str) and v.replace("_", "").replace(".", "").isalnum()):
@@ -323,3 +330,11 @@ def _ledger(raw: Any, problems: list[str]) -> Ledger:
         str(names["status"]),
         {str(k): str(v) for k, v in statuses.items()},
     )
+
+
+def _elsewhere(url: str) -> bool:
+    """Whether a postgresql:// URL could reach a host other than the one before its path: several hosts, a
+    socket folder, or a query that names another (libpq reads `host`, `hostaddr`, `port`, `service` there)."""
+    parts = urlsplit(url)
+    query = {k.lower() for k, _ in parse_qsl(parts.query, keep_blank_values=True)}
+    return bool(query & {"host", "hostaddr", "port", "service"}) or "," in parts.netloc or not parts.hostname

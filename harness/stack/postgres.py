@@ -23,12 +23,18 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from relaychaos.errors import FixtureError
 from relaychaos.stack.ports import lease_port, release_port
 from relaychaos.stack.processes import Child, spawn
 
 START_TIMEOUT_S = 30.0
+ROLE_CONNECTIONS = 32  # sessions a relay's role may hold at once: a relay cannot take the cluster's slots
+# What a relay's SQL may take of the server, which runs outside its sandbox: a session whose client is gone
+# ends within a second (a killed relay leaves nothing running), no parallel workers beyond its own backend,
+# temporary files bounded.
+LIMITS = ("client_connection_check_interval=1000", "max_parallel_workers_per_gather=0", "temp_file_limit=262144")
 SEARCH = ("/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin")
 INSTALL = "install the server: `apt-get install -y postgresql` (scripts/bootstrap.sh does this where it can)"
 
@@ -101,6 +107,7 @@ class Postgres:
         port = lease_port()
         argv = [*prefix, str(bin_dir / "postgres"), "-D", str(cluster), "-p", str(port), "-h", "127.0.0.1"]
         argv += ["-k", str(data), "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+        argv += [f"-c{setting}" for setting in LIMITS]
         child = spawn("postgres", argv, log_path=log_dir / f"postgres-{port}.log", cwd=data)
         server = cls(child, port, data, password)
         try:
@@ -142,14 +149,23 @@ class Postgres:
         ident = sql.Identifier(name)
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute(
-                sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD {}").format(
-                    ident, sql.Literal(password)
-                )
+                sql.SQL(
+                    "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION CONNECTION LIMIT {} "
+                    "PASSWORD {}"
+                ).format(ident, sql.Literal(ROLE_CONNECTIONS), sql.Literal(password))
             )
             conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(ident, ident))
             conn.execute(sql.SQL("REVOKE CONNECT, TEMPORARY ON DATABASE {} FROM PUBLIC").format(ident))
             conn.execute("REVOKE CONNECT, TEMPORARY ON DATABASE postgres, template1 FROM PUBLIC")
         return f"postgresql://{name}:{password}@127.0.0.1:{self.port}/{name}"
+
+    def end_sessions(self, database_url: str) -> None:
+        """End every session of the role a database URL logs in with (create_database's): what a relay left."""
+        import psycopg
+
+        role = urlsplit(database_url).username
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
 
     def close(self) -> None:
         """Stop the server and delete the cluster."""

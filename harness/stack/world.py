@@ -77,6 +77,7 @@ class Stack:
         workdir.mkdir(parents=True, exist_ok=True)
         self.ledger_path = self.sandbox.ledger_dir(workdir) / "ledger.sqlite"
         self.ledger_url: str | None = None  # a PostgreSQL ledger's database, as the harness reaches it
+        self._postgres: Postgres | None = None  # the run's server, when the stack made its database there
         self._mapping_checked = False
         relay_ledger_url = self._postgres_ledger(postgres) if manifest.profile.ledger.kind == "postgresql" else None
         self.reset_account(accounts)
@@ -136,7 +137,8 @@ class Stack:
                 fix="give the stack a server (the plugin's relaychaos_postgres fixture), or a [ledger] url",
             )
         else:
-            self.ledger_url = postgres().create_database()
+            self._postgres = postgres()
+            self.ledger_url = self._postgres.create_database()
         parts = urlsplit(self.ledger_url)
         proxy = self._new_proxy(
             "ledger", f"{parts.hostname}:{parts.port or 5432}", listen_host=self.sandbox.account_host
@@ -158,6 +160,8 @@ class Stack:
         self._closed = True
         try:
             self.supervisor.close()
+            if self._postgres is not None and self.ledger_url is not None:  # what the relay's role left running
+                self._postgres.end_sessions(self.ledger_url)
         finally:
             if self.sandbox.network is not None:
                 for key in ("account", "ledger"):
