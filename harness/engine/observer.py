@@ -9,10 +9,14 @@ from __future__ import annotations
 import sqlite3
 import time
 
+import psycopg
+
 from relaychaos.engine import steps as S
 from relaychaos.recorder import Recorder
 from relaychaos.stack import ledger_file
 from relaychaos.stack.world import Stack
+
+UNREADABLE = (sqlite3.Error, psycopg.Error)  # a ledger that cannot be read: SQLite's, or PostgreSQL's
 
 
 class Observer:
@@ -23,21 +27,21 @@ class Observer:
         self._tampering_seen: set[str] = set()
 
     def rows(self) -> dict[str, dict]:
-        """This run's ledger rows, by GUID (sqlite3 errors propagate)."""
-        return ledger_file.rows(self.stack.ledger_path, suffix=f"-{self.tag}")
+        """This run's ledger rows, by GUID (UNREADABLE errors propagate)."""
+        return self.stack.ledger_rows(suffix=f"-{self.tag}")
 
     def rows_or_none(self) -> dict[str, dict] | None:
         """This run's rows, or None when the ledger cannot be read (the relay's fault, judged later)."""
         try:
             return self.rows()
-        except sqlite3.Error:  # a missing table or column, a ledger that is not a regular file
+        except UNREADABLE:  # a missing table or column, a ledger that is not a regular file
             return None
 
     def snapshot(self, after_step, kind: str) -> None:
         """Record the run's ledger rows after a step (or that they could not be read)."""
         try:
             rows = self.rows()
-        except sqlite3.Error as e:  # a missing table or column is the relay's fault
+        except UNREADABLE as e:  # a missing table or column is the relay's fault
             self.recorder.ledger_unreadable(after_step, kind, str(e))
             return
         self.recorder.ledger_snapshot(after_step, kind, rows, time.time())

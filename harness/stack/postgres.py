@@ -164,8 +164,15 @@ class Postgres:
         import psycopg
 
         role = urlsplit(database_url).username
+        deadline = time.monotonic() + 5.0
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
+            while True:  # a terminated backend leaves pg_stat_activity a moment later: until none is left
+                ended = conn.execute(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = %s", (role,)
+                ).fetchone()
+                if not ended or not ended[0] or time.monotonic() > deadline:
+                    return
+                time.sleep(0.05)
 
     def close(self) -> None:
         """Stop the server and delete the cluster."""
@@ -199,3 +206,21 @@ def mapping_problem(url: str, table: str, key: str, status: str) -> str | None:
             return None
     except psycopg.Error as e:
         return " ".join(str(e).split())
+
+
+def rows(url: str, table: str, key: str, suffix: str | None = None) -> dict[str, dict]:
+    """The ledger table's rows by key (only keys ending in `suffix`, if given), read in a read-only session: a
+    course relay's contract table kept in PostgreSQL, as relaychaos.stack.ledger_file.rows reads SQLite's.
+    psycopg.Error when it cannot be read."""
+    import psycopg
+    from psycopg import sql
+    from psycopg.rows import dict_row
+
+    query = sql.SQL("SELECT * FROM {}").format(sql.Identifier(*table.split(".")))
+    params: tuple = ()
+    if suffix is not None:
+        query += sql.SQL(" WHERE right({}, %s) = %s").format(sql.Identifier(key))
+        params = (len(suffix), suffix)
+    options = "-c default_transaction_read_only=on -c statement_timeout=5000"
+    with psycopg.connect(url, autocommit=True, connect_timeout=5, options=options, row_factory=dict_row) as conn:
+        return {str(r[key]): dict(r) for r in conn.execute(query, params)}
