@@ -3,9 +3,10 @@
     .venv/bin/python -m benchmarks.grade_class [--rounds 10] [--burners 2] [--seed 0] [--out runs/grade-bench]
         [--also DIR ...]
 
-Each round is one `relaychaos grade relay_under_test/*/ relay_under_test/mutants/*/` (the
-correct relays, base, every mutant), in a fresh gradebook folder, with `--burners` processes
-spinning `while True: pass` beside it. Prints, for each round, the total wall time, the
+Each round is one `relaychaos grade` of CLASS (the course's correct relays, base, every mutant; the
+production-style keyed service and the reference on PostgreSQL are not the course's), in a fresh
+gradebook folder, with `--burners` processes spinning `while True: pass` beside it. Prints, for each
+round, the total wall time, the
 per-submission wall times (median and max, for the correct relays and the broken ones apart)
 against the targets (20 s and 30 s), and the load average when it ended (these machines are
 shared: compare rounds at a like load); then, over every round, each submission's score, the
@@ -33,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CORRECT = {"reference", "go", "stdlib", "java"}
 BURN = "while True: pass"
+CLASS = tuple(f"relay_under_test/{name}/" for name in ("base", "go", "java", "reference", "stdlib", "mutants/*"))
 TIMELINE_LINE = re.compile(r"^\s*<t>\s.*$\n?|^  \.\.\. \d+ more \.\.\.$\n?", re.M)  # incident.TIMELINE_LINE, masked
 
 
@@ -86,8 +88,7 @@ def one_round(out: Path, seed: int) -> tuple[float, dict[str, dict]]:
             "-m",
             "relaychaos.cli",
             "grade",
-            "relay_under_test/*/",
-            "relay_under_test/mutants/*/",
+            *CLASS,
             "--out",
             str(out),
             "--seed",

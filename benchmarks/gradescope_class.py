@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.gradescope_class [--rounds 1] [--cpus 0.5] [--memory-mib 768]
         [--budget-s auto] [--parallel 1] [--baseline DIR] [--out runs/gradescope-bench]
 
-Each submission (relay_under_test/*/ and relay_under_test/mutants/*/) is graded by
+Each submission of the class (benchmarks.grade_class.CLASS) is graded by
 scripts/gradescope_emulation.py: `relaychaos grade --gradescope` in a cgroup of `--cpus` CPU and
 `--memory-mib` MiB, killed at 600 s as Gradescope would; `--parallel` containers side by side,
 as a Gradescope host runs several (each keeps its own CPU quota). Prints per submission (the correct relays
@@ -38,9 +38,10 @@ LIMIT_S = 600.0
 
 def submissions() -> list[Path]:
     """The bundled class, the correct relays first (a false alarm on them matters most), then the broken ones."""
+    from benchmarks.grade_class import CLASS
     from relaychaos.grading.submissions import find
 
-    found = [s.folder for s in find([str(ROOT / "relay_under_test/*/"), str(ROOT / "relay_under_test/mutants/*/")])]
+    found = [s.folder for s in find([str(ROOT / pattern) for pattern in CLASS])]
     return sorted(found, key=lambda f: f.name not in CORRECT)
 
 

@@ -72,3 +72,12 @@ def test_checks_can_be_run_again_on_a_saved_history(run_chaos):
     result = run_chaos(ALL["purge-retention"], manifest=BY_NAME["purge_ignores_retention"].manifest)
     again = check_path(result.history_path)
     assert [v.to_dict() for v in again] == [v.to_dict() for v in result.verdicts] and again
+
+
+@pytest.mark.parametrize("run", [1, 2])
+def test_which_relay_claims_in_race_32_two_relays_is_the_harness_s_choice_not_a_race(run_chaos, run):
+    """A claim atomic only within one process holds there on every run (race-pairs-two-relays forces
+    the interleaving that breaks it), while a relay keeping its claims in memory breaks it every run."""
+    scenario = ALL["race-32-two-relays"]
+    assert run_chaos(scenario, manifest=BY_NAME["process_lock"].manifest).ok
+    assert not run_chaos(scenario, manifest=BY_NAME["memory_ledger"].manifest).ok

@@ -2,12 +2,13 @@
 
     why = probe(manifest, folder, opts)   # None: it started; else what a student reads, its output's tail included
 
-One start in the sandbox, as every scenario would make it, with no account system behind
-(serve needs none to answer /health). A relay that exits, crashes or never answers is
-graded as not gradable at once, with the last lines of its own output (the SyntaxError,
-the missing module), instead of after every scenario has shown the same; a relay that
-starts costs one start more. What serve printed (and a diagnosis's retry) is kept with the
-submission's other relay logs, in logs/start-probe/.
+One start in the sandbox, as every scenario would make it, with no account system behind (serve
+needs none to answer /health). A relay that exits, crashes or never answers is graded as not
+gradable at once, with the last lines of its own output (the SyntaxError, the missing module),
+instead of after every scenario has shown the same; a relay that starts costs one start more. A
+relay whose ledger is a PostgreSQL database is not probed: its serve needs the database each
+scenario's stack gives it, so its first scenario is its probe. What serve printed (and a diagnosis's
+retry) is kept with the submission's other relay logs, in logs/start-probe/.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ def probe(
     from relaychaos.stack.supervisor import Supervisor
 
     loaded = manifest.load(manifest_path)
+    if loaded.profile.ledger.kind == "postgresql":
+        return None
     sandbox = Sandbox.create(sandbox_mode, Limits().with_overrides(sandbox_limit), log_budget=log_budget)
     work = folder / LOGS / "start-probe"
     shutil.rmtree(work, ignore_errors=True)  # a regrade's probe starts from nothing

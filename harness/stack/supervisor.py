@@ -243,8 +243,9 @@ class Supervisor:
         raise RelayError(
             f"relay '{name}' serve {why}",
             where=str(self.manifest.path),
-            fix="serve must listen on RELAY_HOST:RELAY_PORT and answer GET /health with 200 "
-            f"within [limits].ready_timeout_s = {self.manifest.ready_timeout_s:g} s "
+            fix="serve must listen on RELAY_HOST:RELAY_PORT and answer "
+            f"GET {self.manifest.profile.api.health} with 200 within "
+            f"[limits].ready_timeout_s = {self.manifest.ready_timeout_s:g} s "
             "(contract section 1); its log says:",
             details=log_tail(log_path),
         )
