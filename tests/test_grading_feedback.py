@@ -6,6 +6,7 @@ Each test grades a few submissions on one or two scenarios (`--scenarios`), to k
 
 import csv
 import json
+import os
 import re
 import subprocess
 import sys
@@ -103,3 +104,26 @@ def test_merge_in_place_keeps_one_copy_of_each_submission_and_exit_2_when_the_ba
     assert sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file()) == before
     assert grade("--out", tmp_path / "none").returncode == 2
     assert grade(RELAYS / "reference", "--rubric", tmp_path / "missing.toml").returncode == 2
+
+
+def test_a_grader_that_cannot_run_gives_no_grade_names_its_error_and_the_batch_exits_2(tmp_path):
+    """A relay's faults are verdicts; a run where no scenario finished is the harness's failure (here a
+    dependency the installation lacks), so it is no grade, not a zero the student is handed."""
+    broken = tmp_path / "site" / "psycopg"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'psycopg'\", name='psycopg')\n")
+    out = tmp_path / "book"
+    done = subprocess.run(
+        [sys.executable, "-m", "relaychaos.cli", "grade", str(RELAYS / "reference"), "--out", str(out)]
+        + ["--scenarios", "happy-path"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(broken.parent)},
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "the batch could not run: the grader failed" in done.stderr
+    (record,) = records(out).values()
+    assert record["gradable"] is False and record["harness_failed"] is True and record["score"] == 0
+    assert "(ModuleNotFoundError: No module named 'psycopg')" in record["error"]

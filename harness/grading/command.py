@@ -129,6 +129,12 @@ def cmd_grade(args: argparse.Namespace) -> int:
         return 130
     ungradable = [r["submission"] for r in records if not r.get("gradable", True)]
     print(f"relaychaos: {len(records)} graded; gradebook in {out / 'gradebook.html'} and {out / 'gradebook.csv'}")
+    if records and all(r.get("harness_failed") for r in records):
+        from relaychaos.grading.run_one import HARNESS_FAILED
+
+        why = records[0]["error"].removeprefix(f"{HARNESS_FAILED}: ")
+        print(f"relaychaos: the batch could not run: {why}", file=sys.stderr)
+        return 2
     if ungradable:
         print(
             f"relaychaos: {len(ungradable)} could not be graded (a 0 each, the reason in the gradebook): "

@@ -201,7 +201,9 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
         timed_out=ran["timed_out"],
         execution_time_s=round(time.monotonic() - started, 2),
     )
-    rec.update(_ungradable(ran, outcomes, opts))
+    rec.update(_ungradable(ran, outcomes, opts, out / "named.log"))
+    if rec.get("harness_failed"):  # nothing the relay did is known: no points either way
+        rec.update(graded.zero(opts.rubric))
     rec["stateful"] = _stateful(ran)
     rec["notes"] = sorted(
         {*sub.notes, *(clean(n, {}, _places(sub, out)) for s in ran["scenarios"] for n in s.get("notes", []))}
@@ -209,9 +211,10 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
     return graded.save(rec, out)
 
 
-def _ungradable(ran: dict, outcomes: list[Outcome], opts: Options) -> dict:
-    """The record's error (and gradable False) when the run is no grade: the relay never started, or the
-    budget cut the run; or its error alone when no scenario finished. Nothing when it is a grade."""
+def _ungradable(ran: dict, outcomes: list[Outcome], opts: Options, named_log: Path) -> dict:
+    """The record's error (and gradable False) when the run is no grade: the relay never started, the
+    budget cut the run, or no scenario finished (the harness's failure, as a relay's faults are verdicts:
+    `harness_failed`, with the error named.log shows). Nothing when it is a grade."""
     started_none = [o for o in outcomes if any(v.get("rule") == "serve-ready" for v in o.verdicts)]
     counted = [o for o in outcomes if o.counts()]
     if ran["never_started"] or (started_none and len(started_none) == len(counted)):
@@ -229,8 +232,27 @@ def _ungradable(ran: dict, outcomes: list[Outcome], opts: Options) -> dict:
     if any(o.name != STATEFUL for o in outcomes) and all(
         o.outcome in ("error", "not-run") for o in outcomes if o.name != STATEFUL
     ):
-        return {"error": "could not run: no scenario finished; see the first scenario's report"}
+        return {
+            "gradable": False,
+            "harness_failed": True,
+            "error": f"{HARNESS_FAILED}: the grader failed before any scenario finished, which is not the relay's "
+            f"doing ({_first_error(named_log)}); the instructor fixes the grader's installation "
+            "(bash scripts/bootstrap.sh) and regrades",
+        }
     return {}
+
+
+HARNESS_FAILED = "could not run"  # the error of a grade the harness itself could not run begins so
+_ERROR_LINE = re.compile(r"^(?:INTERNALERROR>\s*E?\s*|E\s+)?((?!Assertion)\w+(?:Error|Exception): .+)$", re.M)
+
+
+def _first_error(log: Path) -> str:
+    """The first exception a pytest log names (e.g. ModuleNotFoundError: No module named 'x'), or where to look."""
+    try:
+        found = _ERROR_LINE.search(log.read_text(errors="replace"))
+    except OSError:
+        found = None
+    return found.group(1).strip() if found else f"its log: {log.name} in the submission's gradebook folder"
 
 
 def _stateful(ran: dict) -> dict:
