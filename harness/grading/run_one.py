@@ -203,7 +203,7 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
     )
     rec.update(_ungradable(ran, outcomes, opts, out / "named.log"))
     if rec.get("harness_failed"):  # nothing the relay did is known: no points either way
-        rec.update(graded.zero(opts.rubric))
+        rec.update(graded.zero(opts.rubric), error=clean(rec["error"], {}, _places(sub, out)))
     rec["stateful"] = _stateful(ran)
     rec["notes"] = sorted(
         {*sub.notes, *(clean(n, {}, _places(sub, out)) for s in ran["scenarios"] for n in s.get("notes", []))}
