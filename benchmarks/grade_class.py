@@ -1,7 +1,8 @@
 """Benchmark: the bundled relays graded as a class, and regraded: wall times, and the same scores and words every time.
 
     .venv/bin/python -m benchmarks.grade_class [--rounds 10] [--burners 2] [--seed 0] [--out runs/grade-bench]
-        [--also DIR ...]
+        [--also DIR|FILE ...] [--save FILE --condition TEXT]
+    .venv/bin/python -m benchmarks.grade_class --rounds 0 --also docs/regrades/*.json    # compare kept rounds
 
 Each round is one `relaychaos grade` of CLASS (the course's correct relays, base, every mutant; the
 production-style keyed service and the reference on PostgreSQL are not the course's), in a fresh
@@ -14,14 +15,21 @@ rubric items it lost, and whether every round gave it the same score and the sam
 (its Gradescope results.json, the execution time left out and timings masked:
 reports.student_text.masked), and the same timelines: a timeline lists a scenario's events in the
 order they happened, and under a race that order is itself a timing, so the words are compared
-with the timelines' event lines aside, and the timelines apart. `--also` adds the gradebooks of
-earlier rounds (e.g. of an earlier commit) to the comparison. Exit 1 when a correct relay
+with the timelines' event lines aside, and the timelines apart. Rounds are compared by their
+fingerprints: per submission the score, the items lost and sha256 digests of the words and of
+the timelines. `--save` writes the fingerprints of this run's rounds (and of the folders given
+with `--also`) to a JSON file, with the commit and `--condition`; docs/regrades/ keeps those of
+the measured rounds, so rounds measured on other days (and machines) are compared with
+`--also FILE`. `--also` adds gradebook folders (a round of this benchmark, or of
+benchmarks.gradescope_class) or such files to the comparison. Exit 1 when a correct relay
 lacks full marks, a broken one has them, or a regrade differed.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import hashlib
 import json
 import os
 import re
@@ -57,8 +65,56 @@ def load_record(path: Path) -> dict:
 
 
 def load_records(out: Path) -> dict[str, dict]:
-    """submission -> its record (load_record), for every grade.json in a gradebook folder."""
-    return {r["submission"]: r for r in map(load_record, out.rglob("grade.json"))}
+    """submission -> its record (load_record), for every grade.json in a gradebook folder. A Gradescope
+    record is named "submission" (benchmarks.gradescope_class): it is known by its folder,
+    <name>/results/grade.json."""
+    records = {}
+    for path in sorted(out.rglob("grade.json")):
+        r = load_record(path)
+        records[r["submission"] if r["submission"] != "submission" else path.parents[1].name] = r
+    return records
+
+
+def fingerprint(record: dict) -> dict:
+    """What a regrade must give again, small enough to keep: the score, the items lost, and sha256
+    digests of the words and of the timelines (load_record); the seconds it took, for the table."""
+    return {
+        "score": record["score"],
+        "max_score": record["max_score"],
+        "lost": lost(record),
+        "words": hashlib.sha256(record["_words"].encode()).hexdigest(),
+        "timelines": hashlib.sha256(record["_timelines"].encode()).hexdigest(),
+        "seconds": round(record["execution_time_s"], 1),
+    }
+
+
+def fingerprints(records: dict[str, dict]) -> dict[str, dict]:
+    return {name: fingerprint(r) for name, r in records.items()}
+
+
+def commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+def kept_rounds(source: Path) -> list[tuple[str, dict[str, dict]]]:
+    """(label, fingerprints) of each round in a gradebook folder (one round) or in a --save file."""
+    if source.is_dir():
+        return [(source.name, fingerprints(load_records(source)))]
+    try:
+        kept = json.loads(source.read_text())
+        return [(f"{source.name} {r['round']}", r["submissions"]) for r in kept["rounds"]]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit(f"--also {source}: not a gradebook folder nor a file written by --save ({e}); fix: give one of those")
+
+
+def save(path: Path, graded: str, condition: str, rounds: list[dict]) -> None:
+    """Write the fingerprints of `rounds` (each {"round", "measured", "load", "class_s", "submissions"}),
+    graded on commit `graded`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kept = {"commit": graded, "condition": condition, "command": " ".join(sys.argv[1:]), "rounds": rounds}
+    path.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
+    print(f"fingerprints of {len(rounds)} round(s) written to {path}")
 
 
 def lost(record: dict) -> str:
@@ -105,7 +161,8 @@ def one_round(out: Path, seed: int) -> tuple[float, dict[str, dict]]:
 
 
 def compare(rounds: list[dict[str, dict]]) -> list[str]:
-    """Print the class table over every round; the problems found."""
+    """Print the class table over every round (each submission -> its fingerprint); the problems found.
+    A submission missing from some round is a problem too."""
     last = rounds[-1]
     print(f"\n{len(rounds)} rounds compared\n")
     print(
@@ -115,20 +172,21 @@ def compare(rounds: list[dict[str, dict]]) -> list[str]:
     problems = []
     for name in sorted(last, key=lambda n: (n not in CORRECT, n)):
         scores = [r[name]["score"] for r in rounds if name in r]
-        same_words = len({r[name]["_words"] for r in rounds if name in r}) == 1
-        same_lines = len({r[name]["_timelines"] for r in rounds if name in r}) == 1
+        same_words = len({r[name]["words"] for r in rounds if name in r}) == 1
+        same_lines = len({r[name]["timelines"] for r in rounds if name in r}) == 1
         same = len(set(scores)) == 1
         print(
-            f"| {name} | {scores[0]:g} | {lost(last[name])} | {last[name]['execution_time_s']:.1f} | "
+            f"| {name} | {scores[0]:g} | {last[name]['lost']} | {last[name]['seconds']:.1f} | "
             f"{'yes' if same else 'NO: ' + str(scores)} | {'yes' if same_words else 'NO'} | "
             f"{'yes' if same_lines else 'no (a race)'} |"
         )
         problems += [f"{name}: regrades differ {scores}"] * (not same) + [f"{name}: words differ"] * (not same_words)
+        problems += [f"{name}: missing from {len(rounds) - len(scores)} round(s)"] * (len(scores) < len(rounds))
         if (name in CORRECT) != (scores[0] == last[name]["max_score"]):
             problems.append(f"{name}: {scores[0]} of {last[name]['max_score']}")
     identical = sum(1 for n in last if len({r[n]["score"] for r in rounds if n in r}) == 1)
-    words = sum(1 for n in last if len({r[n]["_words"] for r in rounds if n in r}) == 1)
-    lines = sum(1 for n in last if len({r[n]["_timelines"] for r in rounds if n in r}) == 1)
+    words = sum(1 for n in last if len({r[n]["words"] for r in rounds if n in r}) == 1)
+    lines = sum(1 for n in last if len({r[n]["timelines"] for r in rounds if n in r}) == 1)
     print(
         f"\n{identical} of {len(last)} submissions got the same score in every round; {words} of {len(last)} the "
         f"same words; {lines} of {len(last)} the same timelines too"
@@ -142,14 +200,45 @@ def main() -> None:
     parser.add_argument("--burners", type=int, default=0, help="CPU burner processes beside every round")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="runs/grade-bench")
-    parser.add_argument("--also", nargs="*", default=[], help="gradebook folders of earlier rounds to compare with")
+    parser.add_argument("--also", nargs="*", default=[], help="earlier rounds: gradebook folders or --save files")
+    parser.add_argument("--save", type=Path, help="write the fingerprints of this run's rounds here (JSON)")
+    parser.add_argument("--condition", default="", help="with --save: how the rounds ran (load, burners, machine)")
+    parser.add_argument("--commit", help="with --save: the commit graded (default: this checkout's)")
     args = parser.parse_args()
-    rounds = [load_records(Path(d)) for d in args.also]
+    if args.save and not args.condition:
+        parser.error("--save needs --condition: say how the rounds ran, e.g. 'two CPU burners, 2 cores'")
+    rounds, to_save = [], []
+    for source in map(Path, args.also):
+        for label, prints in kept_rounds(source):
+            rounds.append(prints)
+            if source.is_dir():  # a --save file's rounds are kept there already
+                ended = datetime.datetime.fromtimestamp(
+                    max(p.stat().st_mtime for p in source.rglob("grade.json")), datetime.UTC
+                )
+                to_save.append(
+                    {
+                        "round": label,
+                        "measured": f"ended {ended:%Y-%m-%d %H:%M UTC}",
+                        "load": None,
+                        "class_s": None,
+                        "submissions": prints,
+                    }
+                )
     burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(args.burners)]
     try:
         for n in range(args.rounds):
+            started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
             wall, records = one_round((ROOT / args.out / f"round{n + 1}").resolve(), args.seed)
-            rounds.append(records)
+            rounds.append(fingerprints(records))
+            to_save.append(
+                {
+                    "round": f"round{n + 1}",
+                    "measured": started,
+                    "load": round(os.getloadavg()[0], 1),
+                    "class_s": round(wall),
+                    "submissions": rounds[-1],
+                }
+            )
             print(
                 f"round {n + 1}/{args.rounds}: class of {len(records)} in {wall:.0f} s; {timing(records)}; load "
                 f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {args.burners} burner(s)",
@@ -158,6 +247,10 @@ def main() -> None:
     finally:
         for b in burners:
             b.kill()
+    if args.save:
+        save(args.save, args.commit or commit(), args.condition, to_save)
+    if not rounds:
+        sys.exit("no rounds to compare; fix: give --rounds N, or earlier rounds with --also")
     problems = compare(rounds)
     if problems:
         print("\nproblems:\n  " + "\n  ".join(problems))

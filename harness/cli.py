@@ -12,13 +12,14 @@ default) and writes results.json, junit.xml and report.html into a fresh run fol
 named scenario fails, the state machine's random stories do not run (the report says so);
 --hunt runs them anyway, and --shrink-s bounds the shrinking of what they find.
 Exit status: 0 every check held, 1 a check failed, 2 the harness could not run, 130 after
-Ctrl-C (the scenarios that finished are written, marked partial, with their report).
+Ctrl-C or SIGTERM (the scenarios that finished are written, marked partial, with their report).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -206,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2
+    # SIGTERM (a cancelled CI job, `docker stop`, `timeout`) stops a command as Ctrl-C does: its suites are
+    # interrupted, their stacks closed, what finished is written; nothing is left running
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     return args.func(args)
 
 

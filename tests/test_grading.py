@@ -184,7 +184,9 @@ def test_three_shards_merged_equal_one_unsharded_run(tmp_path):
     assert (merged / "gradebook.csv").read_text() == (whole / "gradebook.csv").read_text()
 
 
-def test_ctrl_c_leaves_a_valid_partial_gradebook_and_nothing_running(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_leaves_a_valid_partial_gradebook_and_nothing_running(tmp_path, stop):
+    """SIGTERM is what a cancelled CI job or `docker stop` sends: it stops a grade as Ctrl-C does."""
     out = tmp_path / "book"
     proc = subprocess.Popen(
         [
@@ -209,7 +211,7 @@ def test_ctrl_c_leaves_a_valid_partial_gradebook_and_nothing_running(tmp_path):
     while not list(out.glob("submissions/*/grade.json")) and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(2)  # into the second submission
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     rows = list(csv.DictReader((out / "gradebook.csv").open()))

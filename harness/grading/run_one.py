@@ -187,12 +187,8 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
         if why:
             raise HarnessError(why)
     except HarnessError as e:
-        rec.update(
-            graded.zero(opts.rubric),
-            gradable=False,
-            error=clean(f"could not start: {e}", {}, _places(sub, out)),
-            execution_time_s=round(time.monotonic() - started, 2),
-        )
+        _no_grade(rec, opts.rubric, f"could not start: {e}", _places(sub, out))
+        rec["execution_time_s"] = round(time.monotonic() - started, 2)
         return graded.save(rec, out)
     ran = run_suite(manifest, out, opts, progress)
     outcomes = _outcomes(ran, opts, sub, out)
@@ -201,14 +197,21 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
         timed_out=ran["timed_out"],
         execution_time_s=round(time.monotonic() - started, 2),
     )
-    rec.update(_ungradable(ran, outcomes, opts, out / "named.log"))
-    if rec.get("harness_failed"):  # nothing the relay did is known: no points either way
-        rec.update(graded.zero(opts.rubric), error=clean(rec["error"], {}, _places(sub, out)))
+    no_grade = _ungradable(ran, outcomes, opts, out / "named.log")
+    if no_grade.get("harness_failed"):  # nothing the relay did is known: no points either way
+        _no_grade(rec, opts.rubric, no_grade["error"], _places(sub, out), harness_failed=True)
+    else:
+        rec.update(no_grade)
     rec["stateful"] = _stateful(ran)
     rec["notes"] = sorted(
         {*sub.notes, *(clean(n, {}, _places(sub, out)) for s in ran["scenarios"] for n in s.get("notes", []))}
     )
     return graded.save(rec, out)
+
+
+def _no_grade(rec: dict, rubric: Rubric, error: str, places: dict[str, str], **flags: object) -> None:
+    """`rec` made no grade: every item at zero, gradable False, `error` cleaned of paths like all a student reads."""
+    rec.update(graded.zero(rubric), gradable=False, error=clean(error, {}, places), **flags)
 
 
 def _ungradable(ran: dict, outcomes: list[Outcome], opts: Options, named_log: Path) -> dict:
