@@ -15,10 +15,12 @@
 
 Exits 1 if an injected violation is missed or another verdict appears, if the slope is
 over 1.15, or if a history of a million events or more takes over 1 GiB or costs more
-than 3 times reading it. That cost is a ratio against a baseline measured in the same
+than 3.5 times reading it. That cost is a ratio against a baseline measured in the same
 process: the check's CPU time over the CPU time of one plain pass over the same file
 (parsing every event, nothing else), taken just before and just after the check and
-averaged; the median over the rounds is judged. This machine's CPU speed varies by up to
+averaged; the median over the rounds is judged (one round's ratio swings by a tenth either way:
+2.6 to 3.04 reads for the same file and code on 2026-12-02, so the limit stands a sixth above the
+highest seen, and CI judges the median of 3). This machine's CPU speed varies by up to
 2x from one minute to the next (a fixed pure-Python loop: 1.4 to 2.8 s at load 1), so
 seconds of CPU are printed, not judged. Wall time also counts the waits for a core and
 is printed beside them with the load average.
@@ -40,7 +42,7 @@ from statistics import median
 
 from benchmarks.synthetic_history import TEMPLATES, build
 
-SLOPE_LIMIT, READS_LIMIT, MEMORY_LIMIT_MIB = 1.15, 3.0, 1024
+SLOPE_LIMIT, READS_LIMIT, MEMORY_LIMIT_MIB = 1.15, 3.5, 1024
 
 
 def peak_rss_mib() -> float:
