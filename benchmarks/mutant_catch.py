@@ -12,7 +12,7 @@ scripts/gradescope_emulation.py (0.5 CPU, 768 MB), `--parallel` containers side 
 Gradescope host runs several (each keeps its own CPU quota). With `--also-correct`, the reference relay
 is graded the same way after each run and must hold every time. Prints a line per run with
 the load average, then the counts, and with several mutants a table of them; exit 1 unless every
-run caught its mutant (and every correct run held).
+run caught its mutant (and every correct run held), 130 when stopped (Ctrl-C, SIGTERM to a grade).
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from relaychaos.relay_under_test.mutants.table import BY_NAME, MUTANTS, Mutant
 
 ROOT = Path(__file__).resolve().parent.parent
 BURN = "while True: pass"
@@ -41,11 +43,12 @@ def broke(record: dict, scenario: str, rule: str) -> bool:
 
 
 def one_grade(folder: Path, scenario: str, emulate: bool) -> dict:
-    """The grade record of one run: a batch of one, or Gradescope's folders inside the emulation."""
-    work = Path(tempfile.mkdtemp(prefix="mutant-catch-"))
-    if emulate:
-        done = subprocess.run(
-            [
+    """The grade record of one run: a batch of one, or Gradescope's folders inside the emulation (in a temporary
+    folder, removed after). A grade that was interrupted (Ctrl-C, SIGTERM) or could not run stops the benchmark."""
+    with tempfile.TemporaryDirectory(prefix="mutant-catch-") as name:
+        work = Path(name)
+        if emulate:
+            command = [
                 sys.executable,
                 str(ROOT / "scripts" / "gradescope_emulation.py"),
                 str(folder),
@@ -54,29 +57,33 @@ def one_grade(folder: Path, scenario: str, emulate: bool) -> dict:
                 "--",
                 "--scenarios",
                 scenario,
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            sys.exit(f"the emulation failed:\n{done.stdout}\n{done.stderr}")
-        return json.loads((work / "autograder" / "results" / "grade.json").read_text())
-    subprocess.run(
-        [sys.executable, "-m", "relaychaos.cli", "grade", str(folder), "--out", str(work), "--scenarios", scenario],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    (path,) = work.glob("submissions/*/grade.json")
-    return json.loads(path.read_text())
+            ]
+        else:
+            command = [
+                sys.executable,
+                "-m",
+                "relaychaos.cli",
+                "grade",
+                str(folder),
+                "--out",
+                str(work),
+                "--scenarios",
+                scenario,
+            ]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        if done.returncode == 130 or done.returncode < 0:
+            raise KeyboardInterrupt  # the grade was stopped: so is the benchmark
+        if done.returncode not in ((0,) if emulate else (0, 1)):  # grade: 0 graded, 1 some submission could not be
+            where = "the emulation" if emulate else f"the grade of {folder.name}"
+            sys.exit(f"{where} failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
+        if emulate:
+            return json.loads((work / "autograder" / "results" / "grade.json").read_text())
+        return json.loads(next(work.glob("submissions/*/grade.json")).read_text())
 
 
-def catch_rate(name: str, scenario: str | None, args: argparse.Namespace) -> tuple[str, str, int, int]:
+def catch_rate(mutant: Mutant, scenario: str | None, args: argparse.Namespace) -> tuple[str, str, int, int]:
     """(scenario, rule, caught, held) over args.runs runs of one mutant."""
-    from relaychaos.relay_under_test.mutants.table import BY_NAME
-
-    mutant = BY_NAME[name]
+    name = mutant.name
     scenario, rule = scenario or mutant.caught_by[0], mutant.rules[0]
 
     def one(n: int) -> tuple[bool, bool | None]:
@@ -107,8 +114,6 @@ def catch_rate(name: str, scenario: str | None, args: argparse.Namespace) -> tup
 
 
 def main(argv: list[str] | None = None) -> int:
-    from relaychaos.relay_under_test.mutants.table import BY_NAME, MUTANTS
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mutant", default="process_lock", help="a name, names joined by commas, or all")
     parser.add_argument("--scenario", help="default: the first scenario meant to catch it")
@@ -126,7 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no broken relay {', '.join(unknown)} in relay_under_test/mutants/table.py")
     burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(args.burners)]
     try:
-        rates = {name: catch_rate(name, args.scenario, args) for name in names}
+        rates = {name: catch_rate(BY_NAME[name], args.scenario, args) for name in names}
+    except KeyboardInterrupt:
+        print("mutant_catch: stopped (a grade was interrupted); nothing is left running", file=sys.stderr)
+        return 130
     finally:
         for b in burners:
             b.kill()
