@@ -33,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -108,11 +109,18 @@ def kept_rounds(source: Path) -> list[tuple[str, dict[str, dict]]]:
         sys.exit(f"--also {source}: not a gradebook folder nor a file written by --save ({e}); fix: give one of those")
 
 
+def kept_round(label: str, prints: dict[str, dict], measured: str, load: float | None, class_s: int | None) -> dict:
+    """One round as `save` keeps it: its label, when it was measured, the load average and the class's seconds
+    at its end (None when not known: a folder given with --also), and its fingerprints."""
+    return {"round": label, "measured": measured, "load": load, "class_s": class_s, "submissions": prints}
+
+
 def save(path: Path, graded: str, condition: str, rounds: list[dict]) -> None:
-    """Write the fingerprints of `rounds` (each {"round", "measured", "load", "class_s", "submissions"}),
-    graded on commit `graded`."""
+    """Write the fingerprints of `rounds` (each a kept_round), graded on commit `graded`, with the command that
+    wrote them."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    kept = {"commit": graded, "condition": condition, "command": " ".join(sys.argv[1:]), "rounds": rounds}
+    command = "python -m benchmarks.grade_class " + shlex.join(sys.argv[1:])
+    kept = {"commit": graded, "condition": condition, "command": command, "rounds": rounds}
     path.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
     print(f"fingerprints of {len(rounds)} round(s) written to {path}")
 
@@ -215,30 +223,14 @@ def main() -> None:
                 ended = datetime.datetime.fromtimestamp(
                     max(p.stat().st_mtime for p in source.rglob("grade.json")), datetime.UTC
                 )
-                to_save.append(
-                    {
-                        "round": label,
-                        "measured": f"ended {ended:%Y-%m-%d %H:%M UTC}",
-                        "load": None,
-                        "class_s": None,
-                        "submissions": prints,
-                    }
-                )
+                to_save.append(kept_round(label, prints, f"ended {ended:%Y-%m-%d %H:%M UTC}", None, None))
     burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(args.burners)]
     try:
         for n in range(args.rounds):
             started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
             wall, records = one_round((ROOT / args.out / f"round{n + 1}").resolve(), args.seed)
             rounds.append(fingerprints(records))
-            to_save.append(
-                {
-                    "round": f"round{n + 1}",
-                    "measured": started,
-                    "load": round(os.getloadavg()[0], 1),
-                    "class_s": round(wall),
-                    "submissions": rounds[-1],
-                }
-            )
+            to_save.append(kept_round(f"round{n + 1}", rounds[-1], started, round(os.getloadavg()[0], 1), round(wall)))
             print(
                 f"round {n + 1}/{args.rounds}: class of {len(records)} in {wall:.0f} s; {timing(records)}; load "
                 f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {args.burners} burner(s)",
