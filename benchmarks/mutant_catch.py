@@ -97,8 +97,11 @@ def catch_rate(mutant: Mutant, scenario: str | None, args: argparse.Namespace) -
         print(f"{line} ({time.monotonic() - t0:.0f} s, load average {os.getloadavg()[0]:.1f})", flush=True)
         return hit, ok
 
-    with concurrent.futures.ThreadPoolExecutor(max(1, args.parallel)) as pool:
+    pool = concurrent.futures.ThreadPoolExecutor(max(1, args.parallel))
+    try:
         outcomes = list(pool.map(one, range(1, args.runs + 1)))
+    finally:  # stopped: the runs not yet started never start (those running were interrupted with it)
+        pool.shutdown(wait=True, cancel_futures=True)
     caught, held = sum(hit for hit, _ in outcomes), sum(bool(ok) for _, ok in outcomes)
     where = (
         f"inside the Gradescope emulation ({args.parallel} side by side)"
