@@ -10,16 +10,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relaychaos import checkers
+from relaychaos.checkers import landing
+from relaychaos.checkers.landing import Landing
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.engine.runner import run_scenario
 from relaychaos.engine.steps import Scenario
 from relaychaos.history import History, HistoryFile, save
 from relaychaos.reports.incident import report
+from relaychaos.reports.results import NOT_EXERCISED
 from relaychaos.stack.world import Stack
 
 
 class ChaosFailure(AssertionError):
     """A scenario broke one or more rules; the message is the incident report."""
+
+
+class NotExercised(AssertionError):
+    """Every rule held, but a landing claim of the scenario did not land: its fault met nothing, so the run tested
+    nothing (never "passed"). The pytest plugin reports it as a skip whose reason starts with NOT_EXERCISED, and
+    the run's exit status is not 0."""
+
+
+def landing_text(landings: list[Landing]) -> str:
+    """Each claim not landed: its status, what it claims and what the history shows."""
+    return "\n".join(f"  {x.status}: {x.claim} -- {x.why}" for x in landings if not x.landed)
 
 
 @dataclass
@@ -31,10 +45,22 @@ class ChaosResult:
     verdicts: list[Verdict]
     history_path: Path
     notes: list[str] = field(default_factory=list)  # what was noticed that is not a verdict
+    landing: list[Landing] = field(default_factory=list)  # each landing claim's outcome (relaychaos.checkers.landing)
 
     @property
     def ok(self) -> bool:
+        """Every rule held (whether the scenario was exercised is `exercised`)."""
         return not self.verdicts
+
+    @property
+    def exercised(self) -> bool:
+        """Every landing claim LANDED: the scenario's faults met the transfers they were aimed at."""
+        return all(x.landed for x in self.landing)
+
+    @property
+    def outcome(self) -> str:
+        """failed (a rule broken), not exercised (every rule held, a claim not landed) or passed."""
+        return "failed" if self.verdicts else "passed" if self.exercised else NOT_EXERCISED
 
     def report(self, limit: int = 5) -> str:
         text = report(self.history, self.verdicts, limit)
@@ -43,15 +69,23 @@ class ChaosResult:
         return f"{text}\n\nhistory: {self.history_path}" if self.verdicts else text
 
     def assert_holds(self) -> None:
+        """ChaosFailure when a rule broke; NotExercised when every rule held but a claim did not land."""
         if self.verdicts:
             raise ChaosFailure(self.report())
+        if not self.exercised:
+            raise NotExercised(
+                f"{NOT_EXERCISED}: scenario {self.scenario.name}: every rule held, but its fault did not meet the "
+                f"transfer it aims at, so it tested nothing:\n{landing_text(self.landing)}\n\nhistory: "
+                f"{self.history_path}"
+            )
 
 
 def run_and_check(stack: Stack, scenario: Scenario, tag: str | None = None) -> ChaosResult:
     """Run scenario on a fresh stack, save the history in the stack's folder, and check it."""
     history = run_scenario(stack, scenario, tag)
     path = save(history, stack.workdir / "history.jsonl")
-    return ChaosResult(scenario, history, checkers.check(history), path, checkers.notes(history))
+    verdicts, notes = checkers.check(history), checkers.notes(history)
+    return ChaosResult(scenario, history, verdicts, path, notes, landing.judge(history))
 
 
 def check_path(path: Path) -> list[Verdict]:

@@ -11,7 +11,8 @@ Runs the chaos suite (scenarios/) against a relay (the bundled reference by
 default) and writes results.json, junit.xml and report.html into a fresh run folder. When a
 named scenario fails, the state machine's random stories do not run (the report says so);
 --hunt runs them anyway, and --shrink-s bounds the shrinking of what they find.
-Exit status: 0 every check held, 1 a check failed, 2 the harness could not run, 130 after
+Exit status: 0 every check held and every scenario was exercised, 1 a check failed, 3 every check held but
+a scenario was not exercised (its fault met nothing), 2 the harness could not run, 130 after
 Ctrl-C or SIGTERM (the scenarios that finished are written, marked partial, with their report).
 """
 
@@ -97,10 +98,14 @@ def _reported(rc: int, results: Path, out: Path) -> int:
     summary, machine = data["summary"], data.get("random_stories") or {}
     if machine.get("why_not"):
         print(f"relaychaos: random stories not run: {machine['why_not']}")
+    missed = summary.get("not exercised", 0)
     print(
-        f"relaychaos: {summary['passed']} passed, {summary['failed']} failed, {summary['error']} errors; "
-        f"report in {out}"
+        f"relaychaos: {summary['passed']} passed, {summary['failed']} failed, {summary['error']} errors"
+        + (f", {missed} not exercised (every rule held, but the fault met nothing)" if missed else "")
+        + f"; report in {out}"
     )
+    if data["ok"] and missed:
+        return 3
     return 0 if rc == 0 else 1
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from relaychaos import options, run_config
 
-pytest_plugins = ["relaychaos.stack_fixtures", "relaychaos.machine_gate"]
+pytest_plugins = ["relaychaos.stack_fixtures", "relaychaos.machine_gate", "relaychaos.landing_gate"]
 FAMILIES = {
     "basic": "the contract's answer table with no fault",
     "fault": "network faults between the parts",
@@ -94,9 +94,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
     if call.excinfo is not None:
-        from relaychaos.chaos import ChaosFailure
+        from relaychaos.chaos import ChaosFailure, NotExercised
         from relaychaos.errors import HarnessError
 
+        if isinstance(call.excinfo.value, NotExercised):  # never a pass, never a broken rule: a skip saying why
+            report.outcome = "skipped"
+            report.longrepr = (str(item.path), (item.location[1] or 0) + 1, str(call.excinfo.value))
+            return
         if isinstance(call.excinfo.value, HarnessError):
             report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
         elif isinstance(call.excinfo.value, ChaosFailure):

@@ -26,6 +26,7 @@ class ResultsRecorder:
         props = [(k, json.loads(str(raw))) for k, raw in report.user_properties if k.startswith("relaychaos_")]
         verdicts = [v for k, value in props if k == "relaychaos_verdicts" for v in value]
         notes = [n for k, value in props if k == "relaychaos_notes" for n in value]
+        landing = [x for k, value in props if k == "relaychaos_landing" for x in value]
         kept = {
             "histories": [v for k, v in props if k == "relaychaos_history"],
             "logs": next((v for k, v in props if k == "relaychaos_logs"), None),
@@ -34,7 +35,16 @@ class ResultsRecorder:
         stateful = next((value for k, value in props if k == "relaychaos_stateful"), None)
         message = report.longreprtext if report.failed else skipped
         self.results.add(
-            report.nodeid, report.when, report.outcome, report.duration, message, verdicts, notes, stateful, kept
+            report.nodeid,
+            report.when,
+            report.outcome,
+            report.duration,
+            message,
+            verdicts,
+            notes,
+            stateful,
+            kept,
+            landing,
         )
         if report.when not in ("setup", "call"):  # written as each finishes: a run cut short leaves its results
             self.results.write(self.out)

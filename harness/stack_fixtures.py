@@ -208,6 +208,9 @@ def run_chaos(request: pytest.FixtureRequest, make_stack, relaychaos_keep):
         )
         if result.notes:
             request.node.user_properties.append(("relaychaos_notes", json.dumps(result.notes)))
+        request.node.user_properties.append(
+            ("relaychaos_landing", json.dumps([{**x.to_dict(), "scenario": scenario.name} for x in result.landing]))
+        )
         return result
 
     return run

@@ -20,11 +20,13 @@ from pathlib import Path
 
 from relaychaos.reports.atomic import write_text
 
+NOT_EXERCISED = "not exercised"  # the outcome of a scenario whose rules held but whose fault met nothing
+
 
 @dataclass
 class ScenarioResult:
     nodeid: str
-    outcome: str  # passed | failed | error | skipped
+    outcome: str  # passed | failed | error | skipped | not exercised (every rule held, a landing claim missed)
     duration_s: float
     verdicts: list[dict] = field(default_factory=list)
     message: str | None = None
@@ -33,6 +35,7 @@ class ScenarioResult:
     history: str | None = None  # the history judged (histories/<name>.jsonl[.gz]), relative to the run folder
     histories: list[str] = field(default_factory=list)  # every history the test kept (most keep one)
     logs: str | None = None  # its relay logs' folder (logs/<name>), relative to the run folder
+    landing: list[dict] = field(default_factory=list)  # each landing claim: claim, kind, status, why, events
 
 
 @dataclass
@@ -60,6 +63,7 @@ class RunResults:
         notes: list[str] | None = None,
         stateful: dict | None = None,
         kept: dict | None = None,
+        landing: list[dict] | None = None,
     ) -> None:
         """Fold one pytest phase report in: a failing setup/teardown is an `error` of the scenario.
 
@@ -70,7 +74,9 @@ class RunResults:
             entry.outcome = "failed" if when == "call" else "error"
             entry.message = message
         elif outcome == "skipped" and entry.outcome == "passed":
-            entry.outcome, entry.message = "skipped", message
+            exercised = not (message or "").startswith(NOT_EXERCISED)
+            entry.outcome, entry.message = "skipped" if exercised else NOT_EXERCISED, message
+        entry.landing += [x for x in landing or [] if x not in entry.landing]
         entry.verdicts += [v for v in verdicts or [] if v not in entry.verdicts]
         entry.notes += [n for n in notes or [] if n not in entry.notes]
         entry.stateful = stateful or entry.stateful
@@ -82,7 +88,7 @@ class RunResults:
             self.finished.add(nodeid)
 
     def summary(self) -> dict[str, int]:
-        counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+        counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0, NOT_EXERCISED: 0}
         for s in self.scenarios.values():
             counts[s.outcome] += 1
         return counts
@@ -155,7 +161,8 @@ class RunResults:
             "expected": self.expected,
             "partial": self.partial,
             "summary": done.summary(),
-            "ok": done.summary()["failed"] == 0 and done.summary()["error"] == 0,
+            "ok": done.summary()["failed"] == 0 and done.summary()["error"] == 0,  # every rule held
+            "exercised": done.summary()[NOT_EXERCISED] == 0,  # every scenario's faults met their transfers
             "rules": done.by_rule(),
             "notes": done.notes(),
             "random_stories": done.random_stories(),
@@ -179,6 +186,7 @@ class RunResults:
         derived = {
             "summary",
             "ok",
+            "exercised",
             "rules",
             "notes",
             "scenarios",

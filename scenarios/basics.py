@@ -1,5 +1,6 @@
 """Scenarios for the contract's answer table, with no fault: the rules every relay must keep."""
 
+from relaychaos.checkers.claims import AccountAnswered, SentWhileInFlight
 from relaychaos.engine.steps import Release, Scenario, Send, ServerFault, WaitCalls
 
 # Malformed per contract §3 (${guid} is the run's GUID for the step's label, so any row or call they
@@ -48,6 +49,7 @@ SCENARIOS = [
             Release(("g1",)),
         ),
         covers=("3.e903",),
+        claims=(SentWhileInFlight("g1", (4, 5)),),
     ),
     Scenario(
         "account-e500",
@@ -55,14 +57,16 @@ SCENARIOS = [
         description="the account system answers E500: DONE, replayed, no retry",
         steps=(ServerFault(e500_guids=("g1",)), Send("g1"), Send("g1")),
         covers=("3.definite", "3.done-replay"),
+        claims=(AccountAnswered("g1", "E500"),),
     ),
     Scenario(
         "account-b2xx",
         family="basic",
-        description="insufficient funds, unknown account, invalid amount: definite refusals, replayed",
+        description="insufficient funds and an unknown account: definite refusals, replayed",
         accounts={"alice": 50, "bob": 0},
         steps=(Send("g1", amount=500), Send("g2", dst="carol"), Send("g1", amount=500), Send("g3", amount=5)),
         covers=("3.definite", "3.done-replay"),
+        claims=(AccountAnswered("g1", "B201"), AccountAnswered("g2", "B202")),
     ),
     Scenario(
         "guid-reused",

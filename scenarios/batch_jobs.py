@@ -1,5 +1,6 @@
 """Scenarios for the batch jobs: resolve's min-age, reprocess's claim and cap, purge's retention."""
 
+from relaychaos.checkers.claims import AttemptsAtCap, BatchMet, HeldThrough, Queried
 from relaychaos.engine.steps import (
     AddToxic,
     DisableProxy,
@@ -32,6 +33,7 @@ SCENARIOS = [
             Release(("g1",)),
         ),
         covers=("5.resolve-min-age", "1.batch-exit"),
+        claims=(HeldThrough("g1", step=4), HeldThrough("g1", step=5)),
     ),
     Scenario(
         "reprocess-only-failed",
@@ -49,6 +51,7 @@ SCENARIOS = [
             Send("f1"),
         ),
         covers=("5.reprocess-not-unknown",),
+        claims=(BatchMet(7, ("f1",), ("FAILED",)), BatchMet(7, ("u1",), ("UNKNOWN",))),
     ),
     Scenario(
         "reprocess-same-guid",
@@ -62,6 +65,7 @@ SCENARIOS = [
             Reprocess(max_attempts=3),
         ),
         covers=("5.reprocess", "1.batch-exit"),
+        claims=(BatchMet(5, ("f1", "f2"), ("FAILED",)),),
     ),
     Scenario(
         "reprocess-attempt-cap",
@@ -76,6 +80,7 @@ SCENARIOS = [
             Reprocess(max_attempts=2),
         ),
         covers=("5.reprocess",),
+        claims=(BatchMet(3, ("f1",), ("FAILED",)), AttemptsAtCap("f1", step=5)),
     ),
     Scenario(
         "two-reprocess-runs-at-once",
@@ -89,6 +94,7 @@ SCENARIOS = [
             Reprocess(max_attempts=3, parallel=2),
         ),
         covers=("5.reprocess-races",),
+        claims=(BatchMet(12, tuple(f"f{i}" for i in range(8)), ("FAILED",)),),
     ),
     Scenario(
         "reprocess-races-channel-resend",
@@ -106,6 +112,7 @@ SCENARIOS = [
             Release(("f1",)),
         ),
         covers=("5.reprocess-races",),
+        claims=(HeldThrough("f1", step=7),),
     ),
     # Retention 2 s: the fresh row stays young enough to be kept however late purge starts (a JVM
     # under load took 0.6 s), so a purge ignoring retention is caught on every run, and a correct
@@ -116,6 +123,7 @@ SCENARIOS = [
         description="purge --retention 2 deletes the old DONE row and keeps the fresh one",
         steps=(Send("old"), Wait(2.6), Send("fresh"), Purge(retention_s=2.0), Send("fresh")),
         covers=("5.purge", "1.batch-exit"),
+        claims=(BatchMet(4, ("old",), ("DONE",)), BatchMet(4, ("fresh",), ("DONE",), older=False)),
     ),
     Scenario(
         "purge-keeps-undecided",
@@ -133,6 +141,7 @@ SCENARIOS = [
             Send("u1"),
         ),
         covers=("5.purge-keeps",),
+        claims=(BatchMet(8, ("u1",), ("UNKNOWN",)), BatchMet(8, ("f1",), ("FAILED",))),
     ),
     Scenario(
         "resolve-query-fails",
@@ -153,5 +162,6 @@ SCENARIOS = [
             Send("u1"),
         ),
         covers=("5.resolve-query-fails",),
+        claims=(BatchMet(6, ("u1",), ("UNKNOWN",)), BatchMet(9, ("u1",), ("UNKNOWN",)), Queried("u1", step=9)),
     ),
 ]

@@ -1,5 +1,6 @@
 """Scenarios where the relay is SIGKILLed mid-transfer and started again on the same ledger."""
 
+from relaychaos.checkers.claims import KilledAfterCall, KilledBeforeCall, Queried
 from relaychaos.engine.steps import AddToxic, Heal, Kill, RemoveToxic, Scenario, Send, Start, WaitCalls, WaitRow
 
 SCENARIOS = [
@@ -8,9 +9,11 @@ SCENARIOS = [
         family="crash",
         account_timeout_ms=1000,
         description="the relay dies after claiming the GUID, before its request reached the account "
-        "system; restarted, the resend gets E903 and resolve settles the orphan",
+        "system; restarted, the resend gets E903 and resolve settles the orphan (the query answers 404)",
+        # a timeout toxic of 0 on the way up discards what the relay sends (a latency toxic would hold the
+        # request and deliver it when removed, after the kill, and resolve would find it)
         steps=(
-            AddToxic("account", "latency", stream="upstream", name="slow", attributes={"latency": 400}),
+            AddToxic("account", "timeout", stream="upstream", name="slow", attributes={"timeout": 0}),
             Send("g1", background=True),
             WaitRow("g1", "SENT"),
             Kill(),
@@ -19,6 +22,7 @@ SCENARIOS = [
             Send("g1"),
         ),
         covers=("1.sigkill", "5.resolve-asks", "5.resolve-404"),
+        claims=(KilledBeforeCall("g1", step=4), Queried("g1", found=False)),
     ),
     Scenario(
         "kill-after-applied-before-done",
@@ -40,6 +44,7 @@ SCENARIOS = [
             Send("g1"),
         ),
         covers=("1.sigkill", "5.resolve-asks", "5.resolve-found"),
+        claims=(KilledAfterCall("g1", step=4), Queried("g1", found=True)),
     ),
     Scenario(
         "restart-keeps-the-ledger",

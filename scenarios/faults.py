@@ -1,5 +1,6 @@
 """Scenarios for network faults between the parts: dropped answers and requests, latency, resets, refusals."""
 
+from relaychaos.checkers.claims import AnswerLost, CallDuringFault, NoCallDuringFault, Queried
 from relaychaos.engine.steps import AddToxic, DisableProxy, EnableProxy, Heal, RemoveToxic, Scenario, Send
 
 SCENARIOS = [
@@ -9,6 +10,7 @@ SCENARIOS = [
         description="the account system's answer never reaches the relay: E901, resends get E901, resolve settles it",
         steps=(AddToxic("account", "timeout", attributes={"timeout": 0}), Send("g1", attempts=3), Heal(), Send("g1")),
         covers=("3.in-doubt", "3.unknown", "3.in-time", "5.resolve-asks", "5.resolve-found", "6.sandbox"),
+        claims=(CallDuringFault("g1", step=1), Queried("g1", found=True)),
     ),
     Scenario(
         "dropped-response-to-channel",
@@ -22,6 +24,7 @@ SCENARIOS = [
             Send("g1"),
         ),
         covers=("3.claim-new", "3.done-replay"),
+        claims=(AnswerLost("g1", step=2),),
     ),
     Scenario(
         "dropped-request-upstream",
@@ -34,6 +37,7 @@ SCENARIOS = [
             Heal(),
         ),
         covers=("3.in-doubt", "5.resolve-404", "5.reprocess"),
+        claims=(NoCallDuringFault("g1", step=1), Queried("g1", found=False)),
     ),
     Scenario(
         "latency-beyond-timeout",
@@ -41,6 +45,7 @@ SCENARIOS = [
         description="the account system answers after the relay's time-out: E901 while the debit was applied",
         steps=(AddToxic("account", "latency", attributes={"latency": 700}), Send("g1", attempts=2), Heal(), Send("g1")),
         covers=("3.in-doubt", "3.unknown", "3.in-time"),
+        claims=(CallDuringFault("g1", step=1),),
     ),
     Scenario(
         "reset-after-request-sent",
@@ -48,6 +53,7 @@ SCENARIOS = [
         description="the connection breaks after the request went out: E901, never resent blindly",
         steps=(AddToxic("account", "limit_data", attributes={"bytes": 1}), Send("g1", attempts=3), Heal(), Send("g1")),
         covers=("3.in-doubt", "3.unknown"),
+        claims=(CallDuringFault("g1", step=1),),
     ),
     Scenario(
         "proxy-down-refused",
@@ -56,5 +62,6 @@ SCENARIOS = [
         "retry after it comes back sends it once",
         steps=(DisableProxy("account"), Send("g1"), Send("g2", amount=20), EnableProxy("account"), Send("g1")),
         covers=("3.refused", "3.failed-resend"),
+        claims=(NoCallDuringFault("g1", step=1), NoCallDuringFault("g2", step=1)),
     ),
 ]

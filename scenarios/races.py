@@ -1,5 +1,6 @@
 """Scenarios for concurrent duplicates: many copies of one GUID at once, on one relay or two."""
 
+from relaychaos.checkers.claims import SentWhileInFlight
 from relaychaos.engine.steps import AwaitSends, Race, Release, Scenario, Send, ServerFault, Start, WaitCalls
 
 # In race-pairs-two-relays each of eight transfers reaches the two relays in one turn of the channel's
@@ -27,6 +28,7 @@ SCENARIOS = [
         description="32 copies of one transfer released together on one relay, the first call slowed: one call",
         steps=(ServerFault(delay_ms=200), Race("g1", n=32), Race("g2", n=32, amount=7), Send("g1")),
         covers=("3.claim-new", "3.e903", "3.accept-wait", "4.readers"),
+        claims=(SentWhileInFlight("g1", (2,), after_call=False), SentWhileInFlight("g2", (3,), after_call=False)),
     ),
     Scenario(
         "race-32-two-relays",
@@ -49,6 +51,7 @@ SCENARIOS = [
             Send("g1", slot="b"),
         ),
         covers=("1.two-serves", "3.claim-new", "3.e903", "3.accept-wait"),
+        claims=(SentWhileInFlight("g1", (4,)), SentWhileInFlight("g2", (8,))),
     ),
     Scenario(
         "race-pairs-two-relays",
@@ -60,6 +63,7 @@ SCENARIOS = [
         "slowed and each file lock on the ledger held 20 ms (slow shared storage): one call each",
         steps=(ServerFault(delay_ms=200), *(Race(f"g{i}", n=2, amount=i, slots=("a", "b")) for i in range(1, 9))),
         covers=("1.two-serves", "3.claim-new"),
+        claims=tuple(SentWhileInFlight(f"g{i}", (i + 1,), after_call=False) for i in range(1, 9)),
     ),
     Scenario(
         "race-while-held-two-relays",
@@ -75,6 +79,7 @@ SCENARIOS = [
             Release(("g1",)),
         ),
         covers=("1.two-serves", "3.e903"),
+        claims=(SentWhileInFlight("g1", (4,)),),
     ),
     Scenario(
         "second-relay-joins",

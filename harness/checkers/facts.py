@@ -235,6 +235,11 @@ class Facts:
     def stats(self) -> dict:
         return self._stats if self._stats is not None else {"calls": [], "guids": {}, "balances": {}}
 
+    @property
+    def has_stats(self) -> bool:
+        """Whether the history holds the account system's record (its final observation)."""
+        return self._stats is not None
+
     @cached_property
     def account_calls(self) -> list[dict]:
         return self.stats.get("calls", [])

@@ -69,11 +69,14 @@ class Observer:
         self.recorder.account_stats(stats)
         return stats
 
-    def wait_calls(self, step: S.WaitCalls, guid: str) -> None:
+    def wait_calls(self, step: S.WaitCalls, guid: str) -> bool:
+        """Wait for the GUID's calls at the account system; whether they came."""
         got = self.stack.account.wait_calls(guid, step.count, step.timeout_s)
         self.recorder.waited_calls(guid, got, step.count)
+        return got >= step.count
 
-    def wait_row(self, step: S.WaitRow, guid: str) -> None:
+    def wait_row(self, step: S.WaitRow, guid: str) -> bool:
+        """Wait for the GUID's row to show the status; whether it did."""
         deadline = time.monotonic() + step.timeout_s
         status = None
         while time.monotonic() < deadline:
@@ -82,3 +85,4 @@ class Observer:
                 break
             time.sleep(0.005)  # polling an observation, not ordering by sleep
         self.recorder.waited_row(guid, status, step.status)
+        return status == step.status

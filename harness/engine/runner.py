@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from relaychaos import contract
+from relaychaos.checkers import claims
 from relaychaos.checkers.rulebook import CAPABILITIES
 from relaychaos.engine import final_phase
 from relaychaos.engine import steps as S
@@ -38,7 +39,7 @@ from relaychaos.tolerances import CURRENT as TOLERANCES
 LABEL = re.compile(r"[A-Za-z0-9_-]{1,40}")
 
 # step class -> what does it, given the runner and a step of that class
-DISPATCH: dict[type, Callable[[Runner, Any], None]] = {
+DISPATCH: dict[type, Callable[[Runner, Any], bool | None]] = {  # False: the run cannot go on
     S.Send: lambda r, s: r.client.send(s),
     S.Race: lambda r, s: r.client.race(s),
     S.AwaitSends: lambda r, s: r.client.collect(),
@@ -129,6 +130,7 @@ class Runner:
             safe_min_age_s=final_phase.safe_min_age_s(sc),
             guids=dict(self.guids),
             steps=[S.describe(s) for s in sc.steps],
+            claims=[claims.as_dict(c) for c in sc.claims],
             relay=self.stack.manifest.name,
             **_profile(self.stack.manifest),
             tag=self.tag,
@@ -150,13 +152,13 @@ class Runner:
         self.recorder.step_started(n, S.describe(step))
         self.executed.append(step)
         try:
-            DISPATCH[type(step)](self, step)
+            reached = DISPATCH[type(step)](self, step)
         except RelayError as e:
             self.recorder.step_failed(n, S.describe(step), str(e))
             return False
         self.recorder.step_done(n)
         self.observe(step, n)
-        return True
+        return reached is not False  # a wait that gave up ends the steps: what follows would test nothing
 
     def observe(self, step, n) -> None:
         """What is looked at after each step: the ledger, and whether the stack is as the harness set it."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
 
+from relaychaos.checkers import claims as C
 from relaychaos.tolerances import DEFAULT_ACCOUNT_TIMEOUT_MS
 
 PROXIES_HELP = "'account' (relay → account system) or 'hub-a' / 'hub-b' (channel → relay slot)"
@@ -263,6 +264,23 @@ class Scenario:
     covers: tuple[str, ...] = ()  # the contract clauses (relaychaos.contract ids) this scenario exercises
     incident: dict = field(default_factory=dict)  # imported from production: guids (label -> production GUID),
     # broke (rule -> labels), answers (label -> what the channel got) -- relaychaos.incidents
+    claims: tuple = ()  # what must happen for the run to have tested anything (relaychaos.checkers.claims)
+
+    def __post_init__(self) -> None:
+        labels = {label for step in self.steps for label in guids_of(step)}
+        for claim in self.claims:
+            if type(claim) not in C.KIND_OF:
+                raise TypeError(f"scenario '{self.name}': {claim!r} is not a claim (relaychaos.checkers.claims)")
+            bad = [n for n in C.steps_of(claim) if not 1 <= n <= len(self.steps)]
+            unknown = [g for g in C.guids_of(claim) if g not in labels]
+            if bad or unknown:
+                raise ValueError(
+                    f"scenario '{self.name}': claim {C.KIND_OF[type(claim)]} names "
+                    + "; ".join(
+                        ([f"step {bad} (it has steps 1 to {len(self.steps)})"] if bad else [])
+                        + ([f"GUID {unknown}, which no step sends"] if unknown else [])
+                    )
+                )
 
     @property
     def batch_commands(self) -> frozenset[str]:
