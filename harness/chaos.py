@@ -25,6 +25,12 @@ class ChaosFailure(AssertionError):
     """A scenario broke one or more rules; the message is the incident report."""
 
 
+class NotApplicable(AssertionError):
+    """Every rule held, and every claim of the scenario reads what this relay does not offer (a keyed service's
+    own ledger table, a batch command it lacks): nothing of the scenario applies. Reported as a skip whose reason
+    starts with NOT_APPLICABLE; it does not change the exit status, as a scenario needing a missing command."""
+
+
 class NotExercised(AssertionError):
     """Every rule held, but a landing claim of the scenario did not land: its fault met nothing, so the run tested
     nothing (never "passed"). The pytest plugin reports it as a skip whose reason starts with NOT_EXERCISED, and
@@ -34,6 +40,9 @@ class NotExercised(AssertionError):
 def landing_text(landings: list[Landing]) -> str:
     """Each claim not landed: its status, what it claims and what the history shows."""
     return "\n".join(f"  {x.status}: {x.claim} -- {x.why}" for x in landings if not x.landed)
+
+
+NOT_APPLICABLE = "not applicable"
 
 
 @dataclass
@@ -54,13 +63,22 @@ class ChaosResult:
 
     @property
     def exercised(self) -> bool:
-        """Every landing claim LANDED: the scenario's faults met the transfers they were aimed at."""
-        return all(x.landed for x in self.landing)
+        """No landing claim MISSED or UNKNOWN: the scenario's faults met the transfers they were aimed at (a claim
+        not applicable to this relay aside)."""
+        return not any(x.missed for x in self.landing)
+
+    @property
+    def applicable(self) -> bool:
+        """Some claim applies to this relay (or the scenario claims nothing)."""
+        return not self.landing or any(x.status != landing.NOT_APPLICABLE for x in self.landing)
 
     @property
     def outcome(self) -> str:
-        """failed (a rule broken), not exercised (every rule held, a claim not landed) or passed."""
-        return "failed" if self.verdicts else "passed" if self.exercised else NOT_EXERCISED
+        """failed (a rule broken), not exercised (every rule held, a claim not landed), not applicable (every claim
+        reads what the relay does not offer) or passed."""
+        if self.verdicts:
+            return "failed"
+        return NOT_EXERCISED if not self.exercised else "passed" if self.applicable else NOT_APPLICABLE
 
     def report(self, limit: int = 5) -> str:
         text = report(self.history, self.verdicts, limit)
@@ -77,6 +95,11 @@ class ChaosResult:
                 f"{NOT_EXERCISED}: scenario {self.scenario.name}: every rule held, but its fault did not meet the "
                 f"transfer it aims at, so it tested nothing:\n{landing_text(self.landing)}\n\nhistory: "
                 f"{self.history_path}"
+            )
+        if not self.applicable:
+            raise NotApplicable(
+                f"{NOT_APPLICABLE}: scenario {self.scenario.name}: every claim reads what the relay does not "
+                f"offer:\n{landing_text(self.landing)}"
             )
 
 

@@ -94,10 +94,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
     if call.excinfo is not None:
-        from relaychaos.chaos import ChaosFailure, NotExercised
+        from relaychaos.chaos import ChaosFailure, NotApplicable, NotExercised
         from relaychaos.errors import HarnessError
 
-        if isinstance(call.excinfo.value, NotExercised):  # never a pass, never a broken rule: a skip saying why
+        if isinstance(
+            call.excinfo.value, (NotExercised, NotApplicable)
+        ):  # never a pass, never a broken rule: a skip saying why
             report.outcome = "skipped"
             report.longrepr = (str(item.path), (item.location[1] or 0) + 1, str(call.excinfo.value))
             return

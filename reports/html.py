@@ -173,7 +173,10 @@ def failing_card(sc: Scenario) -> str:
 def _header(results: dict) -> list[str]:
     """The page's head: the relay, whether every rule held, when it ran, the tiles counting the outcomes."""
     s = results["summary"]
+    missed = s.get("not exercised", 0)
     verdict = "every rule held" if results["ok"] else "rules were broken"
+    if results["ok"] and missed:
+        verdict += f", but {missed} scenario{'s were' if missed != 1 else ' was'} not exercised"
     started = results.get("started_at")
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else "?"
     took = f", {results['finished_at'] - started:.0f} s" if started and results.get("finished_at") else ""
@@ -183,6 +186,7 @@ def _header(results: dict) -> list[str]:
             ("passed", "passed", "passed"),
             ("failed", "failed", "failed"),
             ("error", "error", "could not run"),
+            ("not exercised", "skipped", "not exercised"),
             ("skipped", "skipped", "skipped"),
         )
     )
@@ -192,12 +196,31 @@ def _header(results: dict) -> list[str]:
         f"<h1>relaychaos report: relay <code>{escaped(results['relay_name'])}</code> — "
         f"<span class={'held' if results['ok'] else 'broken'}>{verdict}</span></h1>",
         f"<p class=lede>Manifest <code>{escaped(results['relay'])}</code>; run started {when}{took}. Scenarios: "
-        f"{s['passed']} passed, {s['failed']} failed, {s['error']} could not run, {s['skipped']} skipped.</p>",
+        f"{s['passed']} passed, {s['failed']} failed, {s['error']} could not run, {missed} not exercised (every "
+        f"rule held, but a fault met nothing), {s['skipped']} skipped.</p>",
         f"<div class=tiles>{tiles}</div>",
         sandbox_line(results.get("sandbox")),
         partial_line(results),
         random_stories_line(results.get("random_stories")),
     ]
+
+
+def _not_exercised(scenarios: list[Scenario]) -> list[str]:
+    """Each scenario whose faults met nothing: every claim that did not land, and what the history shows."""
+    missed = [sc for sc in scenarios if sc.entry["outcome"] == "not exercised"]
+    if not missed:
+        return []
+    out = [f"<h2>Not exercised ({len(missed)}): every rule held, but the fault met nothing, so nothing was tested</h2>"]
+    for sc in missed:
+        claims = "".join(
+            f"<li><b>{escaped(x['status'])}</b>: {escaped(x['claim'])} — {escaped(x['why'])}</li>"
+            for x in sc.entry.get("landing", [])
+            if x["status"] != "LANDED"
+        )
+        out.append(
+            f"<section class=card><h3><code>{escaped(sc.name)}</code> {sc.links()}</h3><ul>{claims}</ul></section>"
+        )
+    return out
 
 
 def _every_scenario(scenarios: list[Scenario]) -> list[str]:
@@ -252,6 +275,7 @@ def render(results: dict, run_dir: Path | None = None, problems: list[str] | Non
     if failing:
         out.append(f"<h2>What broke ({len(failing)} scenario{'s' if len(failing) != 1 else ''})</h2>")
         out += [failing_card(sc) for sc in failing]
+    out += _not_exercised(scenarios)
     out += _every_scenario(scenarios)
     if any(sc.has_history for sc in scenarios):
         out.append(

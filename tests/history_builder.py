@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable
 
 from relaychaos import contract
+from relaychaos.checkers.claims import as_dict
 from relaychaos.checkers.interface import REQUIRED_COLUMNS
 from relaychaos.fixtures.account_system.bank import MESSAGES
 from relaychaos.history import History
@@ -67,6 +68,7 @@ class HistoryBuilder:
         tolerances: Tolerances | None = CURRENT,
         name: str = "literal",
         max_attempts: int = 3,
+        claims: tuple = (),
     ):
         """The scenario header's fields; tolerances=None records a history of before tolerances (V1)."""
         self.header = dict(
@@ -82,6 +84,8 @@ class HistoryBuilder:
             tag="lit",
             contract=contract.VERSION,
         )
+        if claims:
+            self.header["claims"] = [as_dict(c) for c in claims]
         if tolerances is not None:
             self.header["tolerances"] = tolerances.as_dict()
         self.events: list[tuple[float, Callable[[Recorder], object]]] = []  # (time, what the recorder writes)
@@ -217,6 +221,16 @@ class HistoryBuilder:
     def schema(self, columns: list[str], error: str | None = None) -> None:
         """The ledger's columns as the runner finally reads them (replaces the default: all required)."""
         self.columns, self.schema_error = columns, error
+
+    def step(self, n: int, text: str, start: float, end: float | None) -> None:
+        """Step n of the scenario ran from `start` to `end` (None: it never ended)."""
+        self.at(start, lambda r: r.step_started(n, text))
+        if end is not None:
+            self.at(end, lambda r: r.step_done(n))
+
+    def waited(self, guid: str, at: float, reached: bool = True) -> None:
+        """A wait for the GUID's call at the account system, which came (or gave up)."""
+        self.at(at, lambda r: r.waited_calls(guid, 1 if reached else 0, 1))
 
     def step_fail(self, step: str, error: str, at: float, n: int = 1) -> None:
         """A step the runner could not run (a relay that would not start, say)."""

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 from relaychaos.checkers import claims as C
 from relaychaos.checkers.facts import Facts
+from relaychaos.checkers.rulebook import CAPABILITIES
 from relaychaos.events import BATCH_COMMANDS, Event, Op
 
 LANDED, MISSED, UNKNOWN = "LANDED", "MISSED", "UNKNOWN"
+NOT_APPLICABLE = "N/A"  # the claim reads what this relay does not offer (CAPABILITIES): neither landed nor missed
 UNDO = {Op.ADD_TOXIC: Op.REMOVE_TOXIC, Op.DISABLE_PROXY: Op.ENABLE_PROXY, Op.SERVER_FAULT: Op.RELEASE}
 
 
@@ -35,6 +37,11 @@ class Landing:
     @property
     def landed(self) -> bool:
         return self.status == LANDED
+
+    @property
+    def missed(self) -> bool:
+        """MISSED or UNKNOWN: the run cannot show that the fault met its transfer."""
+        return self.status in (MISSED, UNKNOWN)
 
     def to_dict(self) -> dict:
         return {"claim": self.claim, "kind": self.kind, "status": self.status, "why": self.why, "events": self.events}
@@ -333,6 +340,15 @@ JUDGES: dict[type, Callable[[Run, object], tuple[bool, str, list[int]]]] = {
     C.BatchMet: _batch_met,  # type: ignore[dict-item]
     C.AttemptsAtCap: _attempts_at_cap,  # type: ignore[dict-item]
 }
+# What a claim reads beyond the money and the account system's record (relaychaos.checkers.CAPABILITIES): on a
+# relay that does not offer it the claim is not applicable (a keyed service's own ledger table, say).
+NEEDS: dict[type, tuple[str, ...]] = {
+    C.KilledBeforeCall: ("ledger-rows",),
+    C.Queried: ("batch",),
+    C.HeldThrough: ("batch",),
+    C.BatchMet: ("ledger-rows", "batch"),
+    C.AttemptsAtCap: ("ledger-rows", "batch"),
+}
 if set(JUDGES) != set(C.CLAIM_KINDS.values()):
     raise ImportError("every claim kind needs its judge in relaychaos.checkers.landing.JUDGES")
 
@@ -348,8 +364,22 @@ def judge(history: Iterable[Event] | Facts) -> list[Landing]:
         except ValueError as e:
             out.append(Landing(str(raw), str(raw.get("claim")), UNKNOWN, f"the claim cannot be read: {e}"))
             continue
-        out.append(_judged(run, claim))
+        lacking = _lacking(facts, NEEDS.get(type(claim), ()))
+        if lacking:
+            out.append(Landing(claim.text(), C.KIND_OF[type(claim)], NOT_APPLICABLE, lacking))
+        else:
+            out.append(_judged(run, claim))
     return out
+
+
+def _lacking(facts: Facts, needs: tuple[str, ...]) -> str:
+    """Why a claim needing `needs` cannot apply to the history's relay ('' when it can): its header's `provides`
+    lacks one (a ledger whose rows some snapshot showed is read, whatever the header says)."""
+    provides = facts.scenario.get("provides")
+    if provides is None:
+        return ""
+    lacking = [n for n in needs if n not in provides and not (n == "ledger-rows" and facts.snapshot_guids)]
+    return "; and ".join(f"not applicable: the claim {CAPABILITIES[n]}" for n in lacking)
 
 
 def _judged(run: Run, claim) -> Landing:
@@ -372,6 +402,8 @@ def _waited(run: Run, e: Event) -> Landing:
     else:
         claim = f"the ledger showed {label}'s row {v.get('wanted')} before the scenario went on"
         got = f"the row {v.get('status') or 'absent or unreadable'}"
+    if e.f == Op.WAIT_ROW and (lacking := _lacking(run.facts, ("ledger-rows",))):
+        return Landing(claim, "waited", NOT_APPLICABLE, lacking, (e.index,))
     if e.type == "ok":
         return Landing(claim, "waited", LANDED, f"{got} at +{e.time - run.facts.start:.3f} s", (e.index,))
     return Landing(claim, "waited", MISSED, f"the wait gave up with {got}", (e.index,))

@@ -11,8 +11,11 @@
       - send: {guid: g1, amount: 10}
       - add_toxic: {proxy: account, kind: timeout, attributes: {timeout: 0}}
       - heal
+    claims:                                # optional: what must happen for the file to test anything
+      - {claim: call_during_fault, guid: g1, step: 2}
 
-Each step is one of relaychaos.engine.steps.STEP_KINDS, with that dataclass's fields.
+Each step is one of relaychaos.engine.steps.STEP_KINDS, with that dataclass's fields; each claim
+one of relaychaos.checkers.claims.CLAIM_KINDS, with its fields (steps numbered from 1).
 GUIDs are labels; every label a step waits for or releases must have been
 introduced by an earlier send, race or server_fault. A problem raises
 ScenarioFileError naming the file, the line and the fix.
@@ -31,6 +34,7 @@ from pathlib import Path
 import yaml
 
 from relaychaos import paths
+from relaychaos.checkers import claims as C
 from relaychaos.engine import steps as S
 from relaychaos.errors import HarnessError
 from relaychaos.stack.toxiproxy_control import TOXIC_TYPES
@@ -46,6 +50,7 @@ TOP_KEYS = {
     "ledger_lock_delay_ms": int,
     "expect": dict,
     "incident": dict,
+    "claims": list,
     "steps": list,
 }
 LIMIT_S = 60.0
@@ -271,8 +276,26 @@ def load(path: str | Path) -> ScenarioFile:
             fix="expect takes holds_on (a list of relays) and breaks (relay: [rules])",
         )
     fields_: dict[str, typing.Any] = {k: tuple(v) if k == "relays" else v for k, v in plain.items()}
-    scenario = S.Scenario(steps=tuple(steps), family="regression", **fields_)
+    fields_["claims"] = _claims(path, top.get("claims"), fields_.pop("claims", []))
+    try:
+        scenario = S.Scenario(steps=tuple(steps), family="regression", **fields_)
+    except ValueError as e:
+        raise _fail(path, top.get("claims"), str(e), fix="number steps from 1 and name GUIDs a step sends") from None
     return ScenarioFile(scenario, path, tuple(expect.get("holds_on", ())), dict(expect.get("breaks", {})))
+
+
+def _claims(path: Path, node, raw: list) -> tuple:
+    """The file's claims, each a mapping `{claim: KIND, ...fields}` (relaychaos.checkers.claims)."""
+    out = []
+    for n, item in enumerate(raw):
+        where = node.value[n] if node is not None else None
+        if not isinstance(item, dict):
+            raise _fail(path, where, f"claim {item!r} is not a mapping", fix="write `- {claim: KIND, field: value}`")
+        try:
+            out.append(C.from_dict(item))
+        except ValueError as e:
+            raise _fail(path, where, str(e), fix="see relaychaos.checkers.claims for each claim's fields") from None
+    return tuple(out)
 
 
 def dump(scenario: S.Scenario, expect: dict | None = None, comment: str = "") -> str:
@@ -291,6 +314,10 @@ def dump(scenario: S.Scenario, expect: dict | None = None, comment: str = "") ->
     }
     if scenario.ledger_lock_delay_ms:
         data["ledger_lock_delay_ms"] = scenario.ledger_lock_delay_ms
+    if scenario.claims:
+        data["claims"] = [
+            {k: list(v) if isinstance(v, tuple) else v for k, v in C.as_dict(c).items()} for c in scenario.claims
+        ]
     if expect:
         data["expect"] = expect
     head = "".join(f"# {line}\n" for line in comment.splitlines())
