@@ -56,7 +56,7 @@ from pathlib import Path
 from .fieldcheck import BOOL, INTEGER, LIST, NUMBER, OBJECT, STRING, STRINGS, check, one_of, optional
 
 SETS = ("visible", "hidden", "after_due_date")
-OUTCOMES = ("passed", "failed", "error", "skipped", "not-run")
+OUTCOMES = ("passed", "failed", "error", "skipped", "not-run", "not exercised")
 MACHINE = "stateful"  # the scenario name of the state machine's run
 
 TOP = {

@@ -84,14 +84,24 @@ def cap_line(record: dict, shown=SETS) -> str | None:
     )
 
 
+NOT_EXERCISED_NOTE = "not exercised (its fault met nothing)"  # relaychaos.grading.score's review entry
+
+
 def facts(record: dict, shown=SETS) -> list[str]:
     """Every other fact a student should know, in order: partial results, sandbox, seed, machine, notes."""
     out = []
-    if record.get("review"):
+    unjudged = [r for r in record.get("review", []) if not r.endswith(NOT_EXERCISED_NOTE)]
+    missed = [r.removesuffix(": " + NOT_EXERCISED_NOTE) for r in record.get("review", []) if r not in unjudged]
+    if unjudged:
         out.append(
             "Flagged for review: the harness could not judge "
-            + ", ".join(record["review"])
+            + ", ".join(unjudged)
             + " (its checker failed; no points were taken for it). An instructor will look at this grade."
+        )
+    if missed:
+        out.append(
+            "Flagged for review: " + ", ".join(missed) + " did not test anything (its fault did not meet the "
+            "transfer it aims at; no points were taken or given for it). An instructor will look at this grade."
         )
     if record.get("timed_out"):
         not_run = sum(1 for s in record.get("scenarios", []) if s.get("outcome") == "not-run")

@@ -17,3 +17,19 @@ ALL: dict[str, Scenario] = {s.name: s for module in FAMILIES.values() for s in m
 HERE = Path(__file__).resolve().parent
 REGRESSION_FILES = sorted((HERE / "regressions").glob("*.yaml"))  # run by the suite, against every relay
 INCIDENT_FILES = sorted((HERE / "incidents").glob("*.yaml"))  # replay material (client-side incidents)
+
+
+def claims_table() -> str:
+    """The Markdown table of every named scenario's landing claims (docs/rules.md holds it)."""
+    rows = ["| scenario | what must happen for it to test anything (its landing claims) |", "|---|---|"]
+    for name, s in sorted(ALL.items()):
+        waits = (
+            ["every wait reaches what it waits for"]
+            if any(type(x).__name__.startswith("Wait") for x in s.steps)
+            else []
+        )
+        said = [c.text() for c in s.claims] + waits
+        rows.append(
+            f"| `{name}` | {'; '.join(said) if said else 'nothing: no fault, the contract answer table only'} |"
+        )
+    return "\n".join(rows)

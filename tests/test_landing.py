@@ -12,6 +12,9 @@ from relaychaos.checkers import claims as C
 from relaychaos.checkers.landing import LANDED, MISSED, UNKNOWN, judge
 from relaychaos.engine import scenario_file
 from relaychaos.engine.steps import AddToxic, Kill, Scenario, Send, WaitRow
+from relaychaos.grading import rubric as rubrics
+from relaychaos.grading.score import Outcome, score
+from relaychaos.reports.grade_summary import facts
 from relaychaos.reports.results import NOT_EXERCISED, RunResults
 from relaychaos.scenarios import ALL
 
@@ -169,3 +172,20 @@ def test_every_named_scenario_with_a_fault_claims_what_its_fault_must_meet(name)
 
 def test_the_scenarios_without_a_fault_are_the_ones_listed():
     assert {n for n, s in ALL.items() if not s.claims} == NO_FAULT
+
+
+def test_a_grade_with_a_scenario_not_exercised_is_flagged_for_review_never_silently_full_marks():
+    result = score([Outcome("kill-before-account-call", "visible", NOT_EXERCISED)], rubrics.load())
+    assert result["review"] == ["kill-before-account-call: not exercised (its fault met nothing)"]
+    (line,) = [f for f in facts(result) if f.startswith("Flagged for review")]
+    assert "kill-before-account-call did not test anything" in line
+
+
+def test_docs_rules_lists_every_scenarios_claims_as_the_code_declares_them():
+    from relaychaos.scenarios import claims_table
+
+    from .conftest import ROOT
+
+    assert claims_table() in (ROOT / "docs" / "rules.md").read_text(), (
+        "regenerate the landing-claims table in docs/rules.md: python scripts/readme_tables.py"
+    )

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import NotRequired, TypedDict
 
 from relaychaos.grading.rubric import SETS, Item, Rubric
+from relaychaos.reports.grade_summary import NOT_EXERCISED_NOTE
 
 SHOWED_NOTHING = "serve-ready"  # the relay would not start: the scenario showed nothing else
 
@@ -45,7 +46,7 @@ class Outcome:
 
     name: str
     set: str  # visible | hidden | after_due_date
-    outcome: str  # passed | failed | error | skipped | not-run
+    outcome: str  # passed | failed | error | skipped | not-run | not exercised (its fault met nothing: under review)
     verdicts: list[dict] = field(default_factory=list)
     message: str | None = None
     seconds: float = 0.0
@@ -89,7 +90,8 @@ class Outcome:
 
 def score(outcomes: list[Outcome], rubric: Rubric) -> dict:
     """{'score', 'items': one entry per item and set, 'incidents': one per failing scenario, 'cap': or None,
-    'review': the rules not judged (scenario: rule), which cost nothing and ask an instructor to look}."""
+    'review': the rules not judged (scenario: rule) and the scenarios not exercised, which cost nothing and ask an
+    instructor to look: such a grade is never silently full marks}."""
     counted = [o for o in outcomes if o.counts()]
     entries = [e for item in rubric.items for e in _entries(item, counted, rubric)]
     total = sum(e.pop("exact") for e in entries)
@@ -100,6 +102,7 @@ def score(outcomes: list[Outcome], rubric: Rubric) -> dict:
     elif cap is not None:
         cap["lost"] = 0.0
     review = [f"{o.name}: {rule}" for o in counted for rule in o.not_judged()]
+    review += [f"{o.name}: {NOT_EXERCISED_NOTE}" for o in outcomes if o.outcome == "not exercised"]
     return {"score": round(total, 2), "items": entries, "cap": cap, "incidents": incidents(counted), "review": review}
 
 
