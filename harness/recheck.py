@@ -9,7 +9,9 @@ is checked again (relaychaos.chaos.check_path: the tolerances in force are read 
 history's header, the checkers are today's). Scenarios whose verdicts changed get their
 outcome and incident report rewritten in results.json, junit.xml and report.html; a
 scenario without a history (it could not run) stays as it was.
-Exit status, as `relaychaos run`: 0 every check held, 1 a check failed, 2 nothing could be rechecked.
+Each history's landing claims are judged again too: a scenario whose claims do not all land is "not exercised".
+Exit status, as `relaychaos run`: 0 every check held and every scenario was exercised, 1 a check failed, 3 every
+check held but a scenario was not exercised, 2 nothing could be rechecked.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ def judge(path: Path):
 
 
 def _recheck_file(path: Path, limit: int) -> int:
+    from relaychaos.checkers import landing
     from relaychaos.reports.incident import report
 
     history, verdicts, notes = judge(path)
@@ -79,14 +82,20 @@ def _recheck_file(path: Path, limit: int) -> int:
     print(report(history, verdicts, limit))
     for note in notes:
         print(f"  note (not a verdict): {note}")
-    return 1 if verdicts else 0
+    landed = landing.judge(history)
+    for x in landed:
+        print(f"  claim {x.status}: {x.claim} -- {x.why}")
+    if verdicts:
+        return 1
+    return 3 if any(x.missed for x in landed) else 0
 
 
 def _recheck_run(folder: Path) -> int:
+    from relaychaos.checkers import landing
     from relaychaos.reports import junit
     from relaychaos.reports.html import write as write_html
     from relaychaos.reports.incident import report
-    from relaychaos.reports.results import RunResults
+    from relaychaos.reports.results import NOT_EXERCISED, RunResults
 
     path = folder / "results.json"
     if not path.exists():
@@ -103,9 +112,9 @@ def _recheck_run(folder: Path) -> int:
         ) from None
     checked, changed = 0, {}
     for entry in results.scenarios.values():
-        if not entry.histories or entry.outcome not in ("passed", "failed"):
+        if not entry.histories or entry.outcome not in ("passed", "failed", NOT_EXERCISED):
             continue
-        verdicts, notes, texts = [], [], []
+        verdicts, notes, texts, landed = [], [], [], []
         for rel in entry.histories:
             history, found, found_notes = judge(folder / rel)
             name = history.where(f="scenario")[0].value.get("name", "?")
@@ -114,10 +123,15 @@ def _recheck_run(folder: Path) -> int:
             )  # as results.json has them
             notes += [n for n in found_notes if n not in notes]
             texts += [f"{report(history, found)}\n\nhistory: {folder / rel}"] if found else []
+            landed += [{**x.to_dict(), "scenario": name} for x in landing.judge(history)]
             checked += 1
-        if verdicts != entry.verdicts:
-            entry.verdicts, entry.notes = verdicts, notes
-            entry.outcome = "failed" if verdicts else "passed"
+        missed = [x for x in landed if x["status"] in (landing.MISSED, landing.UNKNOWN)]
+        outcome = "failed" if verdicts else NOT_EXERCISED if missed else "passed"
+        landed = json.loads(json.dumps(landed))  # as results.json has them
+        if verdicts != entry.verdicts or outcome != entry.outcome or landed != entry.landing:
+            entry.verdicts, entry.notes, entry.landing, entry.outcome = verdicts, notes, landed, outcome
+            if outcome == NOT_EXERCISED:
+                texts = [f"{NOT_EXERCISED}: every rule held, but a fault met nothing:\n" + _missed_text(missed)]
             entry.message = "\n\n".join(texts) or None
             changed[entry.nodeid] = (entry.outcome, entry.message)
     if not checked:
@@ -135,7 +149,13 @@ def _recheck_run(folder: Path) -> int:
     counts = s.summary()
     print(
         f"relaychaos: rechecked {checked} histories in {folder}: {counts['passed']} passed, {counts['failed']} "
-        f"failed, {counts['error']} errors; {len(changed)} scenario(s) judged differently than before"
-        + "".join(f"\n  {n}: now {changed[n][0]}" for n in sorted(changed))
+        f"failed, {counts['error']} errors, {counts[NOT_EXERCISED]} not exercised; {len(changed)} scenario(s) judged "
+        "differently than before" + "".join(f"\n  {n}: now {changed[n][0]}" for n in sorted(changed))
     )
-    return 0 if counts["failed"] == 0 and counts["error"] == 0 else 1
+    if counts["failed"] or counts["error"]:
+        return 1
+    return 3 if counts[NOT_EXERCISED] else 0
+
+
+def _missed_text(missed: list[dict]) -> str:
+    return "\n".join(f"  {x['status']}: {x['claim']} -- {x['why']}" for x in missed)

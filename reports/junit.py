@@ -1,4 +1,4 @@
-"""junit.xml after a recheck: the test cases whose verdicts changed get or lose their <failure>.
+"""junit.xml after a recheck: the test cases whose judgement changed get or lose their <failure> or <skipped>.
 
 pytest writes junit.xml during `relaychaos run`; `relaychaos recheck` edits only the
 test cases it re-judged differently (their failure element and the suite's counts), so
@@ -21,7 +21,8 @@ def case_key(nodeid: str) -> tuple[str, str]:
 
 
 def update(path: Path, outcomes: dict[str, tuple[str, str | None]]) -> int:
-    """Set each node id's outcome ('passed' or 'failed', with the failure text) in junit.xml; how many changed."""
+    """Set each node id's outcome ('passed', 'failed' with the failure text, or 'not exercised': a skip saying so)
+    in junit.xml; how many changed."""
     tree = ET.parse(path)
     changed = 0
     for suite in tree.getroot().iter("testsuite"):
@@ -31,12 +32,16 @@ def update(path: Path, outcomes: dict[str, tuple[str, str | None]]) -> int:
             if nodeid is None:
                 continue
             outcome, text = outcomes[nodeid]
-            for old in case.findall("failure"):
+            for old in case.findall("failure") + case.findall("skipped"):
                 case.remove(old)
-            if outcome == "failed":
-                failure = ET.SubElement(case, "failure", message=(text or "").splitlines()[0][:200] if text else "")
-                failure.text = text or ""
+            first = (text or "").splitlines()[0][:200] if text else ""
+            if outcome in ("failed", "not exercised"):
+                element = ET.SubElement(case, "failure" if outcome == "failed" else "skipped", message=first)
+                if outcome != "failed":
+                    element.set("type", "pytest.skip")
+                element.text = text or ""
             changed += 1
-        suite.set("failures", str(sum(1 for c in suite.findall("testcase") if c.find("failure") is not None)))
+        for tag, count in (("failure", "failures"), ("skipped", "skipped")):
+            suite.set(count, str(sum(1 for c in suite.findall("testcase") if c.find(tag) is not None)))
     write_text(path, ET.tostring(tree.getroot(), encoding="unicode", xml_declaration=True))
     return changed

@@ -20,6 +20,11 @@ from relaychaos.engine.steps import AwaitSends, Race, Release, Scenario, Send, S
 # race-pairs-two-relays, which forces that interleaving; left to chance here, it was caught in some
 # regrades and not in others), and a relay that keeps its claims in memory meets the copies on the
 # other relay on every run.
+# In the scenarios holding the first call while copies arrive, the relay's ACCOUNT_TIMEOUT_MS is 10 s: the
+# held call is released only after every copy has its answer, so a relay waiting for the account system
+# answers a copy only at its time-out (seconds), while one that did not wait answers within its own speed
+# (a loaded JVM queueing 32 copies took 0.36 s for one): e903-at-once allows half the time left, so the two
+# cannot be confused (with 2-5 s, the last copies of a slow relay had 0.55 s left and a 0.28 s limit).
 SCENARIOS = [
     Scenario(
         "race-32-one-relay",
@@ -34,7 +39,7 @@ SCENARIOS = [
         "race-32-two-relays",
         family="race",
         relays=("a", "b"),
-        account_timeout_ms=5000,
+        account_timeout_ms=10000,
         description="a transfer claimed on one relay, then 32 copies split across both relays while its call is "
         "held at the account system; again with the claim on the other relay: one call each",
         steps=(
@@ -69,7 +74,7 @@ SCENARIOS = [
         "race-while-held-two-relays",
         family="race",
         relays=("a", "b"),
-        account_timeout_ms=2000,
+        account_timeout_ms=10000,
         description="while the first call is held at the account system, duplicates reach both relays",
         steps=(
             ServerFault(hold_guids=("g1",)),

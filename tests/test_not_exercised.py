@@ -68,3 +68,7 @@ def test_relaychaos_run_reports_it_not_exercised_and_exits_3(tmp_path):
     assert '<skipped type="pytest.skip" message="not exercised' in junit, "JUnit: not a pass"
     page = (out / "report.html").read_text()
     assert "but 1 scenario was not exercised" in page and "MISSED</b>: the kill (step 5)" in page
+    again = subprocess.run(
+        [sys.executable, "-m", "relaychaos.cli", "recheck", str(out)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert again.returncode == 3 and "1 not exercised" in again.stdout, again.stdout + again.stderr
