@@ -91,10 +91,8 @@ def _recheck_file(path: Path, limit: int) -> int:
 
 
 def _recheck_run(folder: Path) -> int:
-    from relaychaos.checkers import landing
     from relaychaos.reports import junit
     from relaychaos.reports.html import write as write_html
-    from relaychaos.reports.incident import report
     from relaychaos.reports.results import NOT_EXERCISED, RunResults
 
     path = folder / "results.json"
@@ -112,28 +110,10 @@ def _recheck_run(folder: Path) -> int:
         ) from None
     checked, changed = 0, {}
     for entry in results.scenarios.values():
-        if not entry.histories or entry.outcome not in ("passed", "failed", NOT_EXERCISED):
-            continue
-        verdicts, notes, texts, landed = [], [], [], []
-        for rel in entry.histories:
-            history, found, found_notes = judge(folder / rel)
-            name = history.where(f="scenario")[0].value.get("name", "?")
-            verdicts += json.loads(
-                json.dumps([{**v.to_dict(), "scenario": name} for v in found])
-            )  # as results.json has them
-            notes += [n for n in found_notes if n not in notes]
-            texts += [f"{report(history, found)}\n\nhistory: {folder / rel}"] if found else []
-            landed += [{**x.to_dict(), "scenario": name} for x in landing.judge(history)]
-            checked += 1
-        missed = [x for x in landed if x["status"] in (landing.MISSED, landing.UNKNOWN)]
-        outcome = "failed" if verdicts else NOT_EXERCISED if missed else "passed"
-        landed = json.loads(json.dumps(landed))  # as results.json has them
-        if verdicts != entry.verdicts or outcome != entry.outcome or landed != entry.landing:
-            entry.verdicts, entry.notes, entry.landing, entry.outcome = verdicts, notes, landed, outcome
-            if outcome == NOT_EXERCISED:
-                texts = [f"{NOT_EXERCISED}: every rule held, but a fault met nothing:\n" + _missed_text(missed)]
-            entry.message = "\n\n".join(texts) or None
-            changed[entry.nodeid] = (entry.outcome, entry.message)
+        if entry.histories and entry.outcome in ("passed", "failed", NOT_EXERCISED):
+            checked += len(entry.histories)
+            if _rejudged(folder, entry):
+                changed[entry.nodeid] = (entry.outcome, entry.message)
     if not checked:
         raise HarnessError(
             "results.json names no history to recheck",
@@ -155,6 +135,32 @@ def _recheck_run(folder: Path) -> int:
     if counts["failed"] or counts["error"]:
         return 1
     return 3 if counts[NOT_EXERCISED] else 0
+
+
+def _rejudged(folder: Path, entry) -> bool:
+    """Judge a scenario's kept histories again (rules and landing claims); whether its judgement changed."""
+    from relaychaos.checkers import landing
+    from relaychaos.reports.incident import report
+    from relaychaos.reports.results import NOT_EXERCISED
+
+    verdicts, notes, texts, landed = [], [], [], []
+    for rel in entry.histories:
+        history, found, found_notes = judge(folder / rel)
+        name = history.where(f="scenario")[0].value.get("name", "?")
+        verdicts += [{**v.to_dict(), "scenario": name} for v in found]
+        notes += [n for n in found_notes if n not in notes]
+        texts += [f"{report(history, found)}\n\nhistory: {folder / rel}"] if found else []
+        landed += [{**x.to_dict(), "scenario": name} for x in landing.judge(history)]
+    verdicts, landed = json.loads(json.dumps(verdicts)), json.loads(json.dumps(landed))  # as results.json has them
+    missed = [x for x in landed if x["status"] in (landing.MISSED, landing.UNKNOWN)]
+    outcome = "failed" if verdicts else NOT_EXERCISED if missed else "passed"
+    if verdicts == entry.verdicts and outcome == entry.outcome and landed == entry.landing:
+        return False
+    entry.verdicts, entry.notes, entry.landing, entry.outcome = verdicts, notes, landed, outcome
+    if outcome == NOT_EXERCISED:
+        texts = [f"{NOT_EXERCISED}: every rule held, but a fault met nothing:\n" + _missed_text(missed)]
+    entry.message = "\n\n".join(texts) or None
+    return True
 
 
 def _missed_text(missed: list[dict]) -> str:

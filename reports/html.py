@@ -309,9 +309,16 @@ def random_stories_line(machine: dict | None) -> str:
         else "; its failing story was not fully shrunk "
         f"(shrinking stopped at its budget after {machine['shrink_s']:g} s)"
     )
+    met = ""
+    if machine.get("exercised") is not None:
+        met = f", {machine['exercised']} with a fault that met a transfer" + (
+            f", {machine['unexercised']} whose faults all met nothing (they tested nothing)"
+            if machine.get("unexercised")
+            else ""
+        )
     return (
         "<p class=stories><b>Random stories (the state machine):</b> "
-        f"{machine.get('examples')} examples run{shrunk}.</p>"
+        f"{machine.get('examples')} examples run{met}{shrunk}.</p>"
     )
 
 

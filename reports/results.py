@@ -134,6 +134,8 @@ class RunResults:
             "ran": True,
             "why_not": None,
             "examples": info.get("examples"),
+            "exercised": info.get("exercised"),
+            "unexercised": info.get("unexercised"),
             "shrunk": info.get("shrunk"),
             "shrink_s": info.get("shrink_s"),
         }

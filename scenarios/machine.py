@@ -26,9 +26,11 @@ import time
 from pathlib import Path
 
 from hypothesis import strategies as st
+from hypothesis import target
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, precondition, rule
 
 from relaychaos import checkers
+from relaychaos.checkers.faults_met import faults_met
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
 from relaychaos.engine.final_phase import safe_min_age_s
@@ -291,9 +293,19 @@ class ChaosMachine(RuleBasedStateMachine):
         if not self.failed and (known := budget.failing_at_end(self.trace)) is not None:
             self._recall(known)  # this whole story failed before: it fails as it did
         if not self.failed:
+            self._count_faults_met()
             verdicts = checkers.check(self.runner.history)
             if verdicts:
                 self._fail(verdicts, "full check after the final heal and convergence", at_end=True)
+
+    def _count_faults_met(self) -> None:
+        """Count the example as exercised or not, and steer Hypothesis toward faults that meet transfers."""
+        met = faults_met(self.runner.history)
+        hit = sum(f.met for f in met)
+        if met:
+            self.context.exercised += hit > 0
+            self.context.unexercised += hit == 0
+        target(float(hit), label="faults that met a transfer")
 
     def _recall(self, known) -> None:
         """Fail as a remembered story failed (this example's trace is that story's): its report is the last."""

@@ -40,6 +40,8 @@ class Context:
     counts: collections.Counter = field(default_factory=collections.Counter)  # steps and faults run
     budget: ShrinkBudget = field(default_factory=lambda: ShrinkBudget(None))  # shrinking's time budget
     stop: Callable[[], None] | None = None  # called as each example starts; raises to end the run
+    exercised: int = 0  # examples in which some fault met a transfer (relaychaos.checkers.faults_met)
+    unexercised: int = 0  # examples that injected faults, none of which met a transfer: they tested nothing
 
     def note(self, what: str) -> None:
         """Count a step or fault (for the statistics), and tell Hypothesis too."""
@@ -66,6 +68,9 @@ class Context:
 
     def statistics(self) -> str:
         """How often each step and fault ran, over every example so far."""
-        lines = [f"relaychaos state machine: {self.examples} examples in {time.monotonic() - self.started:.1f} s"]
+        lines = [
+            f"relaychaos state machine: {self.examples} examples in {time.monotonic() - self.started:.1f} s; "
+            f"{self.exercised} with a fault that met a transfer, {self.unexercised} whose faults all met nothing"
+        ]
         lines += [f"  {n:6d}  {what}" for what, n in self.counts.most_common()]
         return "\n".join(lines)

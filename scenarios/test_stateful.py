@@ -72,6 +72,8 @@ def _record(request, context, settings, seed, gate, keep, stack) -> None:
             json.dumps(
                 {
                     "examples": context.examples,
+                    "exercised": context.exercised,  # examples in which some fault met a transfer
+                    "unexercised": context.unexercised,  # examples whose faults all met nothing
                     "seed": seed,
                     "first_report": context.first_report,
                     "last_report": context.last_report,

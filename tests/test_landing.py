@@ -189,3 +189,17 @@ def test_docs_rules_lists_every_scenarios_claims_as_the_code_declares_them():
     assert claims_table() in (ROOT / "docs" / "rules.md").read_text(), (
         "regenerate the landing-claims table in docs/rules.md: python scripts/readme_tables.py"
     )
+
+
+def test_a_fault_with_no_transfer_in_its_window_met_nothing_and_one_with_a_call_in_flight_did():
+    from relaychaos.checkers.faults_met import faults_met
+
+    h = HistoryBuilder()
+    h.toxic("account", "timeout", at=0.0, attributes={"timeout": 0})
+    h.remove_toxic("account", "timeout_downstream", at=0.1)
+    h.send("g1", at=0.2, answered_at=0.3)
+    h.kill("a", at=0.25)
+    assert [(f.fault, f.met) for f in faults_met(h.build())] == [
+        ("add-toxic timeout_downstream", False),
+        ("kill a", True),
+    ]

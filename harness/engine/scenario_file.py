@@ -275,13 +275,18 @@ def load(path: str | Path) -> ScenarioFile:
             f"unknown key in expect: {sorted(set(expect) - {'holds_on', 'breaks'})}",
             fix="expect takes holds_on (a list of relays) and breaks (relay: [rules])",
         )
+    scenario = _scenario(path, top, plain, steps)
+    return ScenarioFile(scenario, path, tuple(expect.get("holds_on", ())), dict(expect.get("breaks", {})))
+
+
+def _scenario(path: Path, top: dict, plain: dict, steps: list) -> S.Scenario:
+    """The Scenario of a checked file's top-level values and steps, its claims checked against them."""
     fields_: dict[str, typing.Any] = {k: tuple(v) if k == "relays" else v for k, v in plain.items()}
     fields_["claims"] = _claims(path, top.get("claims"), fields_.pop("claims", []))
     try:
-        scenario = S.Scenario(steps=tuple(steps), family="regression", **fields_)
+        return S.Scenario(steps=tuple(steps), family="regression", **fields_)
     except ValueError as e:
         raise _fail(path, top.get("claims"), str(e), fix="number steps from 1 and name GUIDs a step sends") from None
-    return ScenarioFile(scenario, path, tuple(expect.get("holds_on", ())), dict(expect.get("breaks", {})))
 
 
 def _claims(path: Path, node, raw: list) -> tuple:
