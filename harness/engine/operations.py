@@ -7,6 +7,8 @@ later by the checkers, never raised.
 
 from __future__ import annotations
 
+import time
+
 from relaychaos.engine import steps as S
 from relaychaos.errors import RelayError
 from relaychaos.recorder import Recorder
@@ -41,6 +43,10 @@ class Operator:
 
     def _batch(self, command: str, argument: float, parallel: int = 1) -> None:
         sup = self.stack.supervisor
+        taken = sup.manifest.arguments.effective(command, argument)
+        if command != "reprocess" and taken > argument:  # a coarser age ([arguments]): rows keep theirs relative to it
+            self.recorder.aged(round(taken - argument, 3), taken)
+            time.sleep(taken - argument)  # a wait for age, not for ordering
         runs = []
         for _ in range(parallel):
             run = sup.start_batch(command, argument)

@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relaychaos.errors import ManifestError
-from relaychaos.stack import api_profile
+from relaychaos.stack import api_profile, batch_arguments
 from relaychaos.stack.api_profile import Profile
+from relaychaos.stack.batch_arguments import BatchArguments
 
 COMMANDS = ("serve", "resolve", "reprocess", "purge")
 BATCH = COMMANDS[1:]  # optional outside the course profile: scenarios that need one are not run without it
-KNOWN = ("name", "description", "root", "commands", "limits", "api", "downstream", "ledger")
+KNOWN = ("name", "description", "root", "commands", "arguments", "limits", "api", "downstream", "ledger")
 DEFAULT_READY_TIMEOUT_S = 10.0
 EXAMPLE = """name = "my-relay"
 [commands]
@@ -40,6 +41,7 @@ class Manifest:
     warnings: tuple[str, ...] = ()
     root: Path | None = None  # `root = ".."`: the relay's code lies in a folder above the manifest's
     profile: Profile = field(default_factory=Profile)
+    arguments: BatchArguments = field(default_factory=BatchArguments)  # how its batch commands take their value
 
     @property
     def folder(self) -> Path:
@@ -76,6 +78,7 @@ def _check(path: Path, data: dict) -> Manifest:
     # Keys the contract does not define are reported, not refused: a relay may carry its own.
     warnings = [f"unknown key `{k}` ignored (known: {', '.join(KNOWN)})" for k in data if k not in KNOWN]
     profile = api_profile.check(data, problems)
+    arguments = batch_arguments.check(data.get("arguments"), problems)
     root = _root(path, data.get("root"), problems)
     name = data.get("name", path.parent.name)
     if not isinstance(name, str) or not name.strip():
@@ -116,7 +119,9 @@ def _check(path: Path, data: dict) -> Manifest:
             where=str(path),
             fix="correct it as listed (contract section 1); a manifest looks like:\n" + EXAMPLE,
         )
-    return Manifest(path, name.strip(), checked, timeout, description.strip(), tuple(warnings), root, profile)
+    return Manifest(
+        path, name.strip(), checked, timeout, description.strip(), tuple(warnings), root, profile, arguments
+    )
 
 
 def _root(path: Path, raw, problems: list[str]) -> Path | None:

@@ -34,7 +34,6 @@ from relaychaos.stack.ports import lease_port, release_port
 from relaychaos.stack.processes import Child, log_tail, port_in_use, wait_http_ok
 
 BATCH_TIMEOUT_S = 30.0
-BATCH_FLAGS = {"resolve": "--min-age", "reprocess": "--max-attempts", "purge": "--retention"}  # contract §1
 
 
 @dataclass
@@ -282,7 +281,8 @@ class Supervisor:
         return self.run_batch("purge", retention_s, timeout_s)
 
     def start_batch(self, command: str, argument: float) -> BatchRun:
-        """Start resolve/reprocess/purge with its one argument, without waiting (for two runs at once)."""
+        """Start resolve/reprocess/purge with its one argument as the manifest's [arguments] give it, without
+        waiting (for two runs at once); the run's `argument` is the value the command really gets."""
         self._batch_seq += 1
         seq = self._batch_seq
         wall = time.time()
@@ -291,11 +291,12 @@ class Supervisor:
         child = self._start(
             command,
             self.workdir / f"batch-{seq:03d}-{command}.log",
-            args=(BATCH_FLAGS[command], seconds_text(argument)),
+            args=self.manifest.arguments.argv(command, argument),
             port=self._batch_port,
         )
         self._batches.append(child)
-        return BatchRun(seq, command, float(argument), tuple(child.argv), child, time.monotonic(), wall)
+        taken = self.manifest.arguments.effective(command, argument)
+        return BatchRun(seq, command, taken, tuple(child.argv), child, time.monotonic(), wall)
 
     def wait_batch(self, run: BatchRun, timeout_s: float) -> BatchResult:
         """Wait for a started batch run; killed (returncode None) at timeout_s."""
@@ -333,8 +334,3 @@ class Supervisor:
             self._closed = True
             self.sandbox.leave()
             self.sandbox.discard(self.copy.root.parent, self.tmp_dir)
-
-
-def seconds_text(value: float) -> str:
-    """A batch argument as the command line gets it: `5`, `0.45` (whole numbers without a point)."""
-    return str(int(value)) if float(value) == int(value) else repr(float(value))
