@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relaychaos import checkers
-from relaychaos.checkers import landing
+from relaychaos.checkers import coverage, landing
 from relaychaos.checkers.landing import Landing
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.engine.runner import run_scenario
@@ -55,6 +55,7 @@ class ChaosResult:
     history_path: Path
     notes: list[str] = field(default_factory=list)  # what was noticed that is not a verdict
     landing: list[Landing] = field(default_factory=list)  # each landing claim's outcome (relaychaos.checkers.landing)
+    cells: set[tuple[str, str]] = field(default_factory=set)  # (fault, row state) reached (checkers.coverage)
 
     @property
     def ok(self) -> bool:
@@ -108,7 +109,7 @@ def run_and_check(stack: Stack, scenario: Scenario, tag: str | None = None) -> C
     history = run_scenario(stack, scenario, tag)
     path = save(history, stack.workdir / "history.jsonl")
     verdicts, notes = checkers.check(history), checkers.notes(history)
-    return ChaosResult(scenario, history, verdicts, path, notes, landing.judge(history))
+    return ChaosResult(scenario, history, verdicts, path, notes, landing.judge(history), coverage.cells(history))
 
 
 def check_path(path: Path) -> list[Verdict]:

@@ -27,6 +27,7 @@ class ResultsRecorder:
         verdicts = [v for k, value in props if k == "relaychaos_verdicts" for v in value]
         notes = [n for k, value in props if k == "relaychaos_notes" for n in value]
         landing = [x for k, value in props if k == "relaychaos_landing" for x in value]
+        cells = [tuple(c) for k, value in props if k == "relaychaos_cells" for c in value]
         kept = {
             "histories": [v for k, v in props if k == "relaychaos_history"],
             "logs": next((v for k, v in props if k == "relaychaos_logs"), None),
@@ -45,6 +46,7 @@ class ResultsRecorder:
             stateful,
             kept,
             landing,
+            cells,
         )
         if report.when not in ("setup", "call"):  # written as each finishes: a run cut short leaves its results
             self.results.write(self.out)

@@ -211,6 +211,7 @@ def run_chaos(request: pytest.FixtureRequest, make_stack, relaychaos_keep):
         request.node.user_properties.append(
             ("relaychaos_landing", json.dumps([{**x.to_dict(), "scenario": scenario.name} for x in result.landing]))
         )
+        request.node.user_properties.append(("relaychaos_cells", json.dumps(sorted(result.cells))))
         return result
 
     return run

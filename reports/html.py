@@ -24,6 +24,7 @@ from relaychaos.history import History
 from relaychaos.reports import plots, timeline
 from relaychaos.reports.atomic import write_text
 from relaychaos.reports.grade_summary import sandbox_parts
+from relaychaos.reports.coverage_grid import grid_html
 from relaychaos.reports.html_text import escaped
 from relaychaos.reports.results import RunResults
 from relaychaos.reports.timeline_model import build, verdict_groups
@@ -276,6 +277,7 @@ def render(results: dict, run_dir: Path | None = None, problems: list[str] | Non
         out.append(f"<h2>What broke ({len(failing)} scenario{'s' if len(failing) != 1 else ''})</h2>")
         out += [failing_card(sc) for sc in failing]
     out += _not_exercised(scenarios)
+    out.append(grid_html(results.get("coverage")))
     out += _every_scenario(scenarios)
     if any(sc.has_history for sc in scenarios):
         out.append(

@@ -36,6 +36,7 @@ class ScenarioResult:
     histories: list[str] = field(default_factory=list)  # every history the test kept (most keep one)
     logs: str | None = None  # its relay logs' folder (logs/<name>), relative to the run folder
     landing: list[dict] = field(default_factory=list)  # each landing claim: claim, kind, status, why, events
+    cells: list[list[str]] = field(default_factory=list)  # (fault, row state) its faults reached (checkers.coverage)
 
 
 @dataclass
@@ -64,6 +65,7 @@ class RunResults:
         stateful: dict | None = None,
         kept: dict | None = None,
         landing: list[dict] | None = None,
+        cells: list | None = None,
     ) -> None:
         """Fold one pytest phase report in: a failing setup/teardown is an `error` of the scenario.
 
@@ -77,6 +79,7 @@ class RunResults:
             exercised = not (message or "").startswith(NOT_EXERCISED)
             entry.outcome, entry.message = "skipped" if exercised else NOT_EXERCISED, message
         entry.landing += [x for x in landing or [] if x not in entry.landing]
+        entry.cells += [list(c) for c in cells or [] if list(c) not in entry.cells]
         entry.verdicts += [v for v in verdicts or [] if v not in entry.verdicts]
         entry.notes += [n for n in notes or [] if n not in entry.notes]
         entry.stateful = stateful or entry.stateful
@@ -114,6 +117,20 @@ class RunResults:
             }
             for rule in RULES.values()
         }
+
+    def coverage(self) -> dict:
+        """The coverage grid: {fault: {row state: [scenarios that reached it]}}, every cell listed (an empty list:
+        nothing reached it); a scenario not exercised reaches nothing."""
+        from relaychaos.checkers.coverage import FAULTS, STATES
+
+        grid: dict[str, dict[str, list[str]]] = {f: {s: [] for s in STATES} for f in FAULTS}
+        for s in sorted(self.scenarios.values(), key=lambda s: s.nodeid):
+            if s.outcome not in ("passed", "failed"):
+                continue
+            for fault, state in s.cells:
+                if fault in grid and state in grid[fault]:
+                    grid[fault][state].append(s.nodeid.split("::")[-1])
+        return grid
 
     def notes(self) -> list[str]:
         """Every scenario's notes on the relay, each once, with the scenario it came from."""
@@ -168,6 +185,7 @@ class RunResults:
             "rules": done.by_rule(),
             "notes": done.notes(),
             "random_stories": done.random_stories(),
+            "coverage": done.coverage(),
             "scenarios": [asdict(s) for s in done.scenarios.values()],
         }
         if self.provides is not None:
@@ -193,6 +211,7 @@ class RunResults:
             "notes",
             "scenarios",
             "random_stories",
+            "coverage",
         }  # made again; "unfinished" is kept as it was
         own = {"relay", "relay_name", "sandbox", "started_at", "finished_at", "expected", "partial", "provides"}
         return cls(
