@@ -23,8 +23,8 @@ from relaychaos.checkers.verdict import Verdict
 from relaychaos.history import History
 from relaychaos.reports import plots, timeline
 from relaychaos.reports.atomic import write_text
-from relaychaos.reports.grade_summary import sandbox_parts
 from relaychaos.reports.coverage_grid import grid_html
+from relaychaos.reports.grade_summary import sandbox_parts
 from relaychaos.reports.html_text import escaped
 from relaychaos.reports.results import RunResults
 from relaychaos.reports.timeline_model import build, verdict_groups

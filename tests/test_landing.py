@@ -203,3 +203,19 @@ def test_a_fault_with_no_transfer_in_its_window_met_nothing_and_one_with_a_call_
         ("add-toxic timeout_downstream", False),
         ("kill a", True),
     ]
+
+
+def test_the_coverage_grid_marks_a_kill_that_met_a_sent_row():
+    from relaychaos.checkers.coverage import cells
+
+    assert ("kill", "SENT") in cells(kill_story())
+
+
+def test_results_json_lists_every_cell_with_the_scenarios_that_reached_it_and_none_not_exercised():
+    results = RunResults("relay.toml", "r")
+    results.add("s::t[a]", "call", "passed", 1.0, None, cells=[("kill", "SENT")])
+    results.add("s::t[b]", "call", "skipped", 1.0, "not exercised: ...", cells=[("kill", "DONE")])
+    for n in ("s::t[a]", "s::t[b]"):
+        results.add(n, "teardown", "passed", 0.0, None)
+    grid = results.as_dict()["coverage"]
+    assert grid["kill"]["SENT"] == ["t[a]"] and grid["kill"]["DONE"] == [] and grid["purge running"]["FAILED"] == []
