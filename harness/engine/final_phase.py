@@ -47,13 +47,19 @@ def converge(runner: Runner) -> None:
     min_age = safe_min_age_s(executed)
     if _blind(runner):
         _settle_blind(runner, min_age)
-    elif _age_undecided(runner, min_age):
+    else:
+        _settle(runner, min_age)
+    runner.recorder.converge(done=True)
+
+
+def _settle(runner: Runner, min_age: float) -> None:
+    """Resolve what is undecided once old enough, reprocess what failed, resolve again."""
+    if _age_undecided(runner, min_age):
         runner.do(S.Resolve(min_age), "final")
     if any(r.get("status") == "FAILED" for r in (runner.observer.rows_or_none() or {}).values()):
         runner.do(S.Reprocess(runner.scenario.max_attempts), "final")
     if _age_undecided(runner, min_age):
         runner.do(S.Resolve(min_age), "final")
-    runner.recorder.converge(done=True)
 
 
 def _blind(runner: Runner) -> bool:

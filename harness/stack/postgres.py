@@ -208,15 +208,18 @@ def mapping_problem(url: str, table: str, key: str, status: str) -> str | None:
         return " ".join(str(e).split())
 
 
-def rows(url: str, table: str, key: str, suffix: str | None = None) -> dict[str, dict]:
+def rows(
+    url: str, table: str, key: str, suffix: str | None = None, columns: tuple[str, ...] | None = None
+) -> dict[str, dict]:
     """The ledger table's rows by key (only keys ending in `suffix`, if given), read in a read-only session: a
-    course relay's contract table kept in PostgreSQL, as relaychaos.stack.ledger_file.rows reads SQLite's.
-    psycopg.Error when it cannot be read."""
+    course relay's contract table kept in PostgreSQL, as relaychaos.stack.ledger_file.rows reads SQLite's, or only
+    `columns` of a service's own table. psycopg.Error when it cannot be read."""
     import psycopg
     from psycopg import sql
     from psycopg.rows import dict_row
 
-    query = sql.SQL("SELECT * FROM {}").format(sql.Identifier(*table.split(".")))
+    what = sql.SQL(", ").join(sql.Identifier(c) for c in columns) if columns else sql.SQL("*")
+    query = sql.SQL("SELECT {} FROM {}").format(what, sql.Identifier(*table.split(".")))
     params: tuple = ()
     if suffix is not None:
         query += sql.SQL(" WHERE right({}, %s) = %s").format(sql.Identifier(key))

@@ -318,16 +318,18 @@ class Stack:
 
     def ledger_rows(self, suffix: str | None = None) -> dict[str, dict]:
         """A read-only snapshot of the ledger, by GUID (only GUIDs ending in `suffix`, if given): the SQLite file,
-        or a course relay's contract table in PostgreSQL. {} for a ledger whose rows are not the contract's (a keyed
-        service's table): sqlite3.Error or psycopg.Error when it cannot be read."""
+        or a course relay's contract table in PostgreSQL; of a keyed service's own table, each key's status in the
+        contract's words ([ledger] statuses). sqlite3.Error or psycopg.Error when it cannot be read."""
         profile = self.manifest.profile
         if self.ledger_url is None:
             return ledger_file.rows(self.ledger_path, suffix)
-        if profile.name != "course":
-            return {}
-        rows = postgres_checks.rows(self.ledger_url, profile.ledger.table, profile.ledger.key, suffix)
+        ledger = profile.ledger
+        if profile.name != "course":  # a service's own table: its key and status alone, in the contract's words
+            keyed = postgres_checks.rows(self.ledger_url, ledger.table, ledger.key, suffix, (ledger.key, ledger.status))
+            return {k: {"guid": k, "status": ledger.contract_status(r.get(ledger.status))} for k, r in keyed.items()}
+        rows = postgres_checks.rows(self.ledger_url, ledger.table, ledger.key, suffix)
         for row in rows.values():
-            row["status"] = profile.ledger.contract_status(row.get(profile.ledger.status))
+            row["status"] = ledger.contract_status(row.get(ledger.status))
         return rows
 
 
