@@ -94,6 +94,35 @@ if command -v go >/dev/null 2>&1; then
   fi
 fi
 
+# 4c. The Rust relay (relay_under_test/rust/bin/relay, written from the contract by someone who had not read
+#     the harness), rebuilt only when its sources change; crates from crates.io, pinned by its Cargo.lock.
+rust_relay=relay_under_test/rust
+if command -v cargo >/dev/null 2>&1; then
+  want=$(cd "$rust_relay" && cat src/*.rs Cargo.toml Cargo.lock | sha256sum | cut -d' ' -f1)
+  if [ ! -x "$rust_relay/bin/relay" ] || [ "$(cat "$rust_relay/bin/.stamp" 2>/dev/null)" != "$want" ]; then
+    echo "bootstrap: building the Rust relay ($rust_relay/bin/relay) ..."
+    bash "$rust_relay/build.sh" >/dev/null
+    echo "$want" > "$rust_relay/bin/.stamp"
+  fi
+else
+  echo "bootstrap: Rust relay not built (no 'cargo' on PATH); fix: install Rust (rustup or the OS package) and run scripts/bootstrap.sh again." >&2
+fi
+
+# 4d. The second example payment service (relay_under_test/payments_node: Node.js and PostgreSQL, written from
+#     docs/production-api.md by someone who had not read the harness): its packages by `npm ci`, again only
+#     when its package-lock.json changes.
+node_service=relay_under_test/payments_node
+if command -v npm >/dev/null 2>&1; then
+  want=$(sha256sum "$node_service/package-lock.json" | cut -d' ' -f1)
+  if [ "$(cat "$node_service/node_modules/.stamp" 2>/dev/null)" != "$want" ]; then
+    echo "bootstrap: installing the Node payment service's packages ($node_service/node_modules) ..."
+    sh "$node_service/build.sh" >/dev/null
+    echo "$want" > "$node_service/node_modules/.stamp"
+  fi
+else
+  echo "bootstrap: Node payment service not installed (no 'npm' on PATH); fix: install Node.js 20+ and run scripts/bootstrap.sh again." >&2
+fi
+
 # 5. The Java relay (relay_under_test/java): its classes in build/classes, the SQLite JDBC jar in
 #    lib/, that jar's native library extracted to build/native (so the relay writes nothing outside
 #    its folder at run time), its classes in build/relay.jar and a class-data-sharing archive

@@ -1,7 +1,9 @@
 """No false alarms: every bundled correct relay, each written independently from the contract, passes the suite.
 
 The reference runs the suite as `scenarios/` itself; here the Go relay, the plain
-stdlib Python relay and the Java relay run every named scenario and every regression file. A verdict
+stdlib Python relay, the Java relay and the Rust relay (a stranger's, written from the contract and the
+docs alone) run every named scenario and every regression file, and each must be exercised: every
+landing claim LANDED (relaychaos.checkers.landing), never a pass whose fault met nothing. A verdict
 here is a harness that goes beyond the contract (or a broken bundled relay): both
 are bugs of the first order.
 """
@@ -20,8 +22,10 @@ CORRECT = {
     "go": ROOT / "relay_under_test" / "go" / "relay.toml",
     "stdlib": ROOT / "relay_under_test" / "stdlib" / "relay.toml",
     "java": ROOT / "relay_under_test" / "java" / "relay.toml",
+    "rust": ROOT / "relay_under_test" / "rust" / "relay.toml",  # a stranger's, from the contract and the docs alone
 }
 GO_BINARY = ROOT / "relay_under_test" / "go" / "bin" / "relay"
+RUST_BINARY = ROOT / "relay_under_test" / "rust" / "bin" / "relay"
 JAVA_BUILD = [
     ROOT / "relay_under_test" / "java" / "build" / "relay.jar",
     ROOT / "relay_under_test" / "java" / "build" / "native" / "libsqlitejdbc.so",
@@ -33,8 +37,9 @@ STORIES = [(name, s) for name, s in ALL.items()] + [(p.stem, scenario_file.load(
 @pytest.mark.parametrize("relay", CORRECT)
 @pytest.mark.parametrize("name, scenario", STORIES, ids=[n for n, _ in STORIES])
 def test_an_independent_correct_relay_passes(run_chaos, relay, name, scenario):
-    if relay == "go":
-        assert GO_BINARY.exists(), f"{GO_BINARY} is missing: run scripts/bootstrap.sh (it builds the Go relay)"
+    if relay in ("go", "rust"):
+        binary = GO_BINARY if relay == "go" else RUST_BINARY
+        assert binary.exists(), f"{binary} is missing: run scripts/bootstrap.sh (it builds the {relay} relay)"
     if relay == "java":
         missing = [str(p) for p in JAVA_BUILD if not p.exists()]
         assert not missing, (

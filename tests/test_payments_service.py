@@ -76,6 +76,28 @@ def test_each_deliberate_bug_is_caught_by_its_scenario_and_named_by_its_rule(mak
     assert rule in {v.rule for v in result.verdicts}, result.report()
 
 
+NODE = manifest.load(ROOT / "relay_under_test" / "payments_node")  # a stranger's, from docs/production-api.md
+
+
+@pytest.fixture(scope="module")
+def node_psp(tmp_path_factory):
+    """The account system in the Node service's PSP's shape."""
+    system = AccountSystem.start(tmp_path_factory.mktemp("node-psp"), NODE.profile.downstream)
+    yield system
+    system.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", sorted(ALL))
+def test_a_second_service_written_from_the_docs_alone_keeps_every_rule_and_lands(make_stack, node_psp, scenario):
+    """relay_under_test/payments_node: Node.js, PostgreSQL, resolve, reprocess and purge of its own; every
+    scenario held and exercised, or not applicable (a claim reading the contract's times or attempts)."""
+    assert (NODE.folder / "node_modules" / "pg").is_dir(), "run scripts/bootstrap.sh (npm ci of payments_node)"
+    s = ALL[scenario]
+    stack = make_stack(NODE, account=node_psp, accounts=s.accounts, account_timeout_ms=s.account_timeout_ms)
+    run_and_check(stack, s).assert_holds()
+
+
 def test_every_mutant_folder_is_in_the_table():
     assert {p.parent.name for p in (SERVICE / "mutants").glob("*/relay.toml")} == set(CAUGHT)
 
