@@ -51,7 +51,7 @@ SCENARIOS = [
             Send("f1"),
         ),
         covers=("5.reprocess-not-unknown",),
-        claims=(BatchMet(7, ("f1",), ("FAILED",)), BatchMet(7, ("u1",), ("UNKNOWN",))),
+        claims=(BatchMet(7, ("f1",), ("FAILED",), older=None), BatchMet(7, ("u1",), ("UNKNOWN",), older=None)),
     ),
     Scenario(
         "reprocess-same-guid",
@@ -65,7 +65,7 @@ SCENARIOS = [
             Reprocess(max_attempts=3),
         ),
         covers=("5.reprocess", "1.batch-exit"),
-        claims=(BatchMet(5, ("f1", "f2"), ("FAILED",)),),
+        claims=(BatchMet(5, ("f1", "f2"), ("FAILED",), older=None),),
     ),
     Scenario(
         "reprocess-attempt-cap",
@@ -80,7 +80,7 @@ SCENARIOS = [
             Reprocess(max_attempts=2),
         ),
         covers=("5.reprocess",),
-        claims=(BatchMet(3, ("f1",), ("FAILED",)), AttemptsAtCap("f1", step=5)),
+        claims=(BatchMet(3, ("f1",), ("FAILED",), older=None), AttemptsAtCap("f1", step=5)),
     ),
     Scenario(
         "two-reprocess-runs-at-once",
@@ -94,7 +94,7 @@ SCENARIOS = [
             Reprocess(max_attempts=3, parallel=2),
         ),
         covers=("5.reprocess-races",),
-        claims=(BatchMet(12, tuple(f"f{i}" for i in range(8)), ("FAILED",)),),
+        claims=(BatchMet(12, tuple(f"f{i}" for i in range(8)), ("FAILED",), older=None),),
     ),
     Scenario(
         "reprocess-races-channel-resend",

@@ -143,7 +143,8 @@ class Queried:
 @dataclass(frozen=True)
 class BatchMet:
     """When the batch run of `step` started, each GUID's row had one of `statuses` and (resolve, purge) was
-    older than the run's --min-age or --retention (`older`), or younger (`older=False`)."""
+    older than the run's --min-age or --retention (`older`), or younger (`older=False`); `older=None`: its
+    age does not matter (reprocess's rows), so a ledger that keeps no times can still show it."""
 
     step: int
     guids: tuple[str, ...]

@@ -292,10 +292,11 @@ class Facts:
         out: dict[str, list[float]] = {}
         for b, end_wall, rows0, rows1, _ in self.batch_windows("purge"):
             for guid, row in rows0.items():
+                age = end_wall - row["updated_at"] if "updated_at" in row else None  # a service's table: no times
                 if (
                     row.get("status") == "DONE"
                     and guid not in rows1
-                    and end_wall - row["updated_at"] >= b.argument - self.tolerances.clock_slack_s
+                    and (age is None or age >= b.argument - self.tolerances.clock_slack_s)
                 ):
                     out.setdefault(guid, []).append(b.end.time)
         return out

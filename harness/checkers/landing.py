@@ -50,12 +50,21 @@ class Landing:
 # What a claim reads beyond the money and the account system's record (relaychaos.checkers.CAPABILITIES): on a
 # relay that does not offer it the claim is not applicable (a keyed service's own ledger table, say).
 NEEDS: dict[type, tuple[str, ...]] = {
-    C.KilledBeforeCall: ("ledger-rows",),
+    C.KilledBeforeCall: ("ledger-status",),
     C.Queried: ("batch",),
     C.HeldThrough: ("batch",),
     C.BatchMet: ("ledger-rows", "batch"),
     C.AttemptsAtCap: ("ledger-rows", "batch"),
 }
+
+
+def needs(claim) -> tuple[str, ...]:
+    """What the claim reads of the relay: a batch's rows by status alone need no times (`older=None`)."""
+    if isinstance(claim, C.BatchMet) and claim.older is None:
+        return ("ledger-status", "batch")
+    return NEEDS.get(type(claim), ())
+
+
 if set(JUDGES) != set(C.CLAIM_KINDS.values()):
     raise ImportError("every claim kind needs its judge in relaychaos.checkers.landing.JUDGES")
 
@@ -71,7 +80,7 @@ def judge(history: Iterable[Event] | Facts) -> list[Landing]:
         except ValueError as e:
             out.append(Landing(str(raw), str(raw.get("claim")), UNKNOWN, f"the claim cannot be read: {e}"))
             continue
-        lacking = _lacking(facts, NEEDS.get(type(claim), ()))
+        lacking = _lacking(facts, needs(claim))
         if lacking:
             out.append(Landing(claim.text(), C.KIND_OF[type(claim)], NOT_APPLICABLE, lacking))
         else:
@@ -81,12 +90,17 @@ def judge(history: Iterable[Event] | Facts) -> list[Landing]:
 
 def _lacking(facts: Facts, needs: tuple[str, ...]) -> str:
     """Why a claim needing `needs` cannot apply to the history's relay ('' when it can): its header's `provides`
-    lacks one (a ledger whose rows some snapshot showed is read, whatever the header says)."""
+    lacks one (a ledger whose snapshots showed the contract's rows is read, whatever the header says)."""
     provides = facts.scenario.get("provides")
     if provides is None:
         return ""
-    lacking = [n for n in needs if n not in provides and not (n == "ledger-rows" and facts.snapshot_guids)]
+    lacking = [n for n in needs if n not in provides and not (n == "ledger-rows" and _contract_rows(facts))]
     return "; and ".join(f"not applicable: the claim {CAPABILITIES[n]}" for n in lacking)
+
+
+def _contract_rows(facts: Facts) -> bool:
+    """Whether some snapshot showed a row with the contract's times and attempts (a course relay's table)."""
+    return any("updated_at" in row for s in facts.snapshots for row in s.value["rows"].values())
 
 
 def _judged(run: Run, claim) -> Landing:
@@ -109,7 +123,7 @@ def _waited(run: Run, e: Event) -> Landing:
     else:
         claim = f"the ledger showed {label}'s row {v.get('wanted')} before the scenario went on"
         got = f"the row {v.get('status') or 'absent or unreadable'}"
-    if e.f == Op.WAIT_ROW and (lacking := _lacking(run.facts, ("ledger-rows",))):
+    if e.f == Op.WAIT_ROW and (lacking := _lacking(run.facts, ("ledger-status",))):
         return Landing(claim, "waited", NOT_APPLICABLE, lacking, (e.index,))
     if e.type == "ok":
         return Landing(claim, "waited", LANDED, f"{got} at +{e.time - run.facts.start:.3f} s", (e.index,))
