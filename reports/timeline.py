@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from relaychaos.checkers import landing
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.history import History
 from relaychaos.reports import plots
@@ -112,6 +113,24 @@ def _verdict_cards(model: Model) -> str:
     return "<div id=verdicts>" + "".join(out) + "</div><p id=selected></p>"
 
 
+def _landing_cards(history: History) -> str:
+    """Each landing claim of the scenario: LANDED, or what the history shows instead (not exercised)."""
+    landings = landing.judge(history)
+    if not landings:
+        return ""
+    items = "".join(
+        f"<li><b class={'held' if x.landed else 'broken'}>{escaped(x.status)}</b> {escaped(x.claim)} — "
+        f"{escaped(x.why)}</li>"
+        for x in landings
+    )
+    missed = any(x.missed for x in landings)
+    verdict = "not exercised: a fault met nothing it aimed at" if missed else "every fault met its transfer"
+    return (
+        f"<details class=landing {'open' if missed else ''}><summary>Landing claims: {verdict}</summary>"
+        f"<ul>{items}</ul></details>"
+    )
+
+
 def render(history: History, verdicts: list[Verdict] | None = None) -> str:
     """The whole page for one history (verdicts: what the checkers find, unless given)."""
     model = build(history, verdicts)
@@ -139,7 +158,7 @@ def render(history: History, verdicts: list[Verdict] | None = None) -> str:
     return (
         "<!doctype html><html lang=en><meta charset=utf-8><meta name=viewport content='width=device-width'>"
         f"<title>timeline: {escaped(name)} on {escaped(relay)}</title><style>{STYLE}</style><header>{head}</header>"
-        f"{_verdict_cards(model)}{controls}{body}{graphs}"
+        f"{_verdict_cards(model)}{_landing_cards(history)}{controls}{body}{graphs}"
         f"<script id=data type='application/json'>{model.to_json()}</script>"
         f"<script>{SCRIPT.read_text()}</script></html>"
     )

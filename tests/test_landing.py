@@ -219,3 +219,10 @@ def test_results_json_lists_every_cell_with_the_scenarios_that_reached_it_and_no
         results.add(n, "teardown", "passed", 0.0, None)
     grid = results.as_dict()["coverage"]
     assert grid["kill"]["SENT"] == ["t[a]"] and grid["kill"]["DONE"] == [] and grid["purge running"]["FAILED"] == []
+
+
+def test_the_timeline_opens_with_the_claims_that_missed():
+    from relaychaos.reports import timeline
+
+    page = timeline.render(kill_story(call_at=0.015))
+    assert "Landing claims: not exercised" in page and "<b class=broken>MISSED</b>" in page
