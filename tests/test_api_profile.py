@@ -186,3 +186,11 @@ def test_a_ledger_url_that_could_reach_another_host_than_its_proxys_is_refused(t
     """The ledger proxy forwards to the host before the path; libpq would follow the query's host instead."""
     text = problems_of(tmp_path, SERVICE.replace('kind = "postgresql"', f'kind = "postgresql"\nurl = "{url}"'))
     assert "[ledger] url must name its one host and port before the path, and no other in its query" in text
+
+
+def test_a_service_table_may_map_its_time_and_attempts_columns_for_the_age_and_attempt_claims(tmp_path):
+    text = SERVICE.replace('unknown = "UNKNOWN" }', 'unknown = "UNKNOWN" }\nupdated_at = "changed"\nattempts = "tries"')
+    ledger = manifest.load(write(tmp_path, text)).profile.ledger
+    assert ledger.columns == ("key", "status", "changed", "tries")
+    bad = SERVICE.replace('unknown = "UNKNOWN" }', 'unknown = "UNKNOWN" }\nupdated_at = "changed at"')
+    assert "[ledger] updated_at must name a column" in problems_of(tmp_path, bad)

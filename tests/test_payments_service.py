@@ -129,5 +129,5 @@ def test_a_mapping_to_columns_the_service_does_not_have_is_named_once_serve_is_r
     stack = make_stack(bad, account=psp)
     with pytest.raises(RelayError) as e:
         stack.start_relay()
-    assert "[ledger] maps table 'payments_idempotency', key 'idempotency_key' and status 'state'" in str(e.value)
+    assert "[ledger] maps table 'payments_idempotency' and columns 'idempotency_key', 'state'" in str(e.value)
     assert 'column "state" does not exist' in str(e.value)

@@ -54,7 +54,12 @@ NEEDS: dict[type, tuple[str, ...]] = {
     C.Queried: ("batch",),
     C.HeldThrough: ("batch",),
     C.BatchMet: ("ledger-rows", "batch"),
-    C.AttemptsAtCap: ("ledger-rows", "batch"),
+    C.AttemptsAtCap: ("ledger-attempts", "batch"),
+}
+ROW_NEEDS = {  # what a service's own table may lack, and how [ledger] maps it
+    "ledger-rows": "reads a row's age, which this relay's ledger does not show (map its time column: [ledger] "
+    "updated_at)",
+    "ledger-attempts": "reads a row's attempts, which this relay's ledger does not show (map them: [ledger] attempts)",
 }
 
 
@@ -94,13 +99,15 @@ def _lacking(facts: Facts, needs: tuple[str, ...]) -> str:
     provides = facts.scenario.get("provides")
     if provides is None:
         return ""
-    lacking = [n for n in needs if n not in provides and not (n == "ledger-rows" and _contract_rows(facts))]
-    return "; and ".join(f"not applicable: the claim {CAPABILITIES[n]}" for n in lacking)
+    shown = {"ledger-rows": _rows_with(facts, "updated_at"), "ledger-attempts": _rows_with(facts, "attempts")}
+    lacking = [n for n in needs if n not in provides and not shown.get(n)]
+    return "; and ".join(f"not applicable: the claim {ROW_NEEDS.get(n) or CAPABILITIES[n]}" for n in lacking)
 
 
-def _contract_rows(facts: Facts) -> bool:
-    """Whether some snapshot showed a row with the contract's times and attempts (a course relay's table)."""
-    return any("updated_at" in row for s in facts.snapshots for row in s.value["rows"].values())
+def _rows_with(facts: Facts, column: str) -> bool:
+    """Whether some snapshot showed a row with the contract's `column` (a course relay's table, or a service's
+    with [ledger] mapping it)."""
+    return any(column in row for s in facts.snapshots for row in s.value["rows"].values())
 
 
 def _judged(run: Run, claim) -> Landing:

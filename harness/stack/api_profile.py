@@ -95,10 +95,17 @@ class Ledger:
     key: str = "guid"
     status: str = "status"
     statuses: dict[str, str] = field(default_factory=lambda: {s: s for s in CONTRACT_STATUSES})
+    updated_at: str | None = None  # a service's column of its row's last change (epoch seconds or a timestamp)
+    attempts: str | None = None  # a service's column of the calls made (or tried) for the key
 
     def contract_status(self, raw: str | None) -> str | None:
         """The contract's name for one of the team's status values (unmapped values pass as they are)."""
         return None if raw is None else self.statuses.get(raw, raw)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns of a service's own table the harness reads: the key, the status, and those mapped."""
+        return (self.key, self.status) + tuple(c for c in (self.updated_at, self.attempts) if c)
 
 
 @dataclass(frozen=True)
@@ -298,7 +305,7 @@ def _ledger(raw: Any, problems: list[str]) -> Ledger:
     if kind != "postgresql":
         _unknown(table, ("kind",), "ledger", problems)
         return Ledger(kind=kind)
-    _unknown(table, ("kind", "url", "table", "key", "status", "statuses"), "ledger", problems)
+    _unknown(table, ("kind", "url", "table", "key", "status", "statuses", "updated_at", "attempts"), "ledger", problems)
     url = table.get("url")
     if url is not None and not (isinstance(url, str) and url.split("://")[0] in ("postgresql", "postgres")):
         problems.append(f"[ledger] url must be a postgresql:// URL (or left out: the harness starts one), got {url!r}")
@@ -310,6 +317,7 @@ def _ledger(raw: Any, problems: list[str]) -> Ledger:
         )
         url = None
     names = {k: table.get(k) for k in ("table", "key", "status")}
+    names |= {k: table[k] for k in ("updated_at", "attempts") if k in table}
     for k, v in names.items():
         if not (isinstance(v, str) and v.replace("_", "").replace(".", "").isalnum()):
             problems.append(
@@ -329,6 +337,8 @@ def _ledger(raw: Any, problems: list[str]) -> Ledger:
         str(names["key"]),
         str(names["status"]),
         {str(k): str(v) for k, v in statuses.items()},
+        names.get("updated_at"),
+        names.get("attempts"),
     )
 
 

@@ -192,13 +192,13 @@ def unreachable(url: str) -> str | None:
         return " ".join(str(e).split())
 
 
-def mapping_problem(url: str, table: str, key: str, status: str) -> str | None:
-    """Why `SELECT key, status FROM table` fails on the database at `url` (None: the mapping reads)."""
+def mapping_problem(url: str, table: str, columns: tuple[str, ...]) -> str | None:
+    """Why `SELECT columns FROM table` fails on the database at `url` (None: the mapping reads)."""
     import psycopg
     from psycopg import sql
 
-    query = sql.SQL("SELECT {}, {} FROM {} LIMIT 0").format(
-        sql.Identifier(key), sql.Identifier(status), sql.Identifier(*table.split("."))
+    query = sql.SQL("SELECT {} FROM {} LIMIT 0").format(
+        sql.SQL(", ").join(sql.Identifier(c) for c in columns), sql.Identifier(*table.split("."))
     )
     try:
         with psycopg.connect(url, connect_timeout=3) as conn:

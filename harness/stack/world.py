@@ -100,11 +100,11 @@ class Stack:
     def _check_mapping(self) -> None:
         ledger = self.manifest.profile.ledger
         assert self.ledger_url is not None
-        why = postgres_checks.mapping_problem(self.ledger_url, ledger.table, ledger.key, ledger.status)
+        why = postgres_checks.mapping_problem(self.ledger_url, ledger.table, ledger.columns)
         if why:
             raise RelayError(
-                f"relay '{self.manifest.name}': [ledger] maps table {ledger.table!r}, key {ledger.key!r} and status "
-                f"{ledger.status!r}, which its database does not have once serve is ready: {why}",
+                f"relay '{self.manifest.name}': [ledger] maps table {ledger.table!r} and columns "
+                f"{', '.join(map(repr, ledger.columns))}, which its database does not have once serve is ready: {why}",
                 where=str(self.manifest.path),
                 fix="name the table and columns the service keeps its idempotency keys and their status in",
             )
@@ -324,13 +324,25 @@ class Stack:
         if self.ledger_url is None:
             return ledger_file.rows(self.ledger_path, suffix)
         ledger = profile.ledger
-        if profile.name != "course":  # a service's own table: its key and status alone, in the contract's words
-            keyed = postgres_checks.rows(self.ledger_url, ledger.table, ledger.key, suffix, (ledger.key, ledger.status))
-            return {k: {"guid": k, "status": ledger.contract_status(r.get(ledger.status))} for k, r in keyed.items()}
+        if profile.name != "course":  # a service's own table: the columns mapped, in the contract's words
+            keyed = postgres_checks.rows(self.ledger_url, ledger.table, ledger.key, suffix, ledger.columns)
+            return {k: _contract_row(ledger, k, r) for k, r in keyed.items()}
         rows = postgres_checks.rows(self.ledger_url, ledger.table, ledger.key, suffix)
         for row in rows.values():
             row["status"] = ledger.contract_status(row.get(ledger.status))
         return rows
+
+
+def _contract_row(ledger, key: str, row: dict) -> dict:
+    """A service's row as the contract's: its status in the contract's words, its time in epoch seconds and its
+    attempts, where [ledger] maps them."""
+    out: dict = {"guid": key, "status": ledger.contract_status(row.get(ledger.status))}
+    when = row.get(ledger.updated_at) if ledger.updated_at else None
+    if when is not None:
+        out["updated_at"] = when.timestamp() if hasattr(when, "timestamp") else float(when)
+    if ledger.attempts and row.get(ledger.attempts) is not None:
+        out["attempts"] = int(row[ledger.attempts])
+    return out
 
 
 def _tolerate(call) -> None:
