@@ -30,6 +30,7 @@ from hypothesis import target
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, precondition, rule
 
 from relaychaos import checkers
+from relaychaos.checkers.coverage import cells
 from relaychaos.checkers.faults_met import faults_met
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
@@ -299,13 +300,15 @@ class ChaosMachine(RuleBasedStateMachine):
                 self._fail(verdicts, "full check after the final heal and convergence", at_end=True)
 
     def _count_faults_met(self) -> None:
-        """Count the example as exercised or not, and steer Hypothesis toward faults that meet transfers."""
+        """Count the example as exercised or not, and steer Hypothesis toward faults that meet transfers and
+        toward more cells of the coverage grid (relaychaos.checkers.coverage)."""
         met = faults_met(self.runner.history)
         hit = sum(f.met for f in met)
         if met:
             self.context.exercised += hit > 0
             self.context.unexercised += hit == 0
         target(float(hit), label="faults that met a transfer")
+        target(float(len(cells(self.runner.history))), label="coverage cells reached")
 
     def _recall(self, known) -> None:
         """Fail as a remembered story failed (this example's trace is that story's): its report is the last."""
