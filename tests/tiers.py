@@ -18,7 +18,7 @@ import sys
 import pytest
 
 SPAWNS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty", "os.exec", "os.system"})
-_running: dict[str, object] = {"item": None, "spawned": None}
+_running: dict[str, object] = {"item": None, "spawned": None, "last": False}
 
 
 def _audit(event: str, args: tuple) -> None:
@@ -31,18 +31,21 @@ sys.addaudithook(_audit)
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem):
-    _running.update(item=item, spawned=None)
+    _running.update(item=item, spawned=None, last=nextitem is None)
     try:
         return (yield)
     finally:
-        _running.update(item=None, spawned=None)
+        _running.update(item=None, spawned=None, last=False)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     spawned = _running["spawned"]
-    if spawned and report.passed and not {"stack", "process"} & set(item.keywords):
+    # the last test's teardown also ends the session's fixtures (a worker's sandbox, its servers): what they start
+    # to close is theirs, not the test's
+    session_end = call.when == "teardown" and _running.get("last")
+    if spawned and report.passed and not session_end and not {"stack", "process"} & set(item.keywords):
         _running["spawned"] = None  # said once, in the phase that started it
         report.outcome = "failed"
         report.longrepr = (
