@@ -32,10 +32,6 @@ class Step:
     def holds(self, e: Event) -> bool:
         return self.start.index < e.index and (self.end is None or e.index < self.end.index)
 
-    @property
-    def t1(self) -> float:
-        return self.end.time if self.end is not None else float("inf")
-
 
 class Run:
     """The history seen as the claims read it: steps by number, GUIDs by label, events in order."""
@@ -70,16 +66,8 @@ class Run:
         set_ = next((e for e in self.events if step.holds(e) and e.process == "nemesis"), None)
         if set_ is None or set_.f not in UNDO:
             raise Unjudgeable(f"step {n} set no fault")
-        v = set_.value
-        for e in self.events[set_.index + 1 :]:
-            undone = e.f == UNDO[set_.f] and (
-                e.value.get("proxy") == v.get("proxy") and e.value.get("toxic") == v.get("toxic")
-                if "proxy" in v
-                else True
-            )
-            if e.process == "nemesis" and (undone or e.f == Op.HEAL):
-                return set_.time, e.time, [set_.index, e.index]
-        return set_.time, float("inf"), [set_.index]
+        end = fault_end(self.events, set_)
+        return set_.time, (end.time if end else float("inf")), [set_.index] + ([end.index] if end else [])
 
     def calls(self, label: str) -> list[dict]:
         if not self.facts.has_stats:
@@ -101,7 +89,32 @@ class Run:
         return started[0]
 
     def batch_end(self, start: Event) -> Event | None:
-        return next((e for e in self.events[start.index + 1 :] if e.process == start.process and e.f == start.f), None)
+        return fault_end(self.events, start)
+
+
+def fault_end(events: list[Event], e: Event) -> Event | None:
+    """The event that ends what `e` began (None: nothing did): a batch run's end; the undoing of a toxic, a
+    proxy down or a held GUID (same proxy and toxic), or a heal; a kill ends at once (itself)."""
+    if e.f == Op.KILL:
+        return e
+    for u in events[e.index + 1 :]:
+        if e.f in BATCH_COMMANDS:
+            if u.process == e.process and u.f == e.f:
+                return u
+        elif u.process == "nemesis" and (
+            u.f == Op.HEAL
+            or (
+                u.f == UNDO.get(e.f)
+                and all(u.value.get(k) == e.value.get(k) for k in ("proxy", "toxic") if k in e.value)
+            )
+        ):
+            return u
+    return None
+
+
+def _same_target(u: Event, e: Event) -> bool:
+    """Whether u names the proxy and toxic e named (a server fault names neither)."""
+    return all(u.value.get(k) == e.value.get(k) for k in ("proxy", "toxic") if k in e.value)
 
 
 def _killed_before_call(run: Run, c: C.KilledBeforeCall) -> tuple[bool, str, list[int]]:

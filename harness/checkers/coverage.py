@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from relaychaos.checkers.claim_judges import UNDO
+from relaychaos.checkers.claim_judges import fault_end
 from relaychaos.checkers.facts import Facts
 from relaychaos.events import BATCH_COMMANDS, Event, Op
 
@@ -42,7 +42,8 @@ def cells(history: Iterable[Event] | Facts) -> set[tuple[str, str]]:
         fault = _fault(e)
         if fault is None:
             continue
-        t0, t1 = e.time, _end(events, e)
+        end = fault_end(events, e)
+        t0, t1 = e.time, (end.time if end is not None else float("inf"))
         rows = _rows_before(facts, e.index)
         if fault.endswith("running"):
             out |= {(fault, _state(row)) for row in rows.values()}
@@ -69,24 +70,6 @@ def _fault(e: Event) -> str | None:
     if e.f in BATCH_COMMANDS and e.type == "invoke" and "run" in v:
         return f"{e.f} running"
     return None
-
-
-def _end(events: list[Event], e: Event) -> float:
-    """When the fault stopped: its undoing (or a heal), a batch run's end; a kill is an instant."""
-    if e.f == Op.KILL:
-        return e.time
-    for u in events[e.index + 1 :]:
-        if e.f in BATCH_COMMANDS and u.process == e.process and u.f == e.f:
-            return u.time
-        if u.process == "nemesis" and (
-            u.f == Op.HEAL
-            or (
-                u.f == UNDO.get(e.f)
-                and all(u.value.get(k) == e.value.get(k) for k in ("proxy", "toxic") if k in e.value)
-            )
-        ):
-            return u.time
-    return float("inf")
 
 
 def _met(facts: Facts, t0: float, t1: float) -> set[str]:

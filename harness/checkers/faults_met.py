@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from relaychaos.checkers.claim_judges import UNDO
+from relaychaos.checkers.claim_judges import fault_end
 from relaychaos.checkers.facts import Facts
 from relaychaos.events import Event, Op
 
@@ -40,20 +40,9 @@ def faults_met(history: Iterable[Event] | Facts) -> list[FaultMet]:
             continue
         if e.f not in (Op.ADD_TOXIC, Op.DISABLE_PROXY, Op.SERVER_FAULT, Op.KILL):
             continue
-        t0, t1 = e.time, e.time
-        if e.f != Op.KILL:
-            undo = next((u for u in events[e.index + 1 :] if _undoes(u, e)), None)
-            t1 = undo.time if undo is not None else float("inf")
+        end = fault_end(events, e)
+        t0, t1 = e.time, (end.time if end is not None else float("inf"))
         met = any(a <= t1 and b >= t0 for a, b in calls) or any(t0 <= r <= t1 for r in received)
         what = e.value.get("toxic") or e.value.get("proxy") or e.value.get("slot") or ""
         out.append(FaultMet(f"{e.f} {what}".strip(), met, e.index))
     return out
-
-
-def _undoes(u: Event, e: Event) -> bool:
-    if u.process != "nemesis":
-        return False
-    if u.f == Op.HEAL:
-        return True
-    same = all(u.value.get(k) == e.value.get(k) for k in ("proxy", "toxic") if k in e.value)
-    return u.f == UNDO.get(e.f) and same
