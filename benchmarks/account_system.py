@@ -17,8 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from relaychaos.ports import lease_port
 from relaychaos.stack.account_system import AccountSystem
-from relaychaos.stack.ports import lease_port
 from relaychaos.stack.processes import spawn, wait_http_ok
 
 from .load import closed_loop, median

@@ -150,7 +150,7 @@ def one_round(out: Path, seed: int) -> tuple[float, dict[str, dict]]:
         [
             sys.executable,
             "-m",
-            "relaychaos.cli",
+            "relaychaos.commands.cli",
             "grade",
             *CLASS,
             "--out",

@@ -92,7 +92,7 @@ def one_round(folder: Path, out: Path) -> dict:
             [
                 sys.executable,
                 "-m",
-                "relaychaos.cli",
+                "relaychaos.commands.cli",
                 "incident",
                 "import",
                 str(folder),

@@ -62,7 +62,7 @@ def one_grade(folder: Path, scenario: str, emulate: bool) -> dict:
             command = [
                 sys.executable,
                 "-m",
-                "relaychaos.cli",
+                "relaychaos.commands.cli",
                 "grade",
                 str(folder),
                 "--out",

@@ -37,7 +37,7 @@ def sample(uid: int, stop: threading.Event, peaks: dict[str, int]) -> None:
 
 
 def peaks_under_scenarios(relay: Path, names: list[str], server, account) -> dict[str, int]:
-    from relaychaos.chaos import run_and_check
+    from relaychaos.run.chaos import run_and_check
     from relaychaos.sandbox.policy import Sandbox
     from relaychaos.scenarios import ALL
     from relaychaos.stack import manifest

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.sandbox_cost [--starts 30] [--suite-rounds 3] [--relays reference,go]
 
-1. Start-to-healthy: `serve` started by the supervisor (through relaychaos.sandbox.launch, the
+1. Start-to-healthy: `serve` started by the supervisor (through relaychaos.stack.launch, the
    one way relay code starts) and polled until GET /health answers 200, with `--sandbox off`
    (the baseline: the command as it is, with the parent-death signal) and `--sandbox auto`, in
    turn, so that the machine's load falls on both alike; the median of each and the difference.

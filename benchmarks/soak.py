@@ -28,7 +28,7 @@ def soak(relay: Path, duration: str, args: argparse.Namespace, out: Path) -> dic
     argv = [
         sys.executable,
         "-m",
-        "relaychaos.cli",
+        "relaychaos.commands.cli",
         "soak",
         "--relay",
         str(relay),

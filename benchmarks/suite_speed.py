@@ -32,8 +32,8 @@ def timed(argv: list[str]) -> float:
 
 
 def catch_times() -> list[tuple[str, str, float, bool]]:
-    from relaychaos.chaos import run_and_check
     from relaychaos.relay_under_test.mutants.table import MUTANTS
+    from relaychaos.run.chaos import run_and_check
     from relaychaos.scenarios import ALL
     from relaychaos.stack import manifest, toxiproxy_server
     from relaychaos.stack.account_system import AccountSystem

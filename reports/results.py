@@ -6,7 +6,7 @@ Each entry names its kept history and relay logs (`history`, `logs`: paths relat
 run folder, relaychaos.run_folder); `partial` is true when the run was cut short, and then
 `unfinished` names the scenarios that had started but not finished. `random_stories` says whether
 the state machine ran and, when it did not, why (a named scenario had already shown a bug,
-relaychaos.machine_gate). `relaychaos recheck`
+relaychaos.plugin.machine_gate). `relaychaos recheck`
 loads a file with `RunResults.load` and writes it again with new verdicts.
 """
 

@@ -8,7 +8,7 @@ any shrinking), go into the run's results, and its history, as judged, is kept i
 folder (the last example's when none failed); shrinking stops after `--relaychaos-shrink-s`
 (the budget's, 10 s in quick, ci and grade), and the results say whether it got to the end.
 
-A bug a named scenario has shown is not hunted (relaychaos.machine_gate): this test runs last,
+A bug a named scenario has shown is not hunted (relaychaos.plugin.machine_gate): this test runs last,
 stops when a named scenario fails, and once its search is over counts only if every named
 scenario held; `--hunt` runs and counts it whatever they showed.
 """

@@ -1,6 +1,6 @@
 """Every named scenario and regression file, run against the relay under test; a broken rule fails
 with its incident report. Each is a `named` scenario: when one fails, the state machine does not
-hunt the relay (relaychaos.machine_gate)."""
+hunt the relay (relaychaos.plugin.machine_gate)."""
 
 import pytest
 

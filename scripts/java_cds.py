@@ -4,7 +4,7 @@
 
 Run by scripts/bootstrap.sh after it builds build/relay.jar (and installs relaychaos into .venv).
 It starts `serve` as relay.toml says, but with -XX:ArchiveClassesAtExit instead of
--XX:SharedArchiveFile, through the harness's one launcher (relaychaos.sandbox.launch) with the
+-XX:SharedArchiveFile, through the harness's one launcher (relaychaos.stack.launch) with the
 sandbox off, so that the archive lands in the relay's own folder (the bundled Java relay is the
 project's own code, built here), against the account-system fixture; sends it a transfer, its duplicate and
 a malformed request; and stops it with SIGTERM: the JVM writes every class it loaded into the
@@ -24,11 +24,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from relaychaos.sandbox import launch
+from relaychaos.ports import lease_port, release_port
 from relaychaos.sandbox.policy import Sandbox, WorkingCopy
+from relaychaos.stack import launch
 from relaychaos.stack.account_system import AccountSystem
 from relaychaos.stack.manifest import load
-from relaychaos.stack.ports import lease_port, release_port
 from relaychaos.stack.processes import wait_http_ok
 
 ARCHIVE = "build/relay.jsa"

@@ -118,7 +118,7 @@ def course(base: Path, names: list[str], tag: str) -> tuple[dict[str, Path], Pat
 
 
 def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "relaychaos.cli", *args]
+    return [sys.executable, "-m", "relaychaos.commands.cli", *args]
 
 
 # -- what the machine holds ------------------------------------------------------------------------------
@@ -189,7 +189,7 @@ class Canary:
     It answers CANARY_BANNER and notes who connected from a sandbox's veth (10.213.*)."""
 
     def __init__(self):
-        from relaychaos.stack.ports import lease_port
+        from relaychaos.ports import lease_port
 
         self.port = lease_port()
         self.sock = socket.socket()
@@ -212,7 +212,7 @@ class Canary:
             conn.close()
 
     def close(self) -> None:
-        from relaychaos.stack.ports import release_port
+        from relaychaos.ports import release_port
 
         self.sock.close()
         release_port(self.port)

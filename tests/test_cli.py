@@ -14,7 +14,7 @@ pytestmark = pytest.mark.stack  # relaychaos run starts the whole stack
 
 def run(*args, env=None):
     return subprocess.run(
-        [sys.executable, "-m", "relaychaos.cli", "run", *args],
+        [sys.executable, "-m", "relaychaos.commands.cli", "run", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,

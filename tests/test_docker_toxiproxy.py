@@ -106,7 +106,7 @@ def test_toxiproxy_in_docker_forwards_and_delays_a_real_tcp_service(forced_docke
 
 @pytest.mark.stack
 def test_a_named_scenario_holds_with_the_reference_relay_on_toxiproxy_in_docker(forced_docker, tmp_path):
-    from relaychaos.chaos import run_and_check
+    from relaychaos.run.chaos import run_and_check
     from relaychaos.scenarios import ALL
     from relaychaos.stack import manifest
     from relaychaos.stack.account_system import AccountSystem

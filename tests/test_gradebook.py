@@ -164,7 +164,7 @@ def test_the_merge_command_writes_the_gradebook_and_exits_2_when_it_refuses(tmp_
     cmd = [
         sys.executable,
         "-m",
-        "relaychaos.cli",
+        "relaychaos.commands.cli",
         "gradebook",
         "merge",
         str(tmp_path / "gradebook-0"),

@@ -26,7 +26,7 @@ QUICK = "happy-path,dropped-response-to-channel"
 
 def grade(*args, timeout=600):
     return subprocess.run(
-        [sys.executable, "-m", "relaychaos.cli", "grade", *map(str, args)],
+        [sys.executable, "-m", "relaychaos.commands.cli", "grade", *map(str, args)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -168,7 +168,7 @@ def test_three_shards_merged_equal_one_unsharded_run(tmp_path):
         [
             sys.executable,
             "-m",
-            "relaychaos.cli",
+            "relaychaos.commands.cli",
             "gradebook",
             "merge",
             *[tmp_path / f"shard{i}" for i in range(3)],
@@ -192,7 +192,7 @@ def test_ctrl_c_or_sigterm_leaves_a_valid_partial_gradebook_and_nothing_running(
         [
             sys.executable,
             "-m",
-            "relaychaos.cli",
+            "relaychaos.commands.cli",
             "grade",
             str(RELAYS / "base"),
             str(RELAYS / "reference"),

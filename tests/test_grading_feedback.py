@@ -94,7 +94,7 @@ def test_merge_in_place_keeps_one_copy_of_each_submission_and_exit_2_when_the_ba
     before = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     for _ in range(2):
         done = subprocess.run(
-            [sys.executable, "-m", "relaychaos.cli", "gradebook", "merge", str(out), "--out", str(out)],
+            [sys.executable, "-m", "relaychaos.commands.cli", "gradebook", "merge", str(out), "--out", str(out)],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -114,7 +114,7 @@ def test_a_grader_that_cannot_run_gives_no_grade_names_its_error_and_the_batch_e
     (broken / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'psycopg'\", name='psycopg')\n")
     out = tmp_path / "book"
     done = subprocess.run(
-        [sys.executable, "-m", "relaychaos.cli", "grade", str(RELAYS / "reference"), "--out", str(out)]
+        [sys.executable, "-m", "relaychaos.commands.cli", "grade", str(RELAYS / "reference"), "--out", str(out)]
         + ["--scenarios", "happy-path"],
         cwd=ROOT,
         capture_output=True,

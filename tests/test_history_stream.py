@@ -8,9 +8,9 @@ import tracemalloc
 import pytest
 
 from relaychaos import checkers
-from relaychaos.chaos import check_path
 from relaychaos.history import History, HistoryFile, StreamedHistory, iter_events
 from relaychaos.recorder import Recorder
+from relaychaos.run.chaos import check_path
 
 from .history_builder import HistoryBuilder
 

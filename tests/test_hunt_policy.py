@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from relaychaos.machine_gate import WHY_NOT
+from relaychaos.plugin.machine_gate import WHY_NOT
 
 from .conftest import ROOT
 
@@ -25,7 +25,7 @@ FAST = "happy-path or stateful"
 
 def cli(*args, env=None, timeout=300):
     return subprocess.run(
-        [sys.executable, "-m", "relaychaos.cli", *map(str, args)],
+        [sys.executable, "-m", "relaychaos.commands.cli", *map(str, args)],
         cwd=ROOT,
         capture_output=True,
         text=True,

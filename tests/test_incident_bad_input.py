@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from relaychaos.cli import main
+from relaychaos.commands.cli import main
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
 

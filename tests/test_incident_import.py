@@ -8,7 +8,7 @@ import runpy
 
 import pytest
 
-from relaychaos.cli import main
+from relaychaos.commands.cli import main
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
 

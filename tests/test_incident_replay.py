@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from relaychaos.cli import main
+from relaychaos.commands.cli import main
 from relaychaos.engine import scenario_file
 from relaychaos.incidents.verify import reproduced
 from relaychaos.reports.timeline_model import build
@@ -97,7 +97,7 @@ def test_the_night_and_its_shrunk_story_reproduce_on_the_buggy_relay_every_time_
 
 def verify(*args):
     return subprocess.run(
-        [sys.executable, "-m", "relaychaos.cli", "incident", "verify", *map(str, args)],
+        [sys.executable, "-m", "relaychaos.commands.cli", "incident", "verify", *map(str, args)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -38,7 +38,7 @@ def test_the_incident_holds_on_the_relays_it_says_it_holds_on(run_chaos, path, r
 
 def replay(*args):
     return subprocess.run(
-        [sys.executable, "-m", "relaychaos.cli", "replay", *map(str, args)],
+        [sys.executable, "-m", "relaychaos.commands.cli", "replay", *map(str, args)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -67,7 +67,7 @@ def test_a_verdict_reads_like_an_incident_report(run_chaos):
 
 
 def test_checks_can_be_run_again_on_a_saved_history(run_chaos):
-    from relaychaos.chaos import check_path
+    from relaychaos.run.chaos import check_path
 
     result = run_chaos(ALL["purge-retention"], manifest=BY_NAME["purge_ignores_retention"].manifest)
     again = check_path(result.history_path)

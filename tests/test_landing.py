@@ -7,7 +7,6 @@ LANDED is "not exercised", never "passed".
 
 import pytest
 
-from relaychaos.chaos import ChaosResult, NotExercised
 from relaychaos.checkers import claims as C
 from relaychaos.checkers.landing import LANDED, MISSED, UNKNOWN, judge
 from relaychaos.engine import scenario_file
@@ -16,6 +15,7 @@ from relaychaos.grading import rubric as rubrics
 from relaychaos.grading.score import Outcome, score
 from relaychaos.reports.grade_summary import facts
 from relaychaos.reports.results import NOT_EXERCISED, RunResults
+from relaychaos.run.chaos import ChaosResult, NotExercised
 from relaychaos.scenarios import ALL
 
 from .history_builder import HistoryBuilder, row

@@ -50,7 +50,7 @@ def test_relaychaos_run_reports_it_not_exercised_and_exits_3(tmp_path):
     (folder / "kill-after-the-answer.yaml").write_text(scenario_file.dump(late_kill()))
     out = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "relaychaos.cli", "run", "--out", str(out), "-n", "0", "--"]
+        [sys.executable, "-m", "relaychaos.commands.cli", "run", "--out", str(out), "-n", "0", "--"]
         + ["--relaychaos-scenarios", f"late={folder}", "-k", "late: or happy-path"],
         cwd=ROOT,
         capture_output=True,
@@ -69,6 +69,6 @@ def test_relaychaos_run_reports_it_not_exercised_and_exits_3(tmp_path):
     page = (out / "report.html").read_text()
     assert "but 1 scenario was not exercised" in page and "MISSED</b>: the kill (step 5)" in page
     again = subprocess.run(
-        [sys.executable, "-m", "relaychaos.cli", "recheck", str(out)], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "relaychaos.commands.cli", "recheck", str(out)], cwd=ROOT, capture_output=True, text=True
     )
     assert again.returncode == 3 and "1 not exercised" in again.stdout, again.stdout + again.stderr

@@ -15,12 +15,12 @@ import shutil
 import pytest
 
 from relaychaos import checkers
-from relaychaos.chaos import run_and_check
 from relaychaos.errors import RelayError
+from relaychaos.ports import lease_port, release_port
+from relaychaos.run.chaos import run_and_check
 from relaychaos.scenarios import ALL
 from relaychaos.stack import manifest
 from relaychaos.stack.account_system import AccountSystem
-from relaychaos.stack.ports import lease_port, release_port
 
 from .conftest import ROOT
 

@@ -2,8 +2,9 @@
 
 import pytest
 
-from relaychaos import options, pytest_plugin
+from relaychaos import options
 from relaychaos.engine.budget import BUDGETS, budget_settings, default_budget
+from relaychaos.plugin import hooks
 
 pytest_plugins = ["pytester"]
 
@@ -50,7 +51,7 @@ def test_a_projects_own_stack_fixture_gets_no_marker_from_relaychaos(pytester):
 
 
 def test_the_plugin_imports_no_private_hypothesis_module():
-    with open(pytest_plugin.__file__) as f:
+    with open(hooks.__file__) as f:
         source = f.read()
     assert "hypothesis._" not in source and "load_profile" not in source and "register_profile" not in source
 

@@ -9,13 +9,13 @@ import textwrap
 
 import pytest
 
+from relaychaos import ports
 from relaychaos.errors import HarnessError
-from relaychaos.stack import ports
 from relaychaos.stack.listener_owner import stranger_on
 
 HOLD = textwrap.dedent("""
     import sys, time
-    from relaychaos.stack.ports import lease_port
+    from relaychaos.ports import lease_port
     print(" ".join(str(lease_port()) for _ in range(int(sys.argv[1]))), flush=True)
     time.sleep(60)
 """)

@@ -112,7 +112,7 @@ def test_a_table_that_is_not_there_makes_the_ledger_unreadable_for_that_call(tmp
 def test_the_reference_relay_keeps_the_contracts_table_in_postgresql_when_given_a_ledger_url(make_stack):
     """relay_under_test/reference/postgres: the course profile on a PostgreSQL ledger, every claim committed
     before its call (the account system reads SENT there through [ledger]'s mapping)."""
-    from relaychaos.chaos import run_and_check
+    from relaychaos.run.chaos import run_and_check
     from relaychaos.scenarios import ALL
 
     from .conftest import ROOT

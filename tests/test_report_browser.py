@@ -91,7 +91,7 @@ def test_the_browser_check_does_see_a_page_that_fails(tmp_path):
 
 @pytest.mark.stack
 def test_a_real_race_on_a_check_then_insert_relay_draws_its_timeline_in_the_browser(make_stack, tmp_path):
-    from relaychaos.chaos import run_and_check
+    from relaychaos.run.chaos import run_and_check
     from relaychaos.scenarios import ALL
 
     scenario = ALL["race-32-one-relay"]

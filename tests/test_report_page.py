@@ -78,7 +78,7 @@ def test_an_unreadable_history_costs_its_timeline_not_the_report(tmp_path):
 
 def relaychaos(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "relaychaos.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "relaychaos.commands.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
 
 

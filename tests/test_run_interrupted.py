@@ -46,7 +46,7 @@ def test_ctrl_c_writes_the_partial_results_and_report_says_one_line_exits_130_an
     out = tmp_path / "run"
     began = time.time()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "relaychaos.cli", "run", "--out", str(out), "--", "-m", "not stateful"],
+        [sys.executable, "-m", "relaychaos.commands.cli", "run", "--out", str(out), "--", "-m", "not stateful"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -17,7 +17,7 @@ MUTANT = ROOT / "relay_under_test" / "mutants" / "timeout_as_failed" / "relay.to
 
 def cli(*args, timeout=300):
     return subprocess.run(
-        [sys.executable, "-m", "relaychaos.cli", *map(str, args)],
+        [sys.executable, "-m", "relaychaos.commands.cli", *map(str, args)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -125,9 +125,9 @@ def test_recheck_of_something_that_is_not_a_run_exits_2_naming_the_fix(tmp_path)
 
 
 def test_the_report_names_the_relay_by_its_manifest_name_not_its_folder(tmp_path):
+    from relaychaos.plugin.results_recorder import manifest_name
     from relaychaos.reports.html import render
     from relaychaos.reports.results import RunResults
-    from relaychaos.results_recorder import manifest_name
 
     folder = tmp_path / "relay manifests"
     folder.mkdir()

@@ -227,7 +227,7 @@ def test_strict_refuses_to_run_when_any_layer_is_missing_naming_it_and_how_to_ge
 def test_strict_refusal_from_the_command_line_is_one_message_and_exit_2(tmp_path):
     code = (
         "import sys; from relaychaos.sandbox import levels; levels.netns.missing = lambda: 'nft is not here'; "
-        "from relaychaos.cli import main; sys.exit(main(['replay', sys.argv[1], '--out', sys.argv[2], "
+        "from relaychaos.commands.cli import main; sys.exit(main(['replay', sys.argv[1], '--out', sys.argv[2], "
         "'--sandbox', 'strict']))"
     )
     done = subprocess.run(

@@ -40,7 +40,8 @@ def test_nothing_reaches_into_hypothesis_internals():
 
 
 @pytest.mark.parametrize(
-    "command", [["relaychaos.cli", "run"], ["relaychaos.cli", "grade"], ["pytest", "-p", "no:cacheprovider"]]
+    "command",
+    [["relaychaos.commands.cli", "run"], ["relaychaos.commands.cli", "grade"], ["pytest", "-p", "no:cacheprovider"]],
 )
 @pytest.mark.process
 def test_each_option_is_offered_by_every_command_with_its_environment_and_ini_names(command):
@@ -77,7 +78,7 @@ def hunt(tmp_path, shrink_s: str):
         [
             sys.executable,
             "-m",
-            "relaychaos.cli",
+            "relaychaos.commands.cli",
             "run",
             "--relay",
             str(BROKEN),
@@ -116,7 +117,7 @@ def test_past_the_budget_the_story_found_so_far_is_written_and_said_not_fully_sh
         [
             sys.executable,
             "-m",
-            "relaychaos.cli",
+            "relaychaos.commands.cli",
             "replay",
             str(found),
             "--relay",

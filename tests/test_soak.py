@@ -20,7 +20,7 @@ MUTANT = ROOT / "relay_under_test" / "mutants" / "check_then_insert" / "relay.to
 
 
 def soak(*args, env=None, **popen):
-    argv = [sys.executable, "-m", "relaychaos.cli", "soak", *args]
+    argv = [sys.executable, "-m", "relaychaos.commands.cli", "soak", *args]
     if popen:
         return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)

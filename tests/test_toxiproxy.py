@@ -4,8 +4,8 @@ import pytest
 import requests
 
 from relaychaos.errors import ToxiproxyError
+from relaychaos.ports import lease_port
 from relaychaos.stack import toxiproxy_server
-from relaychaos.stack.ports import lease_port
 
 pytestmark = pytest.mark.stack  # the real Toxiproxy server
 

@@ -46,9 +46,9 @@ IO_MODULES = {
 IMPURE = (
     "relaychaos.stack",
     "relaychaos.engine",
-    "relaychaos.chaos",
-    "relaychaos.cli",
-    "relaychaos.pytest_plugin",
+    "relaychaos.run.chaos",
+    "relaychaos.commands.cli",
+    "relaychaos.plugin.hooks",
     "relaychaos.reports",
     "relaychaos.paths",
     "relaychaos.fixtures",
@@ -209,7 +209,7 @@ SPAWNING = {
 }
 # Who may call relaychaos.stack.processes.spawn, and what for: relay code only through sandbox.launch.
 SPAWN_CALLERS = {
-    "relaychaos.sandbox.launch": "every relay command, in its sandbox",
+    "relaychaos.stack.launch": "every relay command, in its sandbox",
     "relaychaos.stack.account_system": "the account-system fixture",
     "relaychaos.stack.toxiproxy_server": "the Toxiproxy server",
     "relaychaos.stack.postgres": "the PostgreSQL server of a relay's ledger",
@@ -249,12 +249,12 @@ FILES = {**{mod: path for mod, path in MODULES.items()}, **{str(p.relative_to(RO
     sorted(
         n
         for n, p in FILES.items()
-        if _reads_commands(p) and n not in ("relaychaos.stack.manifest", "relaychaos.sandbox.launch")
+        if _reads_commands(p) and n not in ("relaychaos.stack.manifest", "relaychaos.stack.launch")
     ),
 )
 def test_who_reads_a_relay_s_commands_starts_no_process_but_through_the_sandbox(name):
     """A module that reads a manifest's commands may record or change them, never run them itself: relay code
-    starts in relaychaos.sandbox.launch alone, with the whole sandbox around it."""
+    starts in relaychaos.stack.launch alone, with the whole sandbox around it."""
     assert _starts_processes(FILES[name]) == [], f"{name} reads relay commands and starts processes"
 
 

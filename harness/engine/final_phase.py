@@ -9,13 +9,28 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from relaychaos.engine import steps as S
+from relaychaos.engine.client import Client
+from relaychaos.engine.observer import Observer
+from relaychaos.recorder import Recorder
+from relaychaos.stack.world import Stack
 from relaychaos.tolerances import CURRENT as TOLERANCES
 
-if TYPE_CHECKING:
-    from relaychaos.engine.runner import Runner
+
+class Runner(Protocol):
+    """What the final phase drives: relaychaos.engine.runner.Runner (named here, not imported: it imports this)."""
+
+    stack: Stack
+    scenario: S.Scenario
+    recorder: Recorder
+    client: Client
+    observer: Observer
+    executed: list
+
+    def do(self, step: S.Step, n: int | str | None = None) -> bool: ...
+
 
 UNDECIDED = ("SENT", "UNKNOWN", "RECEIVED")
 

@@ -78,7 +78,7 @@ def _options(args: argparse.Namespace):
     from relaychaos.grading.run_one import Options
     from relaychaos.sandbox.levels import probe
 
-    # the options are resolved (flag, environment, default) by relaychaos.cli.main: relaychaos.options.resolve_all
+    # the options are resolved (flag, environment, default) by relaychaos.commands.cli.main (options.resolve_all)
     sandbox, sandbox_limit, shrink_s, hunt = args.sandbox, args.sandbox_limit, args.shrink_s, bool(args.hunt)
     probe(sandbox, sandbox_limit)  # strict refused here, before anything starts
     only = tuple(s.strip() for s in args.scenarios.split(",")) if args.scenarios else ()

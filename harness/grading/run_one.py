@@ -4,7 +4,7 @@ Two pytest runs go at once, each in a process group of its own: the named scenar
 scenario files (on `workers` xdist workers), and the stateful machine (seeded; a failure shrunk
 within the shrinking budget, relaychaos.engine.shrink_budget, its first failing example counted).
 When a named scenario fails, the machine is stopped and not counted, as in `relaychaos run`
-(relaychaos.machine_gate: a bug the suite has already shown is not hunted again); with `hunt`
+(relaychaos.plugin.machine_gate: a bug the suite has already shown is not hunted again); with `hunt`
 it runs to its end and counts. When the wall budget runs out, both are killed and the
 submission is not graded (`gradable` false, `timed_out`): the scenarios left would decide
 its score, and how far a run gets depends on the machine. Both write their
@@ -29,7 +29,7 @@ from relaychaos.grading.rubric import Rubric
 from relaychaos.grading.score import Outcome
 from relaychaos.grading.submissions import Submission
 from relaychaos.reports.student_text import clean
-from relaychaos.suite_process import start, stop, suite_command
+from relaychaos.run.suite import start, stop, suite_command
 
 MACHINE_SKIPPED = (
     "a named scenario had already shown a bug, so the random stories were not needed; they run once "
@@ -144,7 +144,7 @@ def run_suite(manifest: Path, out: Path, opts: Options, progress: Callable[[dict
         _stop(machine)
     scenarios = read_results(named_json)
     if _failed(scenarios) and not opts.hunt:  # whatever the timing: the same grade on every regrade
-        from relaychaos.machine_gate import why_not
+        from relaychaos.plugin.machine_gate import why_not
 
         machine_why = why_not(_failed(scenarios))
     elif want_machine:

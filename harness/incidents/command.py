@@ -24,13 +24,12 @@ from relaychaos.errors import HarnessError
 
 REFERENCE = "relay_under_test/reference/relay.toml"
 OUTPUTS = ("night.yaml", "story.yaml", "replays")  # what an import writes into --out, removed before it starts
-CONFIRM_RUNS = 3
 
 
 def _sandbox_options(p) -> None:
     from relaychaos import options
 
-    options.add_to_argparse(p, (options.SANDBOX, options.SANDBOX_LIMIT))  # resolved by relaychaos.cli.main
+    options.add_to_argparse(p, (options.SANDBOX, options.SANDBOX_LIMIT))  # resolved by relaychaos.commands.cli.main
 
 
 def add_parsers(sub) -> None:
@@ -94,13 +93,6 @@ def _found_ref(relay: str, base: Path, named_in: str = "--relay") -> str:
             "(relay_under_test/mutants/NAME/relay.toml), or --relay",
         )
     return str(found.relative_to(root)) if found.is_relative_to(root) else str(found)
-
-
-def relay_path(ref: str) -> Path:
-    from relaychaos import paths
-
-    p = Path(ref)
-    return p if p.is_absolute() else paths.bundled_relays().parent / p
 
 
 def _fresh(out: Path) -> None:
@@ -209,6 +201,7 @@ def _say_read(night, b, plan, started: float) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from relaychaos.engine import scenario_file
+    from relaychaos.incidents.telling import relay_path
     from relaychaos.incidents.verify import Replayer, describe, reproduced
 
     try:

@@ -22,13 +22,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from relaychaos import paths
 from relaychaos.engine import scenario_file
 from relaychaos.incidents import story
-from relaychaos.incidents.command import CONFIRM_RUNS, relay_path
 from relaychaos.incidents.faults import Planned
 from relaychaos.incidents.shrink import Budget, ddmin
 from relaychaos.incidents.verify import Replayer, Reproduction, describe, reproduced
 from relaychaos.incidents.write import Head, Written, head_lines, write
+
+CONFIRM_RUNS = 3  # replays a told story must reproduce on, after the one that found it
+
+
+def relay_path(ref: str) -> Path:
+    """A relay.toml named by an incident bundle: absolute, or relative to the bundled relays' folder."""
+    p = Path(ref)
+    return p if p.is_absolute() else paths.bundled_relays().parent / p
 
 
 def _write(

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from relaychaos.chaos import ChaosResult, run_and_check
 from relaychaos.checkers.facts import Facts
 from relaychaos.engine import steps as S
+from relaychaos.run.chaos import ChaosResult, run_and_check
 
 if TYPE_CHECKING:
     from relaychaos.sandbox.policy import Sandbox

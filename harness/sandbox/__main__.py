@@ -1,6 +1,6 @@
 """The exec wrapper: `python -I -S .../relaychaos/sandbox/__main__.py PLAN_JSON -- ARGV...`.
 
-Every relay command starts here (relaychaos.sandbox.launch builds the command line) and gets
+Every relay command starts here (relaychaos.stack.launch builds the command line) and gets
 its plan (plan.py) applied before its own code runs. With isolation (root), three processes:
 
     outer   (the harness's child, outside the relay's namespaces) joins nothing; it puts init

@@ -2,7 +2,7 @@
 
     sandbox = Sandbox.create("auto")          # probes; claims a slot: uid, network namespace, cgroups, disk
     copy = sandbox.working_copy(manifest)     # a fresh copy of the relay's folder, one per stack
-    launch.start(sandbox, manifest, "serve", ...)   # the one way relay code starts (relaychaos.sandbox.launch)
+    launch.start(sandbox, manifest, "serve", ...)   # the one way relay code starts (relaychaos.stack.launch)
     sandbox.discard(copy.root, ...); sandbox.close()
 
 As root every command runs isolated (plan.Isolation): the slot's uid, network namespace and
@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relaychaos import paths
+from relaychaos.ports import port_range
 from relaychaos.sandbox import kernel, levels, slots
 from relaychaos.sandbox.cgroups import SlotCgroups
 from relaychaos.sandbox.levels import Limits
 from relaychaos.sandbox.netns import SlotNetwork
 from relaychaos.sandbox.plan import Isolation, LogBudget, Plan, Rules, View
-from relaychaos.stack.ports import port_range
 
 SYSTEM = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")

@@ -71,7 +71,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--limit", type=int, default=1, help="how many violations to render in incident.txt")
     from relaychaos import options
 
-    options.add_to_argparse(p, (options.SANDBOX, options.SANDBOX_LIMIT))  # resolved by relaychaos.cli.main
+    options.add_to_argparse(p, (options.SANDBOX, options.SANDBOX_LIMIT))  # resolved by relaychaos.commands.cli.main
     p.set_defaults(func=cmd_soak)
 
 
@@ -162,7 +162,7 @@ def _session(stack, schedule, args: argparse.Namespace, history: StreamedHistory
 
 def _judge(history, result, out: Path, relay_name: str, args, status) -> int:
     """Check the saved history in one pass, write the summary and the first incident; the exit status."""
-    from relaychaos.chaos import check_path
+    from relaychaos.run.chaos import check_path
     from relaychaos.soak.findings import closing_lines, evidence_times, excerpt, incidents, summarize
 
     status.say(f"checking {len(history)} events in {history.path} ...")

@@ -20,8 +20,8 @@ import requests
 
 from relaychaos.errors import FixtureError
 from relaychaos.fixtures.account_system.faults import Faults
+from relaychaos.ports import lease_port, release_port
 from relaychaos.stack.api_profile import Downstream, Ledger
-from relaychaos.stack.ports import lease_port, release_port
 from relaychaos.stack.processes import Child, spawn, wait_http_ok
 
 START_TIMEOUT_S = 15.0

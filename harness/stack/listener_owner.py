@@ -4,7 +4,7 @@
                             ->  "pid 4242 (java)"    someone else listens there
 
 A relay that answers /health on its port is taken to be the process the supervisor started only
-after this says so. Leased ports (relaychaos.stack.ports) make a stranger there unlikely; this
+after this says so. Leased ports (relaychaos.ports) make a stranger there unlikely; this
 turns the rest into a clear error instead of verdicts about somebody else's relay.
 """
 

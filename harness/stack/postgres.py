@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from relaychaos.errors import FixtureError
-from relaychaos.stack.ports import lease_port, release_port
+from relaychaos.ports import lease_port, release_port
 from relaychaos.stack.processes import Child, spawn
 
 START_TIMEOUT_S = 30.0

@@ -9,7 +9,7 @@ process group it started, also after a failure or an interrupt, and, as the
 last supervisor using a sandbox with a uid of its own, every process left under
 that uid (whatever a relay detached from its process group).
 
-Every command starts through relaychaos.sandbox.launch, from a fresh working copy of
+Every command starts through relaychaos.stack.launch, from a fresh working copy of
 the relay's folder (one per supervisor, removed with its /tmp at close), as the sandbox's
 plan says: it may listen on its RELAY_PORT, connect to the account proxy, and reach its
 folder and the ledger's. A sandbox with a network of its own puts the relay at its own
@@ -25,12 +25,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from relaychaos.errors import RelayError
-from relaychaos.sandbox import launch
-from relaychaos.sandbox.diagnose import diagnose
+from relaychaos.ports import lease_port, release_port
 from relaychaos.sandbox.policy import Sandbox
+from relaychaos.stack import launch
+from relaychaos.stack.diagnose import diagnose
 from relaychaos.stack.listener_owner import stranger_on
 from relaychaos.stack.manifest import Manifest
-from relaychaos.stack.ports import lease_port, release_port
 from relaychaos.stack.processes import Child, log_tail, port_in_use, wait_http_ok
 
 BATCH_TIMEOUT_S = 30.0

@@ -90,7 +90,7 @@ class Toxiproxy:
     def create_proxy(self, name: str, upstream: str, listen_port: int = 0, listen_host: str = "127.0.0.1") -> ProxyRef:
         """Create an enabled proxy listening on `listen_host:listen_port` (port 0: one the kernel picks; the host
         is loopback, or a sandbox slot's end of its network), forwarding to upstream. A disabled proxy listens
-        on the same port again when enabled, so the harness passes a leased one (relaychaos.stack.ports):
+        on the same port again when enabled, so the harness passes a leased one (relaychaos.ports):
         nobody else may take it while the proxy is down."""
         info = self._call(
             "post",

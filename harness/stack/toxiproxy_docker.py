@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from relaychaos.errors import ToxiproxyError
-from relaychaos.stack.ports import lease_port, release_port
+from relaychaos.ports import lease_port, release_port
 from relaychaos.stack.toxiproxy_control import Toxiproxy
 
 OFFICIAL_IMAGE = "ghcr.io/shopify/toxiproxy:2.12.0"

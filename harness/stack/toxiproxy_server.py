@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relaychaos.errors import ToxiproxyError
+from relaychaos.ports import lease_port, release_port
 from relaychaos.stack import toxiproxy_docker
-from relaychaos.stack.ports import lease_port, release_port
 from relaychaos.stack.processes import spawn, wait_http_ok
 from relaychaos.stack.toxiproxy_control import Toxiproxy
 

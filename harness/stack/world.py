@@ -22,6 +22,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from relaychaos.errors import RelayError, ToxiproxyConflict
+from relaychaos.ports import lease_port, release_port
 from relaychaos.recorder import Recorder
 from relaychaos.sandbox.policy import Sandbox
 from relaychaos.stack import ledger_file
@@ -29,7 +30,6 @@ from relaychaos.stack import postgres as postgres_checks
 from relaychaos.stack.account_system import AccountSystem
 from relaychaos.stack.channel import Channel, Outcome, RetryPolicy
 from relaychaos.stack.manifest import Manifest
-from relaychaos.stack.ports import lease_port, release_port
 from relaychaos.stack.postgres import Postgres
 from relaychaos.stack.speech import speech_for
 from relaychaos.stack.supervisor import RelayProcess, Supervisor

@@ -36,7 +36,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 _print_lock = threading.Lock()
 CANARY_BANNER = b"RED-TEAM-CANARY"  # what the test's listeners on the machine answer
-HOST_RANGE = (20000, 29999)  # the harness's ports (relaychaos.stack.ports.DEFAULT_RANGE)
+HOST_RANGE = (20000, 29999)  # the harness's ports (relaychaos.ports.DEFAULT_RANGE)
 CONTRACT_ENV = {
     "RELAY_HOST",
     "RELAY_PORT",

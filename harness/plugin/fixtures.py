@@ -6,8 +6,8 @@ ledger and fixture state), `make_stack` (for another relay), `run_chaos` (run an
 scenario), `relaychaos_keep` (keep a history and logs in the run folder), `relaychaos_budget`
 and `relaychaos_seed` (the state machine's settings). Every fixture that starts a process
 depends on `relaychaos_processes`, so a test whose fixtures reach it gets the `stack` marker
-(relaychaos.pytest_plugin); a project's own fixture of the same name does not.
-A pytest plugin module (relaychaos.pytest_plugin loads it); the engine is imported lazily.
+(relaychaos.plugin.hooks); a project's own fixture of the same name does not.
+A pytest plugin module (relaychaos.plugin.hooks loads it); the engine is imported lazily.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from relaychaos import run_config
+from relaychaos.plugin import run_config
 
 if TYPE_CHECKING:
     from relaychaos.stack.world import Stack
@@ -184,7 +184,7 @@ def stack(make_stack):
 def run_chaos(request: pytest.FixtureRequest, make_stack, relaychaos_keep):
     """run_chaos(scenario, manifest=None) -> ChaosResult: run on a fresh stack, check, record the verdicts;
     the history and relay logs are kept in the run folder (relaychaos_keep)."""
-    from relaychaos.chaos import run_and_check
+    from relaychaos.run.chaos import run_and_check
     from relaychaos.stack import manifest as manifests
 
     def run(scenario, manifest=None):

@@ -14,7 +14,7 @@ finished, and is skipped if one failed. So whether the random stories count depe
 scenarios' outcomes alone, never on which worker finished first: the same relay, the same outcome.
 Patience: a gate that sees no named scenario finish for PATIENCE_S stops waiting and says so.
 
-This module is a pytest plugin (relaychaos.pytest_plugin loads it); it imports the engine lazily.
+This module is a pytest plugin (relaychaos.plugin.hooks loads it); it imports the engine lazily.
 """
 
 from __future__ import annotations
@@ -188,6 +188,6 @@ def relaychaos_shrink_s(pytestconfig: pytest.Config) -> float:
     """Seconds of shrinking a stateful failure: --relaychaos-shrink-s, the ini value, RELAYCHAOS_SHRINK_S, else
     the budget's."""
     from relaychaos.engine.budget import SHRINK_S as BY_BUDGET
-    from relaychaos.run_config import budget_name
+    from relaychaos.plugin.run_config import budget_name
 
     return options.from_pytest(pytestconfig, options.SHRINK_S, default=BY_BUDGET[budget_name(pytestconfig)])

@@ -5,7 +5,7 @@
     relaychaos recheck runs/.../histories/happy-path.jsonl   # one history: its verdicts printed
 
 A run folder's results.json names each scenario's histories (relaychaos.run_folder); each
-is checked again (relaychaos.chaos.check_path: the tolerances in force are read from the
+is checked again (relaychaos.run.chaos.check_path: the tolerances in force are read from the
 history's header, the checkers are today's). Scenarios whose verdicts changed get their
 outcome and incident report rewritten in results.json, junit.xml and report.html; a
 scenario without a history (it could not run) stays as it was.

@@ -60,7 +60,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     argv = _suite_argv(args, relay, out)
     print(f"relaychaos: running the suite against {relay} -> {out}\nrelaychaos: {sandbox_summary}", flush=True)
-    from relaychaos.suite_process import run_suite
+    from relaychaos.run.suite import run_suite
 
     rc, interrupted, mid_line = run_suite(argv, out)
     from relaychaos.sandbox.policy import clear_abandoned
@@ -74,8 +74,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _suite_argv(args: argparse.Namespace, relay: Path, out: Path) -> list[str]:
-    """The suite's command line against `relay` (relaychaos.suite_process.suite_command), as `run` was asked."""
-    from relaychaos.suite_process import suite_command
+    """The suite's command line against `relay` (relaychaos.run.suite.suite_command), as `run` was asked."""
+    from relaychaos.run.suite import suite_command
 
     extra = ["--junitxml", str(out / "junit.xml")]
     extra += ["-n", args.workers] if args.workers != "0" else []
@@ -111,9 +111,9 @@ def _reported(rc: int, results: Path, out: Path) -> int:
 
 def _interrupted(relay: Path, out: Path) -> int:
     """After Ctrl-C: what finished, written and marked partial, with its report; exit status 130."""
+    from relaychaos.plugin.results_recorder import manifest_name
     from relaychaos.reports.html import write as write_html
     from relaychaos.reports.results import RunResults
-    from relaychaos.results_recorder import manifest_name
 
     path = out / "results.json"
     try:
@@ -133,8 +133,8 @@ def _interrupted(relay: Path, out: Path) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run one scenario file against a relay and print the verdict with its per-GUID timeline."""
-    from relaychaos.chaos import run_and_check
     from relaychaos.engine import scenario_file
+    from relaychaos.run.chaos import run_and_check
     from relaychaos.sandbox.policy import Limits, Sandbox
     from relaychaos.stack import manifest, toxiproxy_server
     from relaychaos.stack.account_system import AccountSystem
@@ -199,12 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     replay.add_argument("--out", help="where to keep the history and logs (default: runs/replay-YYYYmmdd-HHMMSS)")
     replay.add_argument("--limit", type=int, default=10, help="how many verdicts to print in full")
     replay.set_defaults(func=cmd_replay)
-    from relaychaos import recheck, timeline_command
+    from relaychaos.commands import recheck, timeline
     from relaychaos.grading import command as grading
     from relaychaos.incidents import command as incidents
     from relaychaos.soak import command as soak
 
-    for module in (grading, soak, recheck, incidents, timeline_command):  # each command's parsers: imported lazily
+    for module in (grading, soak, recheck, incidents, timeline):  # each command's parsers: imported lazily
         module.add_parsers(sub)
     args = parser.parse_args(argv)
     try:

@@ -1,12 +1,12 @@
-"""The pytest plugin: options, markers and report hooks; the fixtures are in relaychaos.stack_fixtures.
+"""The pytest plugin: options, markers and report hooks; the fixtures are in relaychaos.plugin.fixtures.
 
     pytest scenarios --relay path/to/relay.toml     (or ini `relaychaos_relay`, or RELAYCHAOS_RELAY)
 
 Options are relaychaos.options' (each with its environment and ini names) plus the run's own
 (--relaychaos-results, --relaychaos-scenarios). A test whose fixtures start processes gets the
 `stack` marker, so `pytest -m "not stack"` is the subset that starts none. With
---relaychaos-results, relaychaos.results_recorder writes results.json as reports arrive.
-relaychaos.machine_gate adds the gate between named scenarios and the state machine. The plugin
+--relaychaos-results, relaychaos.plugin.results_recorder writes results.json as reports arrive.
+relaychaos.plugin.machine_gate adds the gate between named scenarios and the state machine. The plugin
 only adds: no Hypothesis profile is loaded, so a project's own tests keep their settings.
 """
 
@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from relaychaos import options, run_config
+from relaychaos import options
+from relaychaos.plugin import run_config
 
-pytest_plugins = ["relaychaos.stack_fixtures", "relaychaos.machine_gate", "relaychaos.landing_gate"]
+pytest_plugins = ["relaychaos.plugin.fixtures", "relaychaos.plugin.machine_gate", "relaychaos.plugin.landing_gate"]
 FAMILIES = {
     "basic": "the contract's answer table with no fault",
     "fault": "network faults between the parts",
@@ -60,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("relaychaos_results", None)
     if path and not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) writes it
         from relaychaos.errors import SandboxError
-        from relaychaos.results_recorder import ResultsRecorder
+        from relaychaos.plugin.results_recorder import ResultsRecorder
         from relaychaos.sandbox.levels import probe
 
         try:
@@ -94,8 +95,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
     if call.excinfo is not None:
-        from relaychaos.chaos import ChaosFailure, NotApplicable, NotExercised
         from relaychaos.errors import HarnessError
+        from relaychaos.run.chaos import ChaosFailure, NotApplicable, NotExercised
 
         if isinstance(
             call.excinfo.value, (NotExercised, NotApplicable)
@@ -108,8 +109,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         elif isinstance(call.excinfo.value, ChaosFailure):
             report.longrepr = str(call.excinfo.value)
     if report.failed:
+        from relaychaos.plugin.fixtures import STACKS
         from relaychaos.stack.processes import log_tail
-        from relaychaos.stack_fixtures import STACKS
 
         stacks: list = item.stash.get(STACKS, [])
         for i, stack in enumerate(stacks):

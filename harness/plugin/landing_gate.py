@@ -1,7 +1,7 @@
 """Green means tested: a run in which a scenario was not exercised does not exit 0.
 
-A scenario whose landing claims did not all land (relaychaos.chaos.NotExercised) is reported
-as a skip whose reason starts with "not exercised" (relaychaos.pytest_plugin). In the process
+A scenario whose landing claims did not all land (relaychaos.run.chaos.NotExercised) is reported
+as a skip whose reason starts with "not exercised" (relaychaos.plugin.hooks). In the process
 that receives every report (xdist's controller, or the only process) this plugin counts them,
 lists them at the end of the terminal summary, and turns an exit status of 0 into 1: every
 rule held, but something the suite claims to test was not tested. `relaychaos run` tells

@@ -1,0 +1,1 @@
+"""The `relaychaos` command line: each command's entry point (cli.py dispatches)."""
