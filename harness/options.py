@@ -12,7 +12,8 @@ The pytest plugin and the `relaychaos` commands add them from here, and a comman
 to its pytest run as `pytest_args` writes them. Each is resolved the same way everywhere: the
 command line, else the ini file (pytest only), else the environment, else the default. A bad
 value names where it came from and the fix. This module imports nothing of the harness, so that
-declaring options loads nothing.
+declaring options loads nothing. It is the one module that reads the environment: the options
+above and the machine's settings in ENVIRONMENT (`environment(option)`).
 """
 
 from __future__ import annotations
@@ -124,6 +125,40 @@ SHRINK_S = Option(
     "60 s in nightly)",
 )  # fmt: skip
 OPTIONS = (RELAY, BUDGET, SEED, SANDBOX, SANDBOX_LIMIT, HUNT, SHRINK_S)
+
+
+def _ci(text: str) -> bool:
+    return text.strip().lower() not in FALSE  # CI services set CI=true, CI=1 or their own name
+
+
+def _environment(name: str, env: str, parse: Callable[[str], Any], help: str) -> Option:
+    """An option read from the environment alone: the machine's, not a run's."""
+    return Option(name, None, (), env, None, parse, help)
+
+
+# Set in the environment only: where things are on this machine, and how its CI behaves.
+CI = _environment("ci", "CI", _ci, "a CI job: the ci budget by default (any value but empty, 0, false, no, off)")
+PORTS = _environment("ports", "RELAYCHAOS_PORTS", _text, "the range leased ports come from, LOW-HIGH")
+PORT_LOCK = _environment("port_lock", "RELAYCHAOS_PORT_LOCK", _text, "the lock file port leases share")
+TOOLS_BIN = _environment("tools_bin", "RELAYCHAOS_TOOLS_BIN", _text, "the folder of the project's tools")
+TOXIPROXY = _environment("toxiproxy", "RELAYCHAOS_TOXIPROXY", _text, "the route to Toxiproxy: auto, binary, docker")
+TOXIPROXY_URL = _environment("toxiproxy_url", "TOXIPROXY_URL", _text, "a running Toxiproxy server to use")
+TOXIPROXY_LOG_LEVEL = _environment(
+    "toxiproxy_log_level", "RELAYCHAOS_TOXIPROXY_LOG_LEVEL", _text, "the log level of a Toxiproxy the harness starts"
+)
+TOXIPROXY_IMAGE = _environment("toxiproxy_image", "RELAYCHAOS_TOXIPROXY_IMAGE", _text, "the Docker route's image")
+DOCKER_HOST = _environment("docker_host", "DOCKER_HOST", _text, "the Docker daemon's address")
+FOUND_DIR = _environment("found_dir", "RELAYCHAOS_FOUND_DIR", _text, "where shrunk stories are written as files")
+ENVIRONMENT = (CI, PORTS, PORT_LOCK, TOOLS_BIN, TOXIPROXY, TOXIPROXY_URL, TOXIPROXY_LOG_LEVEL, TOXIPROXY_IMAGE)
+ENVIRONMENT += (DOCKER_HOST, FOUND_DIR)
+
+
+def environment(option: Option, default: Any = None, environ: Mapping[str, str] | None = None) -> Any:
+    """An environment option's value: its variable (empty counts as unset), else `default`; ValueError naming the
+    variable and the fix for a bad value. The one place relaychaos reads its environment."""
+    return resolve(option, None, environ=environ, default=default)
+
+
 COMMAND_OPTIONS = tuple(o for o in OPTIONS if o.cli)  # what `relaychaos run` and `grade` take
 
 

@@ -28,6 +28,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from relaychaos import options
 from relaychaos.errors import HarnessError
 
 LOCK_NAME = "relaychaos-ports.lock"
@@ -85,7 +86,7 @@ def held_ports() -> frozenset[int]:
 
 def port_range() -> tuple[int, int]:
     """The range leases come from: RELAYCHAOS_PORTS, or a stretch the kernel's ephemeral range leaves out."""
-    text = os.environ.get("RELAYCHAOS_PORTS", "").strip()
+    text = (options.environment(options.PORTS) or "").strip()
     if text:
         try:
             low, high = (int(part) for part in text.split("-"))
@@ -135,7 +136,7 @@ def _lock_fd() -> int:
     """The shared lock file, opened once per process (closing any descriptor of it would drop every lock)."""
     global _fd, _fd_pid
     if _fd is None or _fd_pid != os.getpid():
-        path = Path(os.environ.get("RELAYCHAOS_PORT_LOCK") or Path(tempfile.gettempdir()) / LOCK_NAME)
+        path = Path(options.environment(options.PORT_LOCK) or Path(tempfile.gettempdir()) / LOCK_NAME)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
         with contextlib.suppress(OSError):  # OSError: created by another user, who made it shareable
             os.fchmod(fd, 0o666)  # other users' harnesses share it (a umask would narrow it)

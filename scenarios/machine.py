@@ -20,7 +20,6 @@ starts, may end the whole run (a named scenario has already shown a bug).
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import time
 from pathlib import Path
@@ -29,7 +28,7 @@ from hypothesis import strategies as st
 from hypothesis import target
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, precondition, rule
 
-from relaychaos import checkers
+from relaychaos import checkers, options
 from relaychaos.checkers.coverage import cells
 from relaychaos.checkers.faults_met import faults_met
 from relaychaos.engine import scenario_file
@@ -384,4 +383,4 @@ def bind(context: Context) -> type[ChaosMachine]:
 
 
 def found_dir() -> Path:
-    return Path(os.environ.get("RELAYCHAOS_FOUND_DIR", "runs/found"))
+    return Path(options.environment(options.FOUND_DIR, default="runs/found"))

@@ -60,3 +60,38 @@ def test_the_options_a_command_passes_on_are_the_plugins_flags():
 
 def test_each_option_has_one_environment_name_and_one_dest():
     assert len({o.env for o in options.OPTIONS}) == len({o.dest for o in options.OPTIONS}) == len(options.OPTIONS)
+
+
+def _environment_reads(path) -> list[int]:
+    """Lines of `path` that read an environment variable: os.environ.get, os.environ[...], os.getenv."""
+    import ast
+
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        target = node.func if isinstance(node, ast.Call) else node.value if isinstance(node, ast.Subscript) else None
+        text = ast.unparse(target) if target is not None else ""
+        if text in ("os.environ.get", "os.getenv", "os.environ", "environ.get") and not (
+            isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)
+        ):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_environment_is_read_in_the_options_module_alone():
+    """The harness's code (not the programs it runs: fixtures/, relay_under_test/) reads no environment variable
+    but through relaychaos.options, where each has its name, parser and help."""
+    from .conftest import ROOT
+
+    found = {
+        f"{path.relative_to(ROOT)}:{line}"
+        for top in ("harness", "scenarios", "reports")
+        for path in (ROOT / top).rglob("*.py")
+        if path != ROOT / "harness" / "options.py"
+        for line in _environment_reads(path)
+    }
+    assert not found, f"environment read outside relaychaos.options: {sorted(found)}; fix: define an option there"
+
+
+def test_every_environment_variable_is_named_once():
+    names = [o.env for o in options.OPTIONS + options.ENVIRONMENT]
+    assert len(names) == len(set(names))

@@ -13,10 +13,12 @@ within its time budget, which `--shrink-s` (relaychaos.options) overrides.
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
+
+from relaychaos import options
 
 # Phase.explain is left out: after shrinking it replays variants of the shortest story, each a real run,
 # to comment on it, and the machine writes its own story.
@@ -42,9 +44,9 @@ COMMON: dict[str, Any] = dict(
 SHRINK_S: dict[str, float] = {"quick": 10.0, "ci": 10.0, "grade": 10.0, "nightly": 60.0}
 
 
-def default_budget(environ=os.environ) -> str:
-    """`ci` where the CI variable says so (any value but empty, 0, false), else `quick`."""
-    return "ci" if environ.get("CI", "").strip().lower() not in ("", "0", "false", "no") else "quick"
+def default_budget(environ: Mapping[str, str] | None = None) -> str:
+    """`ci` where the CI variable says so (relaychaos.options.CI), else `quick`."""
+    return "ci" if options.environment(options.CI, default=False, environ=environ) else "quick"
 
 
 def budget_settings(name: str) -> settings:

@@ -116,7 +116,7 @@ def execute(argv: list[str]) -> None:
     try:
         os.execvpe(argv[0], argv, os.environ)
     except OSError as e:
-        _say(f"relaychaos sandbox: cannot run `{argv[0]}`: {e.strerror} (PATH={os.environ.get('PATH', '')})\n")
+        _say(f"relaychaos sandbox: cannot run `{argv[0]}`: {e.strerror} (PATH={':'.join(os.get_exec_path())})\n")
         os._exit(127 if isinstance(e, FileNotFoundError) else 126)
 
 

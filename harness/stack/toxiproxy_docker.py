@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from relaychaos import options
 from relaychaos.errors import ToxiproxyError
 from relaychaos.ports import lease_port, release_port
 from relaychaos.stack.toxiproxy_control import Toxiproxy
@@ -41,11 +42,11 @@ IMAGE_FIX = (
 
 def image() -> str:
     """The image the Docker route runs: RELAYCHAOS_TOXIPROXY_IMAGE, else the official one."""
-    return os.environ.get("RELAYCHAOS_TOXIPROXY_IMAGE") or OFFICIAL_IMAGE
+    return options.environment(options.TOXIPROXY_IMAGE, default=OFFICIAL_IMAGE)
 
 
 def daemon_address() -> str:
-    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    return options.environment(options.DOCKER_HOST, default="unix:///var/run/docker.sock")
 
 
 def connect():

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from relaychaos import options
 from relaychaos.errors import ToxiproxyError
 from relaychaos.ports import lease_port, release_port
 from relaychaos.stack import toxiproxy_docker
@@ -60,7 +61,7 @@ class ToxiproxyServer:
 
 def tools_bin() -> Path:
     """The project's tools folder (RELAYCHAOS_TOOLS_BIN overrides it)."""
-    return Path(os.environ.get("RELAYCHAOS_TOOLS_BIN", TOOLS_BIN))
+    return Path(options.environment(options.TOOLS_BIN, default=str(TOOLS_BIN)))
 
 
 def find_binary() -> str | None:
@@ -74,7 +75,7 @@ def find_binary() -> str | None:
 
 def route() -> str:
     """RELAYCHAOS_TOXIPROXY: auto (default), binary or docker; anything else is an error."""
-    chosen = (os.environ.get("RELAYCHAOS_TOXIPROXY") or "auto").strip().lower()
+    chosen = options.environment(options.TOXIPROXY, default="auto").strip().lower()
     if chosen not in ROUTES:
         raise ToxiproxyError(
             f"RELAYCHAOS_TOXIPROXY={chosen!r} is not a route to Toxiproxy",
@@ -96,7 +97,7 @@ def acquire(log_dir: Path) -> ToxiproxyServer:
                 fix=f"{BUILD_FIX}; or unset RELAYCHAOS_TOXIPROXY",
             )
         return _spawn_binary(binary, log_dir)
-    url = os.environ.get("TOXIPROXY_URL")
+    url = options.environment(options.TOXIPROXY_URL)
     if url:
         control = Toxiproxy(url)
         try:
@@ -130,7 +131,7 @@ def acquire(log_dir: Path) -> ToxiproxyServer:
 def _spawn_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
     port = lease_port()
     # Toxiproxy logs every connection below `error` (a soak's thousands a second would fill the disk)
-    level = os.environ.get("RELAYCHAOS_TOXIPROXY_LOG_LEVEL", "error")
+    level = options.environment(options.TOXIPROXY_LOG_LEVEL, default="error")
     child = spawn(
         "toxiproxy",
         [binary, "-host", "127.0.0.1", "-port", str(port)],
