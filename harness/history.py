@@ -12,7 +12,7 @@ events in memory; `StreamedHistory` writes each one to a JSON-lines file as it h
 history files, `save(events, path)` (the same lines, the same gzip rule), and one reader,
 `iter_events(path)`, which reads either file back in one pass; `History.read(path)` holds
 what it reads in memory, and `HistoryFile(path)` is that reading as a source the checkers
-can iterate again.
+can iterate again. `header(events)` is a history's header (its `scenario` event) as a typed record.
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ from typing import Any, Protocol, TextIO
 import orjson
 
 from relaychaos.events import TYPES, Event
+from relaychaos.records.header import HistoryHeader
 
 __all__ = [
+    "header",
     "TYPES",
     "Event",
     "EventLog",
@@ -181,7 +183,7 @@ class StreamedHistory:
     def __enter__(self) -> StreamedHistory:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __len__(self) -> int:
@@ -230,6 +232,15 @@ def _parsed(line: bytes, path: Path, n: int) -> Event:
             f"{path}, line {n}: not a history event ({line[:80]!r}); a history file holds one JSON "
             "object per line, as History.dumps or StreamedHistory writes them"
         ) from None
+
+
+def header(events: Iterable[Event]) -> HistoryHeader:
+    """A history's header, typed: its first `scenario` event's value (relaychaos.records.header); a header of
+    defaults (name "?") when it has none. ValueError when the value is not a header."""
+    for e in events:
+        if e.f == "scenario":
+            return HistoryHeader.from_builtins(e.value, "a history's header")
+    return HistoryHeader()
 
 
 class HistoryFile:

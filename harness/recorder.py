@@ -19,6 +19,7 @@ from typing import Any
 
 from relaychaos.events import Op
 from relaychaos.history import Event, EventLog, History
+from relaychaos.records.header import HistoryHeader
 
 
 class Recorder:
@@ -32,9 +33,10 @@ class Recorder:
         return self.history.append(process, type, f, at=self._clock(), **value)
 
     # -- the runner ----------------------------------------------------------------------
-    def scenario(self, **header: Any) -> Event:
-        """The header: the scenario, its GUIDs, the relay, the contract version and the tolerances in force."""
-        return self._add("runner", "ok", Op.SCENARIO, **header)
+    def scenario(self, header: HistoryHeader) -> Event:
+        """The header: the scenario, its GUIDs, the relay, the contract version and the tolerances in force
+        (relaychaos.records.header; the event's value is its JSON)."""
+        return self._add("runner", "ok", Op.SCENARIO, **header.to_builtins())
 
     def guid(self, label: str, guid: str) -> Event:
         return self._add("runner", "ok", Op.GUID, label=label, guid=guid)

@@ -1,7 +1,7 @@
 """grade.json: the record of one graded submission, the single source every grading output is made from.
 
-    record = load(path)          # a plain dict, as the grading run wrote it
-    problems = validate(record)  # [] when the writers below can use it
+    record = load(path)          # a GradeRecord (relaychaos.records.grade); ValueError naming the file and field
+    problems = validate(data)    # [] when plain JSON values are a record the writers below can use
 
 `relaychaos grade` writes one per submission, as `<out>/submissions/<safe-name>/grade.json`;
 reports.gradescope, reports.prairielearn, reports.gradebook and reports.student_page read
@@ -46,156 +46,40 @@ fields (* required; the others have the defaults in brackets when missing):
     stateful           the Hypothesis state machine (the scenario named "stateful"): {ran, shrunk,
                        examples, shrink_s, slowest_example_s, why_not}; its timings are the
                        grader's, never shown to the student [{}]
+    harness_failed     true when the grader itself failed (only then)
+
+The record is typed (relaychaos.records.grade.GradeRecord: it writes and reads itself) and its
+JSON Schema is published as docs/schemas/grade.schema.json.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from .fieldcheck import BOOL, INTEGER, LIST, NUMBER, OBJECT, STRING, STRINGS, check, one_of, optional
+from relaychaos.records.base import finite_problems
+from relaychaos.records.grade import SETS, GradeRecord
 
-SETS = ("visible", "hidden", "after_due_date")
-OUTCOMES = ("passed", "failed", "error", "skipped", "not-run", "not exercised")
+__all__ = ["MACHINE", "SETS", "load", "validate"]
 MACHINE = "stateful"  # the scenario name of the state machine's run
 
-TOP = {
-    "submission": STRING,
-    "path": STRING,
-    "manifest": optional(STRING),
-    "seed": INTEGER,
-    "gradable": BOOL,
-    "error": optional(STRING),
-    "execution_time_s": NUMBER,
-    "timed_out": BOOL,
-    "sandbox": OBJECT,
-    "rubric": OBJECT,
-    "score": NUMBER,
-    "max_score": NUMBER,
-    "items": LIST,
-    "cap": optional(OBJECT),
-    "incidents": LIST,
-    "review": optional(STRINGS),  # "scenario: rule" of each rule not judged (its checker failed)
-    "scenarios": LIST,
-    "notes": STRINGS,
-    "stateful": OBJECT,
-    "folder": optional(STRING),
-    "harness": OBJECT,
-    "graded_at": optional(STRING),
-}
-ITEM = {
-    "item": STRING,
-    "title": STRING,
-    "rules": STRINGS,
-    "contract": STRINGS,
-    "partial": one_of("none", "share"),
-    "set": one_of(*SETS),
-    "points": NUMBER,
-    "max_points": NUMBER,
-    "held_in": INTEGER,
-    "scenarios": INTEGER,
-    "broken_in": STRINGS,
-    "failures": LIST,
-}
-INCIDENT = {
-    "id": STRING,
-    "scenario": STRING,
-    "set": one_of(*SETS),
-    "outcome": one_of(*OUTCOMES),
-    "rules": STRINGS,
-    "text": STRING,
-}
-SCENARIO = {"name": STRING, "set": one_of(*SETS), "outcome": one_of(*OUTCOMES), "seconds": NUMBER, "verdicts": LIST}
-STATEFUL = {
-    "ran": BOOL,
-    "shrunk": BOOL,
-    "examples": optional(INTEGER),
-    "shrink_s": optional(NUMBER),
-    "slowest_example_s": optional(NUMBER),
-    "why_not": optional(STRING),
-}
-EPSILON = 1e-6
 
-
-def load(path: Path) -> dict:
-    """The record at `path`; ValueError naming the file when it is not JSON or not an object."""
+def load(path: Path) -> GradeRecord:
+    """The record at `path`; ValueError naming the file (and the field) when it is not one."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: not a grade record: not JSON ({e})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: not a grade record: a JSON {type(data).__name__}, not an object")
-    return data
+        return GradeRecord.from_json(path.read_bytes(), "a grade record")
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
 
 
-def validate(record) -> list[str]:
-    """Every problem of a record, as sentences; [] when the writers can use it."""
-    problems = check(
-        record,
-        "record",
-        TOP,
-        required=("submission", "path", "seed", "gradable", "score", "max_score", "items", "scenarios"),
-    )
-    if not isinstance(record, dict):
-        return problems
-    if record.get("gradable") is False and not record.get("error"):
-        problems.append("record: not gradable, but no `error` says why")
-    for i, item in enumerate(record.get("items") or []):
-        problems += _item_problems(item, f"items[{i}]")
-    for i, incident in enumerate(record.get("incidents") or []):
-        problems += check(incident, f"incidents[{i}]", INCIDENT, required=("id", "scenario", "set", "text"))
-    for i, sc in enumerate(record.get("scenarios") or []):
-        problems += check(sc, f"scenarios[{i}]", SCENARIO, required=("name", "set", "outcome"))
-    if isinstance(record.get("stateful"), dict):
-        problems += check(record["stateful"], "stateful", STATEFUL)
-    return problems or _total_problems(record)
-
-
-def _item_problems(item, where: str) -> list[str]:
-    problems = check(
-        item, where, ITEM, required=("item", "title", "set", "points", "max_points", "held_in", "scenarios")
-    )
+def validate(data: object) -> list[str]:
+    """Every problem of plain JSON values as a record, as sentences: not JSON's numbers, not the record's fields
+    (the first, naming it as `$.items[0].set`), or a total that disagrees with its items; [] when usable."""
+    problems = finite_problems(data)
     if problems:
         return problems
-    if not -EPSILON <= item["points"] <= item["max_points"] + EPSILON:
-        problems.append(f"{where}: points {item['points']} outside [0, max_points {item['max_points']}]")
-    if not 0 <= item["held_in"] <= item["scenarios"]:
-        problems.append(f"{where}: held_in {item['held_in']} outside [0, scenarios {item['scenarios']}]")
-    return problems
-
-
-def _total_problems(record: dict) -> list[str]:
-    """The total agrees with its items (to a rounding of each item's points to 2 decimals), and its cap."""
-    items = record["items"]
-    slack = 0.01 + 0.005 * len(items)
-    problems = []
-    if items and abs(sum(i["max_points"] for i in items) - record["max_score"]) > slack:
-        problems.append(f"record: max_score {record['max_score']} is not the sum of the items' max_points")
-    total = sum(i["points"] for i in items)
-    if record.get("cap"):
-        total = min(total, record["cap"].get("at_most", total))
-    if record["gradable"] and items and abs(total - record["score"]) > slack:
-        problems.append(f"record: score {record['score']} is not the sum of the items' points (within its cap)")
-    if not -EPSILON <= record["score"] <= record["max_score"] + EPSILON:
-        problems.append(f"record: score {record['score']} outside [0, max_score {record['max_score']}]")
-    return problems
-
-
-def item_points(record: dict) -> dict[str, tuple[float, float]]:
-    """Per item, its points and max_points summed across scenario sets, in the record's order."""
-    out: dict[str, tuple[float, float]] = {}
-    for i in record.get("items", []):
-        points, max_points = out.get(i["item"], (0.0, 0.0))
-        out[i["item"]] = (points + i["points"], max_points + i["max_points"])
-    return out
-
-
-def incidents_by_id(record: dict) -> dict[str, dict]:
-    return {i["id"]: i for i in record.get("incidents", [])}
-
-
-def incidents(record: dict, item: dict) -> list[dict]:
-    """The incidents that cost an item entry, each once, in the order it lists them."""
-    by_id = incidents_by_id(record)
-    return [by_id[f["incident"]] for f in item.get("failures", []) if f.get("incident") in by_id]
+    try:
+        record = GradeRecord.from_builtins(data, "a grade record")
+    except ValueError as e:
+        return [str(e)]
+    return record.problems()

@@ -15,10 +15,12 @@ and error. Every piece of text from a record is escaped: names and reports are t
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable
 
+from relaychaos.records.base import UNSET
+from relaychaos.records.grade import GradeRecord
 from relaychaos.reports.html_text import escaped
 
-from .grade_record import incidents_by_id, item_points
 from .grade_summary import num, sandbox
 from .html import STYLE
 
@@ -39,21 +41,21 @@ td.none { background: #eee; color: #777; } td a { color: inherit; text-decoratio
 BINS = 10
 
 
-def order_key(record: dict) -> tuple:
+def order_key(record: GradeRecord) -> tuple[str, str, str]:
     """Submissions in the order people look for them: by name, ignoring case."""
-    return (record["submission"].casefold(), record["submission"], record["path"])
+    return (record.submission.casefold(), record.submission, record.path)
 
 
-def percent(record: dict) -> float:
-    if not record.get("gradable", True):
+def percent(record: GradeRecord) -> float:
+    if not record.gradable:
         return 0.0
-    return 100.0 * record["score"] / record["max_score"] if record.get("max_score") else 0.0
+    return 100.0 * record.score / record.max_score if record.max_score else 0.0
 
 
-def html(records: list[dict]) -> str:
+def html(records: list[GradeRecord]) -> str:
     """The whole page."""
     records = sorted(records, key=order_key)
-    graded = [r for r in records if r.get("gradable", True)]
+    graded = [r for r in records if r.gradable]
     return "\n".join(
         [
             f"<!doctype html><meta charset=utf-8><title>relaychaos gradebook: {len(records)} submissions</title>",
@@ -73,28 +75,20 @@ def html(records: list[dict]) -> str:
     )
 
 
-def header(records: list[dict]) -> str:
+def header(records: list[GradeRecord]) -> str:
     """What graded: the dates, rubrics, seeds, versions and sandbox levels the records hold (each once)."""
 
-    def values(get) -> str:
+    def values(get: Callable[[GradeRecord], object]) -> str:
         found = Counter(v for v in map(get, records) if v not in (None, ""))
         return "; ".join(f"{v}" + (f" ({n})" if len(found) > 1 else "") for v, n in found.items()) or "not recorded"
 
-    dates = sorted({r["graded_at"][:10] for r in records if r.get("graded_at")})
+    dates = sorted({r.graded_at[:10] for r in records if r.graded_at})
     rows = [
         ("graded", " to ".join(dict.fromkeys([dates[0], dates[-1]])) if dates else "not recorded"),
-        (
-            "rubric",
-            values(
-                lambda r: (
-                    f"{r.get('rubric', {}).get('name', '?')} (v{r.get('rubric', {}).get('version', 1)}"
-                    f", {num(r.get('max_score'))} points)"
-                )
-            ),
-        ),
-        ("seed", values(lambda r: r.get("seed"))),
-        ("relaychaos", values(lambda r: (r.get("harness") or {}).get("version"))),
-        ("sandbox", values(lambda r: sandbox(r.get("sandbox")))),
+        ("rubric", values(_rubric)),
+        ("seed", values(lambda r: r.seed)),
+        ("relaychaos", values(lambda r: r.harness.version)),
+        ("sandbox", values(lambda r: sandbox(r.sandbox))),
     ]
     return (
         "<table class=meta>"
@@ -103,14 +97,19 @@ def header(records: list[dict]) -> str:
     )
 
 
-def statistics(records: list[dict]) -> str:
+def _rubric(r: GradeRecord) -> str:
+    name, version = (r.rubric.name, r.rubric.version) if r.rubric else ("?", 1)
+    return f"{name} (v{version}, {num(r.max_score)} points)"
+
+
+def statistics(records: list[GradeRecord]) -> str:
     if not records:
         return "<p>No submissions.</p>"
     pcts = sorted(percent(r) for r in records)
     median = (pcts[len(pcts) // 2] + pcts[(len(pcts) - 1) // 2]) / 2
-    ungradable = sum(1 for r in records if not r.get("gradable", True))
-    cut = sum(1 for r in records if r.get("timed_out") and not r.get("gradable", True))
-    partial = sum(1 for r in records if r.get("timed_out") and r.get("gradable", True))  # written while running
+    ungradable = sum(1 for r in records if not r.gradable)
+    cut = sum(1 for r in records if r.timed_out and not r.gradable)
+    partial = sum(1 for r in records if r.timed_out and r.gradable)  # written while running
     return (
         f"<p>Over all {len(records)} submissions (a submission that could not be graded counts as 0): median "
         f"{num(median)}%, mean {num(sum(pcts) / len(pcts))}%, lowest {num(pcts[0])}%, highest {num(pcts[-1])}%. "
@@ -121,11 +120,11 @@ def statistics(records: list[dict]) -> str:
     )
 
 
-def histogram(records: list[dict]) -> str:
+def histogram(records: list[GradeRecord]) -> str:
     """Hand-drawn SVG: one bar per 10% of max_score (the last bin holds 100%), then one for 'not graded'."""
-    counts = [0] * BINS + [sum(1 for r in records if not r.get("gradable", True))]
+    counts = [0] * BINS + [sum(1 for r in records if not r.gradable)]
     for r in records:
-        if r.get("gradable", True):
+        if r.gradable:
             counts[min(BINS - 1, max(0, int(percent(r) // (100 / BINS))))] += 1
     labels = [f"{i * 10}–{(i + 1) * 10}%" for i in range(BINS)] + ["not graded"]
     top = max(counts) or 1
@@ -148,21 +147,21 @@ def histogram(records: list[dict]) -> str:
     return "\n".join(out)
 
 
-def item_titles(records: list[dict]) -> dict[str, str]:
+def item_titles(records: list[GradeRecord]) -> dict[str, str]:
     """Every rubric item the records hold, in the order they first appear, with its title."""
     out: dict[str, str] = {}
     for r in records:
-        for entry in r.get("items", []):
-            out.setdefault(entry["item"], entry.get("title", ""))
+        for entry in r.items:
+            out.setdefault(entry.item, entry.title)
     return out
 
 
-def _link(record: dict, text: str) -> str:
-    folder = record.get("folder")
+def _link(record: GradeRecord, text: str) -> str:
+    folder = record.folder if record.folder is not UNSET else None
     return f'<a href="submissions/{escaped(folder)}/report.html">{text}</a>' if folder else text
 
 
-def grid(records: list[dict]) -> str:
+def grid(records: list[GradeRecord]) -> str:
     """One row per student, one column per item: its points, coloured full / partial / lost, linking to the page."""
     titles = item_titles(records)
     if not records or not titles:
@@ -170,26 +169,26 @@ def grid(records: list[dict]) -> str:
     head = "".join(f'<th class=item title="{escaped(t)}"><div>{escaped(t)}</div></th>' for t in titles.values())
     rows = [f"<table class=grid><tr><th>student</th><th>score</th>{head}</tr>"]
     for r in records:
-        points = item_points(r)
+        points = r.item_points()
         cells = []
         for item in titles:
             got, most = points.get(item, (0.0, 0.0))
-            if not r.get("gradable", True):
+            if not r.gradable:
                 cls, text = "none", "–"
             else:
                 cls = "full" if got >= most - 1e-9 else "lost" if got <= 1e-9 else "part"
                 text = num(got)
             cells.append(f'<td class={cls} title="{escaped(titles[item])}">{_link(r, text)}</td>')
-        score = num(r["score"]) if r.get("gradable", True) else "not graded"
+        score = num(r.score) if r.gradable else "not graded"
         rows.append(
-            f"<tr><td style='text-align:left'>{_link(r, escaped(r['submission']))}</td>"
+            f"<tr><td style='text-align:left'>{_link(r, escaped(r.submission))}</td>"
             f"<td class=num>{escaped(score)}</td>{''.join(cells)}</tr>"
         )
     rows.append("</table>")
     return "\n".join(rows)
 
 
-def sections(text: str, rules) -> str:
+def sections(text: str, rules: Iterable[str]) -> str:
     """The parts of an incident report about `rules` (each part starts with `[rule]`), the head kept; the whole
     text when none is."""
     parts = text.split("\n\n")
@@ -197,15 +196,15 @@ def sections(text: str, rules) -> str:
     return "\n\n".join([parts[0], *mine]) if mine and not parts[0].startswith("[") else "\n\n".join(mine) or text
 
 
-def items_section(graded: list[dict]) -> str:
+def items_section(graded: list[GradeRecord]) -> str:
     if not graded:
         return "<p>No submission could be graded.</p>"
     rows = ["<table><tr><th>item</th><th>checked by</th><th>at full points</th><th></th></tr>"]
     examples = []
     for item, title in item_titles(graded).items():
-        full = sum(1 for r in graded if _full(item_points(r).get(item)))
+        full = sum(1 for r in graded if _full(r.item_points().get(item)))
         share = 100.0 * full / len(graded)
-        rules = next(e.get("rules", []) for r in graded for e in r.get("items", []) if e["item"] == item)
+        rules = next(e.rules for r in graded for e in r.items if e.item == item)
         rows.append(
             f"<tr><td>{escaped(title)}</td><td><code>{escaped(', '.join(rules))}</code></td>"
             f"<td class=num>{full} of {len(graded)} ({num(share)}%)</td>"
@@ -216,52 +215,42 @@ def items_section(graded: list[dict]) -> str:
     return "\n".join(rows + [e for e in examples if e])
 
 
-def _full(points) -> bool:
+def _full(points: tuple[float, float] | None) -> bool:
     return points is not None and points[0] >= points[1] - 1e-9
 
 
-def most_common_failure(graded: list[dict], item: str, title: str, rules) -> str | None:
+def most_common_failure(graded: list[GradeRecord], item: str, title: str, rules: list[str]) -> str | None:
     """The scenario that broke `item` in the most submissions, with the first such submission's incident."""
-    where = Counter(
-        f["incident"] for r in graded for e in r.get("items", []) if e["item"] == item for f in e.get("failures", [])
-    )
+    where = Counter(f.incident for r in graded for e in r.items if e.item == item for f in e.failures)
     if not where:
         return None
     scenario, count = where.most_common(1)[0]
-    lost = sum(1 for r in graded if not _full(item_points(r).get(item)))
-    first = next(
-        r
-        for r in graded
-        for e in r.get("items", [])
-        if e["item"] == item
-        for f in e.get("failures", [])
-        if f["incident"] == scenario
-    )
-    incident = incidents_by_id(first).get(scenario)
-    text = sections(incident["text"], rules) if incident else "(no incident report recorded)"
+    lost = sum(1 for r in graded if not _full(r.item_points().get(item)))
+    first = next(r for r in graded for e in r.items if e.item == item for f in e.failures if f.incident == scenario)
+    incident = first.incidents_by_id().get(scenario)
+    text = sections(incident.text, rules) if incident else "(no incident report recorded)"
     return (
         f"<h3>{escaped(title)}: lost by {lost} of {len(graded)}</h3><p>Most often in scenario <code>{escaped(scenario)}"
-        f"</code> ({count} submission(s)); from {_link(first, '<b>' + escaped(first['submission']) + '</b>')}:</p>"
+        f"</code> ({count} submission(s)); from {_link(first, '<b>' + escaped(first.submission) + '</b>')}:</p>"
         f"<pre>{escaped(text)}</pre>"
     )
 
 
-def submissions_table(records: list[dict]) -> str:
+def submissions_table(records: list[GradeRecord]) -> str:
     rows = ["<table><tr><th>submission</th><th>score</th><th>%</th><th>graded</th><th>seed</th><th>error</th></tr>"]
     for r in records:
-        gradable = r.get("gradable", True)
-        state = "yes" if gradable else "<span class=broken>no</span>"
-        state += ", timed out" if r.get("timed_out") else ""
-        score = r["score"] if gradable else 0
+        state = "yes" if r.gradable else "<span class=broken>no</span>"
+        state += ", timed out" if r.timed_out else ""
+        score = r.score if r.gradable else 0
         rows.append(
-            f"<tr><td>{_link(r, escaped(r['submission']))}</td><td class=num>{num(score)} / "
-            f"{num(r['max_score'])}</td><td class=num>{num(percent(r))}</td><td>{state}</td>"
-            f"<td class=num>{escaped(r['seed'])}</td><td>{_error(r)}</td></tr>"
+            f"<tr><td>{_link(r, escaped(r.submission))}</td><td class=num>{num(score)} / "
+            f"{num(r.max_score)}</td><td class=num>{num(percent(r))}</td><td>{state}</td>"
+            f"<td class=num>{escaped(r.seed)}</td><td>{_error(r)}</td></tr>"
         )
     rows.append("</table>")
     return "\n".join(rows)
 
 
-def _error(record: dict) -> str:
-    error = record.get("error") or ""
+def _error(record: GradeRecord) -> str:
+    error = record.error or ""
     return f"<pre>{escaped(error)}</pre>" if "\n" in error else escaped(error)

@@ -1,8 +1,7 @@
 """results.json for Gradescope's autograder, made from one grade record (reports.grade_record).
 
-    data = results(record)                 # a dict in Gradescope's format
+    data = results(record)                 # a GradescopeResults (relaychaos.records.platforms)
     write(record, "/autograder/results/results.json")
-    problems = validate(data)              # [] when Gradescope reads it as meant
 
 The format is Gradescope's "Autograder Specifications" (gradescope-autograders.readthedocs.io/
 en/latest/specs/: Output format, test case visibility, test case status, output string
@@ -14,58 +13,52 @@ hidden or after-due-date scenario is shown in its own test only. Nothing points 
 long report is cut to whole lines, saying how many were left out. Gradescope hides a
 student's total while some tests are hidden from them, so the top-level output gives only the
 visible part of the score and leaves out notes of hidden scenarios, and the leaderboard (seen
-by the whole class) ranks by the visible points alone, rounded as the score is.
+by the whole class) ranks by the visible points alone, rounded as the score is. The format's
+JSON Schema, made from the typed record, is docs/schemas/gradescope-results.schema.json.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from relaychaos.atomic import write_text
+from relaychaos.records.base import UNSET
+from relaychaos.records.grade import GradeRecord, ItemEntry
+from relaychaos.records.platforms import GradescopeResults, GradescopeTest, LeaderboardEntry
+
 from . import grade_summary
-from .atomic import write_text
-from .fieldcheck import INTEGER, LIST, NUMBER, OBJECT, STRING, STRINGS, as_json_problems, check, either, one_of
-from .grade_record import incidents_by_id
 from .incident import TIMELINE_LINE
 
-VISIBILITY = ("hidden", "after_due_date", "after_published", "visible")
-FORMATS = ("text", "html", "simple_format", "md", "ansi")
 MAX_INCIDENT_CHARS = 6000  # per incident: the words of its head and of the verdicts that fit (see cut)
 MAX_TIMELINE_LINES = 16  # per verdict in Markdown: its first and last events (the HTML report has them all)
 MD_SPECIAL = set("\\`*_{}[]<>#|~!&")
 
 
-def results(record: dict, *, leaderboard: bool = True) -> dict:
+def results(record: GradeRecord, *, leaderboard: bool = True) -> GradescopeResults:
     """The results.json of one submission: score, summary with each incident once, one test per item entry."""
-    gradable = record.get("gradable", True)
     numbers = incident_numbers(record)
-    data = {
-        "score": round(float(record["score"]), 2) if gradable else 0.0,
-        "execution_time": int(round(record.get("execution_time_s") or 0)),
-        "output": summary(record, numbers),
-        "output_format": "md",
-        "visibility": "visible",
-        "stdout_visibility": "hidden",
-        "tests": [test(record, item, numbers) for item in record.get("items", [])],
-    }
-    if leaderboard:
-        data["leaderboard"] = [
-            {
-                "name": "points on visible scenarios",
-                "value": grade_summary.shown_points(record, ("visible",)),
-                "order": "desc",
-            }
-        ]
-    return data
+    board = LeaderboardEntry(
+        name="points on visible scenarios", value=grade_summary.shown_points(record, ("visible",)), order="desc"
+    )
+    return GradescopeResults(
+        score=round(float(record.score), 2) if record.gradable else 0.0,
+        execution_time=int(round(record.execution_time_s or 0)),
+        output=summary(record, numbers),
+        output_format="md",
+        visibility="visible",
+        stdout_visibility="hidden",
+        tests=[test(record, item, numbers) for item in record.items],
+        leaderboard=[board] if leaderboard else UNSET,
+    )
 
 
-def incident_numbers(record: dict) -> dict[str, int]:
+def incident_numbers(record: GradeRecord) -> dict[str, int]:
     """The visible incidents, numbered from 1 in the record's order: how the tests refer to the summary."""
-    shown = [i for i in record.get("incidents", []) if i["set"] == "visible"]
-    return {i["id"]: n for n, i in enumerate(shown, 1)}
+    shown = [i for i in record.incidents if i.set == "visible"]
+    return {i.id: n for n, i in enumerate(shown, 1)}
 
 
-def summary(record: dict, numbers: dict[str, int] | None = None) -> str:
+def summary(record: GradeRecord, numbers: dict[str, int] | None = None) -> str:
     """The top-level output: the score (or why none) in bold, one bullet per fact, then each visible incident once."""
     shown = ("visible",)
     numbers = incident_numbers(record) if numbers is None else numbers
@@ -73,59 +66,58 @@ def summary(record: dict, numbers: dict[str, int] | None = None) -> str:
     if grade_summary.output_tail(record):
         lines += [fenced(grade_summary.output_tail(record)), ""]
     lines += [f"- {md(line)}" for line in grade_summary.facts(record, shown)]
-    by_id = incidents_by_id(record)
+    by_id = record.incidents_by_id()
     for incident_id, n in numbers.items():
         incident = by_id[incident_id]
-        lines += ["", f"### Incident {n}: scenario {code(incident['scenario'])}", "", fenced(cut(incident["text"]))]
+        lines += ["", f"### Incident {n}: scenario {code(incident.scenario)}", "", fenced(cut(incident.text))]
     return "\n".join(lines)
 
 
-def test(record: dict, item: dict, numbers: dict[str, int] | None = None) -> dict:
+def test(record: GradeRecord, item: ItemEntry, numbers: dict[str, int] | None = None) -> GradescopeTest:
     """One item of the rubric over one scenario set, as a Gradescope test."""
-    gradable = record.get("gradable", True)
-    full = gradable and not item.get("broken_in") and item["points"] >= item["max_points"] - 1e-9
-    label = "" if item["set"] == "visible" else f" ({grade_summary.SET_LABEL[item['set']]})"
-    return {
-        "name": f"{item['title']}{label}",
-        "score": round(float(item["points"]), 2) if gradable else 0.0,
-        "max_score": round(float(item["max_points"]), 2),
-        "status": "passed" if full else "failed",
-        "output": test_output(record, item, incident_numbers(record) if numbers is None else numbers),
-        "output_format": "md",
-        "visibility": item["set"],
-        "tags": [item["item"], *item.get("rules", [])],
-        "extra_data": {
-            "item": item["item"],
-            "held_in": item["held_in"],
-            "scenarios": item["scenarios"],
-            "broken_in": list(item.get("broken_in", [])),
+    full = record.gradable and not item.broken_in and item.points >= item.max_points - 1e-9
+    label = "" if item.set == "visible" else f" ({grade_summary.SET_LABEL[item.set]})"
+    return GradescopeTest(
+        name=f"{item.title}{label}",
+        score=round(float(item.points), 2) if record.gradable else 0.0,
+        max_score=round(float(item.max_points), 2),
+        status="passed" if full else "failed",
+        output=test_output(record, item, incident_numbers(record) if numbers is None else numbers),
+        output_format="md",
+        visibility=item.set,
+        tags=[item.item, *item.rules],
+        extra_data={
+            "item": item.item,
+            "held_in": item.held_in,
+            "scenarios": item.scenarios,
+            "broken_in": list(item.broken_in),
         },
-    }
+    )
 
 
-def test_output(record: dict, item: dict, numbers: dict[str, int]) -> str:
+def test_output(record: GradeRecord, item: ItemEntry, numbers: dict[str, int]) -> str:
     """Markdown: where the item held, and for each scenario that broke it, what broke and where to read it."""
-    if not record.get("gradable", True):
+    if not record.gradable:
         after = (
             " The incidents it showed are in the summary above."
-            if record.get("timed_out")
+            if record.timed_out
             else " What it printed is in the summary above."
         )
         return md(grade_summary.headline(record)) + after
     n = grade_summary.num
-    rules = ", ".join(code(r) for r in item.get("rules", []))
+    rules = ", ".join(code(r) for r in item.rules)
     lines = [
-        f"Held in {item['held_in']} of {item['scenarios']} scenario(s): {n(item['points'])} / "
-        f"{n(item['max_points'])} points. Checked by {rules}."
+        f"Held in {item.held_in} of {item.scenarios} scenario(s): {n(item.points)} / "
+        f"{n(item.max_points)} points. Checked by {rules}."
     ]
-    by_id = incidents_by_id(record)
-    for failure in item.get("failures", []):
-        where = numbers.get(failure["incident"])
+    by_id = record.incidents_by_id()
+    for failure in item.failures:
+        where = numbers.get(failure.incident)
         ref = f" (incident {where} in the summary above)" if where else ""
-        lines += ["", f"Broken in scenario {code(failure['incident'])}{ref}:"]
-        lines += [f"- {md(why)}" for why in failure.get("why", [])]
-        if where is None and failure["incident"] in by_id:
-            lines += ["", fenced(cut(by_id[failure["incident"]]["text"]))]
+        lines += ["", f"Broken in scenario {code(failure.incident)}{ref}:"]
+        lines += [f"- {md(why)}" for why in failure.why]
+        if where is None and failure.incident in by_id:
+            lines += ["", fenced(cut(by_id[failure.incident].text))]
     return "\n".join(lines)
 
 
@@ -195,56 +187,6 @@ def _longest_backtick_run(text: str) -> int:
     return longest
 
 
-def write(record: dict, path: Path) -> Path:
+def write(record: GradeRecord, path: Path) -> Path:
     """Write results(record) to `path` atomically: Gradescope never reads half a file."""
-    return write_text(Path(path), json.dumps(results(record), indent=2, ensure_ascii=False) + "\n")
-
-
-TOP = {
-    "score": NUMBER,
-    "execution_time": (lambda v: INTEGER[0](v) and v >= 0, "a whole number of seconds"),
-    "output": STRING,
-    "output_format": one_of(*FORMATS),
-    "test_output_format": one_of(*FORMATS),
-    "test_name_format": one_of(*FORMATS),
-    "visibility": one_of(*VISIBILITY),
-    "stdout_visibility": one_of(*VISIBILITY),
-    "extra_data": OBJECT,
-    "tests": LIST,
-    "leaderboard": LIST,
-}
-TEST = {
-    "score": NUMBER,
-    "max_score": NUMBER,
-    "status": one_of("passed", "failed"),
-    "name": STRING,
-    "name_format": one_of(*FORMATS),
-    "number": STRING,
-    "output": STRING,
-    "output_format": one_of(*FORMATS),
-    "tags": STRINGS,
-    "visibility": one_of(*VISIBILITY),
-    "extra_data": OBJECT,
-}
-BOARD = {"name": STRING, "value": either(NUMBER, STRING), "order": one_of("asc", "desc")}
-
-
-def validate(data) -> list[str]:
-    """Every way `data` strays from Gradescope's results.json spec; [] when it is well formed."""
-    problems = check(data, "results", TOP, closed=True)
-    if not isinstance(data, dict):
-        return problems
-    problems += as_json_problems(data)
-    tests = data.get("tests")
-    if not isinstance(tests, list):
-        tests = []
-    if "score" not in data and not tests:
-        problems.append("results: no top-level score and no tests (one of them is required)")
-    for i, t in enumerate(tests):
-        problems += check(t, f"tests[{i}]", TEST, closed=True)
-        if isinstance(t, dict) and "score" not in data and "score" not in t and "status" not in t:
-            problems.append(f"tests[{i}]: no score (nor status), and no top-level score either")
-    board = data.get("leaderboard")
-    for i, entry in enumerate(board if isinstance(board, list) else []):
-        problems += check(entry, f"leaderboard[{i}]", BOARD, required=("name", "value"), closed=True)
-    return problems
+    return write_text(Path(path), results(record).to_json(ensure_ascii=False) + "\n")

@@ -19,10 +19,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from relaychaos.atomic import write_text
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.history import History
+from relaychaos.records.base import UNSET
+from relaychaos.records.results import RandomStories, ResultsFile, ScenarioResult
 from relaychaos.reports import plots, timeline
-from relaychaos.reports.atomic import write_text
 from relaychaos.reports.coverage_grid import grid_html
 from relaychaos.reports.grade_summary import sandbox_parts
 from relaychaos.reports.html_text import escaped
@@ -51,39 +53,36 @@ code { font-size: 13px; }
 """
 
 
-def scenario_name(entry: dict) -> str:
+def scenario_name(entry: ScenarioResult) -> str:
     """The scenario's short name: its history file's name, else the test's parameter, else the test's name."""
-    if entry.get("history"):
-        name = Path(entry["history"]).name
+    if entry.history:
+        name = Path(entry.history).name
         for suffix in (".gz", ".jsonl"):
             name = name.removesuffix(suffix)
         return name
-    tail = entry["nodeid"].split("::")[-1]
-    return tail.split("[", 1)[1].rstrip("]") if "[" in tail else tail
+    return entry.name.split("[", 1)[1].rstrip("]") if "[" in entry.name else entry.name
 
 
-def _verdicts(entry: dict) -> list[Verdict]:
+def _verdicts(entry: ScenarioResult) -> list[Verdict]:
     """The verdicts results.json recorded for a scenario, as Verdict objects again, each once (a run's results
     may list a verdict once per test phase)."""
-    keys = ("rule", "guid", "summary", "events", "calls", "details", "clause")
     seen, out = set(), []
-    for v in entry.get("verdicts", []):
-        key = json.dumps(v, sort_keys=True, default=str)
+    for v in entry.verdicts:
+        key = json.dumps(v.to_builtins(), sort_keys=True, default=str)
         if key not in seen:
             seen.add(key)
-            fields: dict[str, Any] = {k: tuple(v[k]) if k in ("events", "calls") else v[k] for k in keys if k in v}
-            out.append(Verdict(**fields))
+            out.append(Verdict(v.rule, v.guid, v.summary, tuple(v.events), tuple(v.calls), v.details, v.clause))
     return out
 
 
 class Scenario:
     """One entry of results.json, with what the run folder holds for it (history, timeline)."""
 
-    def __init__(self, entry: dict, run_dir: Path):
+    def __init__(self, entry: ScenarioResult, run_dir: Path):
         self.entry, self.name, self.run_dir = entry, scenario_name(entry), run_dir
-        self.history_path: Path | None = run_dir / entry["history"] if entry.get("history") else None
+        self.history_path: Path | None = run_dir / entry.history if entry.history else None
         self.timeline_rel = f"timelines/{self.name}.html"
-        self.failed = entry["outcome"] in ("failed", "error")
+        self.failed = entry.outcome in ("failed", "error")
         self._history: History | None = None
 
     @property
@@ -107,7 +106,7 @@ class Scenario:
         if self.has_timeline:
             out.append(f"<a href='{escaped(self.timeline_rel)}'>timeline</a>")
         if self.has_history:
-            out.append(f"<a href='{escaped(self.entry['history'])}'>history</a>")
+            out.append(f"<a href='{escaped(self.entry.history)}'>history</a>")
         return f"<span class=links>{''.join(out)}</span>" if out else ""
 
 
@@ -123,7 +122,7 @@ def write_timelines(scenarios: list[Scenario]) -> list[str]:
             timeline.write(history, sc.run_dir / sc.timeline_rel, recorded or None)
         except Exception as e:  # noqa: BLE001 - a bad history, or a drawing bug, costs its timeline, never the report
             problems.append(
-                f"{sc.name}: its timeline could not be drawn from {sc.entry['history']}: {type(e).__name__}: {e}"
+                f"{sc.name}: its timeline could not be drawn from {sc.entry.history}: {type(e).__name__}: {e}"
             )
     return problems
 
@@ -136,7 +135,7 @@ def _plots(sc: Scenario) -> str:
     return f"<div class=plots>{plots.latency_svg(model, 520, 200)}{plots.account_rate_svg(model, 520, 200)}</div>"
 
 
-def _verdict_list(entry: dict) -> str:
+def _verdict_list(entry: ScenarioResult) -> str:
     """The verdicts by rule: its sentence and clause once, then one line per GUID."""
     by_rule: dict[str, list[dict]] = {}
     for g in verdict_groups(_verdicts(entry), {}):
@@ -160,63 +159,63 @@ def failing_card(sc: Scenario) -> str:
     e = sc.entry
     out = [
         f"<section class=card id='{escaped(sc.name)}'><h3><code>{escaped(sc.name)}</code> "
-        f"<span class={escaped(e['outcome'])}>{escaped(e['outcome'])}</span> "
-        f"<small>({e['duration_s']:.1f} s)</small> {sc.links()}</h3>",
+        f"<span class={escaped(e.outcome)}>{escaped(e.outcome)}</span> "
+        f"<small>({e.duration_s:.1f} s)</small> {sc.links()}</h3>",
         _verdict_list(e),
     ]
     if sc.has_history:
         out.append(_plots(sc))
-    if e.get("message"):
-        out.append(f"<details><summary>incident report (text)</summary><pre>{escaped(e['message'])}</pre></details>")
+    if e.message:
+        out.append(f"<details><summary>incident report (text)</summary><pre>{escaped(e.message)}</pre></details>")
     return "".join(out) + "</section>"
 
 
-def _header(results: dict) -> list[str]:
+def _header(results: ResultsFile) -> list[str]:
     """The page's head: the relay, whether every rule held, when it ran, the tiles counting the outcomes."""
-    s = results["summary"]
-    missed = s.get("not exercised", 0)
-    verdict = "every rule held" if results["ok"] else "rules were broken"
-    if results["ok"] and missed:
+    s = results.summary
+    missed = s.not_exercised
+    verdict = "every rule held" if results.ok else "rules were broken"
+    if results.ok and missed:
         verdict += f", but {missed} scenario{'s were' if missed != 1 else ' was'} not exercised"
-    started = results.get("started_at")
+    started = results.started_at
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else "?"
-    took = f", {results['finished_at'] - started:.0f} s" if started and results.get("finished_at") else ""
+    took = f", {results.finished_at - started:.0f} s" if started and results.finished_at else ""
     tiles = "".join(
-        f"<div class=tile><b class={cls}>{s.get(key, 0)}</b>{label}</div>"
-        for key, cls, label in (
-            ("passed", "passed", "passed"),
-            ("failed", "failed", "failed"),
-            ("error", "error", "could not run"),
-            ("not exercised", "skipped", "not exercised"),
-            ("skipped", "skipped", "skipped"),
+        f"<div class=tile><b class={cls}>{count}</b>{label}</div>"
+        for count, cls, label in (
+            (s.passed, "passed", "passed"),
+            (s.failed, "failed", "failed"),
+            (s.error, "error", "could not run"),
+            (s.not_exercised, "skipped", "not exercised"),
+            (s.skipped, "skipped", "skipped"),
         )
     )
     return [
-        f"<!doctype html><html lang=en><meta charset=utf-8><title>relaychaos: {escaped(results['relay_name'])}</title>",
+        f"<!doctype html><html lang=en><meta charset=utf-8><title>relaychaos: {escaped(results.relay_name)}</title>",
         f"<style>{STYLE}</style>",
-        f"<h1>relaychaos report: relay <code>{escaped(results['relay_name'])}</code> — "
-        f"<span class={'held' if results['ok'] else 'broken'}>{verdict}</span></h1>",
-        f"<p class=lede>Manifest <code>{escaped(results['relay'])}</code>; run started {when}{took}. Scenarios: "
-        f"{s['passed']} passed, {s['failed']} failed, {s['error']} could not run, {missed} not exercised (every "
-        f"rule held, but a fault met nothing), {s['skipped']} skipped.</p>",
+        f"<h1>relaychaos report: relay <code>{escaped(results.relay_name)}</code> — "
+        f"<span class={'held' if results.ok else 'broken'}>{verdict}</span></h1>",
+        f"<p class=lede>Manifest <code>{escaped(results.relay)}</code>; run started {when}{took}. Scenarios: "
+        f"{s.passed} passed, {s.failed} failed, {s.error} could not run, {missed} not exercised (every "
+        f"rule held, but a fault met nothing), {s.skipped} skipped.</p>",
         f"<div class=tiles>{tiles}</div>",
-        sandbox_line(results.get("sandbox")),
+        sandbox_line(results.sandbox),
         partial_line(results),
-        random_stories_line(results.get("random_stories")),
+        random_stories_line(results.random_stories),
     ]
 
 
 def _not_exercised(scenarios: list[Scenario]) -> list[str]:
     """Each scenario whose faults met nothing: every claim that did not land, and what the history shows."""
-    missed = [sc for sc in scenarios if sc.entry["outcome"] == "not exercised"]
+    missed = [sc for sc in scenarios if sc.entry.outcome == "not exercised"]
     if not missed:
         return []
     out = [f"<h2>Not exercised ({len(missed)}): every rule held, but the fault met nothing, so nothing was tested</h2>"]
     for sc in missed:
         claims = "".join(
-            f"<li><b>{escaped(x['status'])}</b>: {escaped(x['claim'])} — {escaped(x['why'])}</li>"
-            for x in sc.entry.get("landing", [])
-            if x["status"] != "LANDED"
+            f"<li><b>{escaped(x.status)}</b>: {escaped(x.claim)} — {escaped(x.why)}</li>"
+            for x in sc.entry.landing
+            if x.status != "LANDED"
         )
         out.append(
             f"<section class=card><h3><code>{escaped(sc.name)}</code> {sc.links()}</h3><ul>{claims}</ul></section>"
@@ -237,19 +236,19 @@ def _every_scenario(scenarios: list[Scenario]) -> list[str]:
         extra = ""
         if not sc.failed and sc.has_history:
             extra = f"<details><summary>plots</summary>{_plots(sc)}</details>"
-        if not sc.failed and e.get("message"):
-            extra += f"<details><summary>message</summary><pre>{escaped(e['message'])}</pre></details>"
+        if not sc.failed and e.message:
+            extra += f"<details><summary>message</summary><pre>{escaped(e.message)}</pre></details>"
         out.append(
-            f"<tr><td>{name}{extra}</td><td class={escaped(e['outcome'])}>{escaped(e['outcome'])}</td>"
-            f"<td>{e['duration_s']:.2f}</td><td>{len(_verdicts(e)) or ''}</td><td>{sc.links()}</td></tr>"
+            f"<tr><td>{name}{extra}</td><td class={escaped(e.outcome)}>{escaped(e.outcome)}</td>"
+            f"<td>{e.duration_s:.2f}</td><td>{len(_verdicts(e)) or ''}</td><td>{sc.links()}</td></tr>"
         )
     return out + ["</table>"]
 
 
-def render(results: dict, run_dir: Path | None = None, problems: list[str] | None = None) -> str:
+def render(results: ResultsFile, run_dir: Path | None = None, problems: list[str] | None = None) -> str:
     """The whole page, from a results.json as reports.results writes it (histories read from run_dir)."""
     run_dir = run_dir or Path(".")
-    scenarios = [Scenario(entry, run_dir) for entry in results["scenarios"]]
+    scenarios = [Scenario(entry, run_dir) for entry in results.scenarios]
     out = _header(results)
     out += [f"<p class=broken>{escaped(p)}</p>" for p in problems or []]
     out += [
@@ -258,26 +257,26 @@ def render(results: dict, run_dir: Path | None = None, problems: list[str] | Non
         "<details><summary>the rules in words: what each must hold, the contract sections</summary>",
         "<table><tr><th>rule</th><th>what must hold</th><th>contract</th><th>result</th><th>broken in</th></tr>",
     ]
-    for rule, r in results.get("rules", {}).items():
-        state = "<span class=held>held</span>" if r["held"] else "<span class=broken>broken</span>"
-        if r["held"] is None:
-            state = f"<span title='{escaped(r.get('not_checked', ''))}'>not checked</span>"
+    for rule, r in results.rules.items():
+        state = "<span class=held>held</span>" if r.held else "<span class=broken>broken</span>"
+        if r.held is None:
+            state = f"<span title='{escaped(r.not_checked if r.not_checked is not UNSET else '')}'>not checked</span>"
         out.append(
-            f"<tr><td><code>{escaped(rule)}</code></td><td>{escaped(r['what'])}</td>"
-            f"<td>{escaped(r.get('contract', ''))}</td>"
-            f"<td>{state}</td><td>{escaped(', '.join(r['broken_in']))}</td></tr>"
+            f"<tr><td><code>{escaped(rule)}</code></td><td>{escaped(r.what)}</td>"
+            f"<td>{escaped(r.contract)}</td>"
+            f"<td>{state}</td><td>{escaped(', '.join(r.broken_in))}</td></tr>"
         )
     out.append("</table></details>")
-    if results.get("notes"):
+    if results.notes:
         out += ["<h2>Notes on the relay (not verdicts)</h2>", "<ul>"]
-        out += [f"<li>{escaped(n)}</li>" for n in results["notes"]]
+        out += [f"<li>{escaped(n)}</li>" for n in results.notes]
         out.append("</ul>")
     failing = [sc for sc in scenarios if sc.failed]
     if failing:
         out.append(f"<h2>What broke ({len(failing)} scenario{'s' if len(failing) != 1 else ''})</h2>")
         out += [failing_card(sc) for sc in failing]
     out += _not_exercised(scenarios)
-    out.append(grid_html(results.get("coverage")))
+    out.append(grid_html(results.coverage))
     out += _every_scenario(scenarios)
     if any(sc.has_history for sc in scenarios):
         out.append(
@@ -288,43 +287,41 @@ def render(results: dict, run_dir: Path | None = None, problems: list[str] | Non
     return "\n".join(out) + "</html>"
 
 
-def partial_line(results: dict) -> str:
+def partial_line(results: ResultsFile) -> str:
     """A run cut short (Ctrl-C) says so, and how far it got; a whole run, nothing."""
-    if not results.get("partial"):
+    if not results.partial:
         return ""
-    total = f" of {results['expected']}" if results.get("expected") else ""
+    total = f" of {results.expected}" if results.expected else ""
     return (
-        f"<p class=broken>Partial: the run was interrupted after {len(results['scenarios'])}{total} scenarios; "
+        f"<p class=broken>Partial: the run was interrupted after {len(results.scenarios)}{total} scenarios; "
         "only those are judged here.</p>"
     )
 
 
-def random_stories_line(machine: dict | None) -> str:
+def random_stories_line(machine: RandomStories | None) -> str:
     """Whether the state machine's random stories ran; when they did not, why (a named scenario had shown a bug)."""
-    if not machine:
+    if machine is None:
         return ""
-    if not machine.get("ran", True):
-        return f"<p class=stories><b>Random stories (the state machine):</b> {escaped(machine.get('why_not'))}.</p>"
+    if not machine.ran:
+        return f"<p class=stories><b>Random stories (the state machine):</b> {escaped(machine.why_not)}.</p>"
+    shrink_s = machine.shrink_s if machine.shrink_s is not UNSET else None
     shrunk = (
         ""
-        if machine.get("shrunk") is not False or machine.get("shrink_s") is None
-        else "; its failing story was not fully shrunk "
-        f"(shrinking stopped at its budget after {machine['shrink_s']:g} s)"
+        if machine.shrunk is not False or shrink_s is None
+        else f"; its failing story was not fully shrunk (shrinking stopped at its budget after {shrink_s:g} s)"
     )
     met = ""
-    if machine.get("exercised") is not None:
-        met = f", {machine['exercised']} with a fault that met a transfer" + (
-            f", {machine['unexercised']} whose faults all met nothing (they tested nothing)"
-            if machine.get("unexercised")
+    if machine.exercised is not UNSET and machine.exercised is not None:
+        met = f", {machine.exercised} with a fault that met a transfer" + (
+            f", {machine.unexercised} whose faults all met nothing (they tested nothing)"
+            if machine.unexercised is not UNSET and machine.unexercised
             else ""
         )
-    return (
-        "<p class=stories><b>Random stories (the state machine):</b> "
-        f"{machine.get('examples')} examples run{met}{shrunk}.</p>"
-    )
+    examples = machine.examples if machine.examples is not UNSET else None
+    return f"<p class=stories><b>Random stories (the state machine):</b> {examples} examples run{met}{shrunk}.</p>"
 
 
-def sandbox_line(level: dict | None) -> str:
+def sandbox_line(level: dict[str, Any] | None) -> str:
     """The sandbox level the relay ran under, as one paragraph (results written before it had one: unknown)."""
     if not level:
         return "<p class=sandbox>Sandbox: not recorded.</p>"
@@ -338,9 +335,9 @@ def sandbox_line(level: dict | None) -> str:
 def write(results_path: Path) -> Path:
     """Write report.html beside results.json, and the failing scenarios' timelines under timelines/; its path."""
     results_path = Path(results_path)
-    results = RunResults.load(results_path).as_dict()
+    results = RunResults.read(results_path)
     run_dir = results_path.parent
-    scenarios = [Scenario(entry, run_dir) for entry in results["scenarios"]]
+    scenarios = [Scenario(entry, run_dir) for entry in results.scenarios]
     problems = write_timelines(scenarios)
     return write_text(results_path.with_name("report.html"), render(results, run_dir, problems))
 

@@ -17,6 +17,7 @@ from relaychaos.checkers.facts import Facts
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.contract import CLAUSES
 from relaychaos.history import Event, History
+from relaychaos.records.base import UNSET
 
 
 class Events(Protocol):
@@ -33,16 +34,16 @@ class Events(Protocol):
 def report(history: History, verdicts: list[Verdict], limit: int = 5) -> str:
     """The verdicts as incident reports, the most serious first."""
     facts = Facts(history)
-    name = facts.scenario.get("name", "?")
+    header = facts.header
     if not verdicts:
-        return f"scenario {name}: every rule held"
+        return f"scenario {header.name}: every rule held"
     head = [
-        f"scenario {name} against relay '{facts.scenario.get('relay', '?')}': {len(verdicts)} violation(s) "
+        f"scenario {header.name} against relay '{header.relay}': {len(verdicts)} violation(s) "
         f"of {len({v.rule for v in verdicts})} rule(s)"
     ]
-    if facts.scenario.get("description"):
-        head.append(f"  scenario: {facts.scenario['description']}")
-    production = (facts.scenario.get("incident") or {}).get("guids")
+    if header.description:
+        head.append(f"  scenario: {header.description}")
+    production = header.incident.guids if header.incident is not UNSET else None
     shown = [render(v, history, facts.account_calls, facts.start, facts.labels, production) for v in verdicts[:limit]]
     more = [f"... and {len(verdicts) - limit} more"] if len(verdicts) > limit else []
     return "\n\n".join(["\n".join(head)] + shown + more)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from relaychaos.reports.atomic import write_text
+from relaychaos.atomic import write_text
 
 
 def case_key(nodeid: str) -> tuple[str, str]:

@@ -4,7 +4,7 @@
     account_rate_svg(model)   # per scenario: calls per second reaching the account system
     score_sheet_svg(results)  # per run: for each rule, the scenarios that broke it
 
-`model` is a relaychaos.reports.timeline_model.Model; `results` a results.json as loaded.
+`model` is a relaychaos.reports.timeline_model.Model; `results` a results.json as read (relaychaos.records.results).
 Each returns one <svg> element (inline in a page, styled by its own attributes).
 """
 
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from relaychaos.records.base import UNSET
+from relaychaos.records.results import ResultsFile
 from relaychaos.reports.html_text import escaped
 from relaychaos.reports.timeline_model import Model
 
@@ -166,34 +168,32 @@ def _clip(text: str, chars: float) -> str:
     return text if len(text) <= chars else text[: max(int(chars) - 1, 0)] + "…"
 
 
-def score_sheet_svg(results: dict, width: int = 900) -> str:
+def score_sheet_svg(results: ResultsFile, width: int = 900) -> str:
     """One row per rule: held (a green tick), not checked (the relay offers nothing it reads), or a red bar as
     long as the number of scenarios that broke it, followed by their names."""
-    rules = results.get("rules", {})
-    total = max(len(results.get("scenarios", [])), 1)
-    broken_max = max([len(r["broken_in"]) for r in rules.values()] + [1])
+    rules = results.rules
+    total = max(len(results.scenarios), 1)
+    broken_max = max([len(r.broken_in) for r in rules.values()] + [1])
     row, left, bar_w = 20, 190, 240
     parts = []
     for i, (rule, r) in enumerate(rules.items()):
         y = 8 + i * row
-        n = len(r["broken_in"])
+        n = len(r.broken_in)
         parts.append(
             f'<text x="{left - 8}" y="{y + 14}" text-anchor="end">'
-            f"<title>{escaped(r['what'])}</title>{escaped(rule)}</text>"
+            f"<title>{escaped(r.what)}</title>{escaped(rule)}</text>"
         )
         if n:
             w = max(bar_w * n / broken_max, 3)
             parts.append(
                 f'<rect x="{left}" y="{y + 3}" width="{w:.1f}" height="{row - 7}" fill="{COLOURS["fail"]}">'
-                f"<title>broken in {n} of {total} scenarios: {escaped(', '.join(r['broken_in']))}</title></rect>"
+                f"<title>broken in {n} of {total} scenarios: {escaped(', '.join(r.broken_in))}</title></rect>"
                 f'<text x="{left + w + 6:.1f}" y="{y + 14}" fill="#b3261e">broken in {n}: '
-                f"{escaped(_clip(', '.join(r['broken_in']), (width - left - w - 90) // 6))}</text>"
+                f"{escaped(_clip(', '.join(r.broken_in), (width - left - w - 90) // 6))}</text>"
             )
-        elif r.get("held") is None:
-            parts.append(
-                f'<text x="{left}" y="{y + 14}" fill="#666"><title>{escaped(r.get("not_checked", ""))}</title>'
-                "– not checked</text>"
-            )
+        elif r.held is None:
+            why = r.not_checked if r.not_checked is not UNSET else ""
+            parts.append(f'<text x="{left}" y="{y + 14}" fill="#666"><title>{escaped(why)}</title>– not checked</text>')
         else:
             parts.append(f'<text x="{left}" y="{y + 14}" fill="{COLOURS["ok"]}">✓ held</text>')
     height = 16 + row * len(rules)

@@ -11,6 +11,7 @@ is the instructor's to hand out, after the due date or with the hidden scenarios
 
 from __future__ import annotations
 
+from relaychaos.records.grade import GradeRecord, Incident
 from relaychaos.reports.html_text import escaped
 
 from .grade_summary import facts, headline, num, output_tail
@@ -23,51 +24,51 @@ tr.lost td:first-child { border-left: 4px solid #b3261e; } tr.kept td:first-chil
 """
 
 
-def html(record: dict) -> str:
-    name = record["submission"]
+def html(record: GradeRecord) -> str:
+    name = record.submission
     out = [
         f"<!doctype html><meta charset=utf-8><title>relaychaos: {escaped(name)}</title>",
         f"<style>{STYLE}{EXTRA_STYLE}</style>",
         f"<h1>{escaped(name)}: {escaped(headline(record))}</h1>",
-        f"<p class=lede>Graded {escaped(record.get('graded_at') or '')} with rubric "
-        f"{escaped((record.get('rubric') or {}).get('name', '?'))}, seed {escaped(record.get('seed'))}, relaychaos "
-        f"{escaped((record.get('harness') or {}).get('version', '?'))}.</p>",
+        f"<p class=lede>Graded {escaped(record.graded_at or '')} with rubric "
+        f"{escaped(record.rubric.name if record.rubric else '?')}, seed {escaped(record.seed)}, relaychaos "
+        f"{escaped(record.harness.version)}.</p>",
         "<ul>" + "".join(f"<li>{escaped(f)}</li>" for f in facts(record)) + "</ul>",
     ]
     if output_tail(record):
         out += ["<h2>What the relay printed last</h2>", f"<pre>{escaped(output_tail(record))}</pre>"]
-    if record.get("gradable", True):
+    if record.gradable:
         out += ["<h2>Rubric</h2>", items_table(record)]
-        incidents = record.get("incidents", [])
+        incidents = record.incidents
         if incidents:
             out.append(f"<h2>Incidents ({len(incidents)})</h2>")
             out += [incident(i) for i in incidents]
     return "\n".join(out)
 
 
-def items_table(record: dict) -> str:
+def items_table(record: GradeRecord) -> str:
     rows = ["<table><tr><th>behaviour</th><th>points</th><th>checked by</th><th>what broke it</th></tr>"]
-    for item in record.get("items", []):
-        lost = bool(item.get("broken_in"))
+    for item in record.items:
+        lost = bool(item.broken_in)
         why = "".join(
-            f"<li><a href='#{escaped(f['incident'])}'>{escaped(f['incident'])}</a>: {escaped(w)}</li>"
-            for f in item.get("failures", [])
-            for w in f.get("why", [])
+            f"<li><a href='#{escaped(f.incident)}'>{escaped(f.incident)}</a>: {escaped(w)}</li>"
+            for f in item.failures
+            for w in f.why
         )
-        label = "" if item["set"] == "visible" else f" ({item['set'].replace('_', ' ')} scenarios)"
+        label = "" if item.set == "visible" else f" ({item.set.replace('_', ' ')} scenarios)"
         rows.append(
-            f"<tr class={'lost' if lost else 'kept'}><td>{escaped(item['title'])}{escaped(label)}</td>"
-            f"<td class=num>{num(item['points'])} / {num(item['max_points'])}</td>"
-            f"<td><code>{escaped(', '.join(item.get('rules', [])))}</code></td>"
+            f"<tr class={'lost' if lost else 'kept'}><td>{escaped(item.title)}{escaped(label)}</td>"
+            f"<td class=num>{num(item.points)} / {num(item.max_points)}</td>"
+            f"<td><code>{escaped(', '.join(item.rules))}</code></td>"
             f"<td>{'<ul class=verdicts>' + why + '</ul>' if why else 'held in every scenario'}</td></tr>"
         )
     rows.append("</table>")
     return "\n".join(rows)
 
 
-def incident(i: dict) -> str:
-    rules = ", ".join(i.get("rules", []))
+def incident(i: Incident) -> str:
+    rules = ", ".join(i.rules)
     return (
-        f"<div class=card id='{escaped(i['id'])}'><h3>Scenario <code>{escaped(i['scenario'])}</code>"
-        f"{': ' + escaped(rules) if rules else ''}</h3><pre>{escaped(i['text'])}</pre></div>"
+        f"<div class=card id='{escaped(i.id)}'><h3>Scenario <code>{escaped(i.scenario)}</code>"
+        f"{': ' + escaped(rules) if rules else ''}</h3><pre>{escaped(i.text)}</pre></div>"
     )

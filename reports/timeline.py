@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from relaychaos.atomic import write_text
 from relaychaos.checkers import landing
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.history import History
 from relaychaos.reports import plots
-from relaychaos.reports.atomic import write_text
 from relaychaos.reports.html_text import escaped
 from relaychaos.reports.timeline_model import Model, build
 

@@ -15,12 +15,33 @@ first verdict production also broke is preselected. Rendering only: nothing here
 
 from __future__ import annotations
 
+from typing import Protocol, TypeVar
+
 from relaychaos.checkers.facts import Facts
+from relaychaos.records.base import UNSET
 
 OUTCOME = {"DONE": "ok", "FAILED": "fail"}
+B = TypeVar("B", covariant=True)
 
 
-def ledger_boxes(facts: Facts, box_type) -> list:
+class BoxType(Protocol[B]):
+    """How a box is made (relaychaos.reports.timeline_model.Box, which imports this module)."""
+
+    def __call__(
+        self,
+        lane: str,
+        t0: float,
+        t1: float,
+        outcome: str,
+        label: str,
+        text: str,
+        events: tuple[int, ...],
+        *,
+        guid: str,
+    ) -> B: ...
+
+
+def ledger_boxes(facts: Facts, box_type: BoxType[B]) -> list[B]:
     """One box per change of a GUID's ledger row (status, or attempts), between the snapshots that bracket it."""
     out, before_t = [], facts.start
     last: dict[str, tuple[str | None, int | None]] = {}  # each GUID's last (status, attempts)
@@ -57,8 +78,10 @@ def ledger_boxes(facts: Facts, box_type) -> list:
 
 def production(facts: Facts) -> tuple[dict[str, str], dict[str, list[str]]]:
     """(label -> production GUID, rule -> labels that broke it in production) of an imported incident; empty else."""
-    incident = facts.scenario.get("incident") or {}
-    return incident.get("guids") or {}, incident.get("broke") or {}
+    incident = facts.header.incident
+    if incident is UNSET:
+        return {}, {}
+    return incident.guids or {}, incident.broke or {}
 
 
 def annotate(boxes: list, groups: list[dict], facts: Facts) -> int:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 
 from relaychaos import checkers
 from relaychaos.checkers import RULES
+from relaychaos.checkers.calls import ChannelCall
 from relaychaos.checkers.facts import Facts, FaultState
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.contract import CLAUSES
@@ -106,7 +107,7 @@ def pack(items: list) -> int:
     return max(len(ends), 1)
 
 
-def _channel_outcome(call) -> str:
+def _channel_outcome(call: ChannelCall) -> str:
     if not call.completed:
         return "open"
     if not call.answered:
@@ -379,8 +380,7 @@ def build(history: History, verdicts: list[Verdict] | None = None) -> Model:
         or any(b.lane == lane for b in boxes)
         or any(m.lane == lane for m in marks)
     ]
-    named = {i for item in [*boxes, *marks] for i in item.events} | {i for v in verdicts for i in v.events}
-    named |= {i for w in windows for i in w.events}
+    named = {i for items in (boxes, marks, verdicts, windows) for item in items for i in item.events}
     events = {i: _event_dict(history[i], facts.start) for i in sorted(named)}
     calls = {c["seq"]: {**c, "t": round(c["received_at"] - facts.start, 6)} for c in facts.account_calls}
     groups = verdict_groups(verdicts, facts.labels)

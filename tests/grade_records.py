@@ -19,6 +19,7 @@ from relaychaos.grading import outcomes
 from relaychaos.grading.rubric import Cap, Item, Rubric
 from relaychaos.grading.run_one import CUT
 from relaychaos.grading.score import Outcome
+from relaychaos.records.grade import GradeRecord, HarnessInfo, Stateful, Verdict
 
 RUBRIC = Rubric(
     Path("test-rubric.toml"),
@@ -79,7 +80,7 @@ def record(
     timed_out: bool = False,
     notes: list[str] | None = None,
     root: str = "/class",
-) -> dict:
+) -> GradeRecord:
     """A gradable record: each rule in `broken` breaks in those scenarios; `timed_out`: cut at its budget before the
     last scenario, so not graded (as relaychaos.grading.run_one makes it)."""
     broken = broken or {}
@@ -87,12 +88,7 @@ def record(
     for scenario, set_ in SCENARIOS:
         rules = [r for r, where in broken.items() if scenario in where]
         verdicts = [
-            {
-                "rule": r,
-                "label": "g1",
-                "summary": "the account system received this GUID more than once",
-                "clause": None,
-            }
+            Verdict(rule=r, label="g1", summary="the account system received this GUID more than once", clause=None)
             for r in rules
         ]
         outs.append(
@@ -118,19 +114,20 @@ def record(
         if timed_out
         else {}
     )
+    shrunk = "stateful" in {s for w in broken.values() for s in w}
     return outcomes.record(
         sub,
         RUBRIC,
         seed,
-        **outcomes.scored(outs, RUBRIC),
+        *outcomes.scored(outs, RUBRIC),
         **cut,
         execution_time_s=18.2,
         timed_out=timed_out,
         sandbox=json.loads(json.dumps(SANDBOX)),
         notes=list(notes or []),
-        stateful={"ran": True, "shrunk": "stateful" in {s for w in broken.values() for s in w}, "why_not": None},
+        stateful=Stateful(ran=True, shrunk=shrunk, why_not=None),
         graded_at="2026-12-01 10:00 UTC",
-        harness={"version": "0.1.0"},
+        harness=HarnessInfo(version="0.1.0"),
         folder=_folder(name),
     )
 
@@ -140,24 +137,25 @@ def _folder(name: str) -> str:
     return f"{name.encode().hex()[:12]}-{int(hashlib.sha256(name.encode()).hexdigest()[:7], 16):08d}"
 
 
-def ungradable(name: str, error: str, *, seed: int = 12345) -> dict:
+def ungradable(name: str, error: str, *, seed: int = 12345) -> GradeRecord:
     sub = SimpleNamespace(name=name, folder=Path(f"/class/{name}"), manifest=None)
     return outcomes.record(
         sub,
         RUBRIC,
         seed,
-        **outcomes.zero(RUBRIC),
+        outcomes.zero(RUBRIC),
+        [],
         gradable=False,
         error=error,
         execution_time_s=0.4,
         sandbox=json.loads(json.dumps(SANDBOX)),
         graded_at="2026-12-01 10:00 UTC",
-        harness={"version": "0.1.0"},
+        harness=HarnessInfo(version="0.1.0"),
         folder=_folder(name),
     )
 
 
-def class_of_records() -> list[dict]:
+def class_of_records() -> list[GradeRecord]:
     """Every kind the writers must handle: full marks, partial, capped, ungradable, timed out, awkward names."""
     return [
         record("alice smith"),
@@ -186,10 +184,10 @@ def class_of_records() -> list[dict]:
     ]
 
 
-def write_shard(folder: Path, records: list[dict]) -> Path:
+def write_shard(folder: Path, records: list[GradeRecord]) -> Path:
     """A shard's output folder as relaychaos grade lays it out: <folder>/submissions/<safe-name>/grade.json."""
     for r in records:
-        target = folder / "submissions" / r["folder"]
+        target = folder / "submissions" / str(r.folder)
         target.mkdir(parents=True, exist_ok=True)
-        (target / "grade.json").write_text(json.dumps(r, ensure_ascii=False), encoding="utf-8")
+        (target / "grade.json").write_text(r.to_json(ensure_ascii=False), encoding="utf-8")
     return folder

@@ -9,10 +9,12 @@ import sys
 
 import pytest
 
+from relaychaos.records.gradebook import Gradebook
 from relaychaos.reports import gradebook
 
 from .conftest import ROOT
 from .grade_records import class_of_records, record, ungradable, write_shard
+from .schema_check import problems
 
 ITEMS = ["claim", "sends-once", "answer-codes", "settled"]
 
@@ -25,7 +27,7 @@ def test_the_csv_reads_back_with_every_awkward_name_as_it_was():
     records = class_of_records()
     read = rows(gradebook.csv_text(records, ITEMS))
     names = [r["submission"] for r in read]
-    assert set(names) == {r["submission"] for r in records} - {'=HYPERLINK("x")'} | {'\'=HYPERLINK("x")'}
+    assert set(names) == {r.submission for r in records} - {'=HYPERLINK("x")'} | {'\'=HYPERLINK("x")'}
     assert 'eve "the <script>" o\'neil, jr.' in names and "dörte" in names and "名前 `tick`" in names
     assert names == sorted(names, key=lambda n: n.lstrip("'").casefold()), "one row per submission, by name"
 
@@ -106,7 +108,7 @@ def test_merging_three_shards_equals_one_folder_holding_them_all(tmp_path):
         write_shard(tmp_path / f"gradebook-{i}", records[i::3])
     merged = gradebook.merge([tmp_path / f"gradebook-{i}" for i in range(3)])
     assert merged == gradebook.merge([tmp_path / "all"])
-    assert [r["submission"] for r in merged][:3] == ['=HYPERLINK("x")', "alice smith", "bob"]
+    assert [r.submission for r in merged][:3] == ['=HYPERLINK("x")', "alice smith", "bob"]
 
 
 def test_an_empty_shard_adds_nothing_and_the_same_record_twice_is_kept_once(tmp_path):
@@ -140,14 +142,33 @@ def test_a_missing_folder_a_stray_record_or_an_unusable_one_is_refused(tmp_path)
     with pytest.raises(ValueError, match="no such gradebook folder"):
         gradebook.merge([tmp_path / "nope"])
     (tmp_path / "nested" / "x").mkdir(parents=True)
-    (tmp_path / "nested" / "x" / "grade.json").write_text(json.dumps(record("a")))
+    (tmp_path / "nested" / "x" / "grade.json").write_text(record("a").to_json())
     with pytest.raises(ValueError, match=r"is not where relaychaos grade writes a record"):
         gradebook.merge([tmp_path / "nested"])
-    bad = record("b")
+    bad = record("b").to_builtins()
     del bad["seed"]
-    write_shard(tmp_path / "bad", [bad])
-    with pytest.raises(ValueError, match=r"grade\.json: not a usable grade record: record: missing field 'seed'"):
+    (tmp_path / "bad" / "submissions" / "b").mkdir(parents=True)
+    (tmp_path / "bad" / "submissions" / "b" / "grade.json").write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match=r"grade\.json: not a grade record: Object missing required field `seed`"):
         gradebook.merge([tmp_path / "bad"])
+    wrong = record("c")
+    wrong.score = 99.0
+    write_shard(tmp_path / "wrong", [wrong])
+    with pytest.raises(ValueError, match=r"grade\.json: not a usable grade record: record: score 99.0 is not the sum"):
+        gradebook.merge([tmp_path / "wrong"])
+
+
+def test_the_csv_reads_back_as_its_typed_record_and_each_row_follows_the_published_schema():
+    records = class_of_records()
+    text = gradebook.csv_text(records, ITEMS)
+    book = Gradebook.from_csv(text)
+    assert book.to_csv() == text, "it writes back what it read"
+    assert problems("gradebook", book.to_builtins()) == []
+    carol = next(r for r in book.rows if r.submission == "carol")
+    assert (carol.gradable, carol.score, carol.items["claim"]) == (False, 0.0, 0.0)
+    assert '=HYPERLINK("x")' in {r.submission for r in book.rows}, "the apostrophe a spreadsheet needs is taken off"
+    with pytest.raises(ValueError, match="row 2 of a gradebook: score must be a number"):
+        Gradebook.from_csv(text.replace(text.splitlines()[1].split(",")[1], "lots", 1))
 
 
 def test_write_puts_both_files_in_the_folder(tmp_path):

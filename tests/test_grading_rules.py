@@ -9,18 +9,19 @@ import pytest
 
 from relaychaos.errors import HarnessError
 from relaychaos.grading import rubric as rubrics
-from relaychaos.grading.score import Outcome, score
+from relaychaos.grading.score import Outcome, Score, score
 from relaychaos.grading.submissions import find, parse_shard, shard
+from relaychaos.records.grade import Verdict
 
 RUBRIC = rubrics.load()
 
 
-def v(rule: str) -> dict:
-    return {"rule": rule, "label": "g1", "summary": "...", "clause": "3.claim-new"}
+def v(rule: str) -> Verdict:
+    return Verdict(rule=rule, label="g1", summary="...", clause="3.claim-new")
 
 
-def points(result: dict, item: str, set_name: str = "visible") -> float:
-    return next(e["points"] for e in result["items"] if e["item"] == item and e["set"] == set_name)
+def points(result: Score, item: str, set_name: str = "visible") -> float:
+    return next(e.points for e in result.items if e.item == item and e.set == set_name)
 
 
 def held(*names: str) -> list[Outcome]:
@@ -39,7 +40,7 @@ SUITE = (
 )
 
 
-def graded(broken: dict[str, list[str]], rubric=RUBRIC) -> dict:
+def graded(broken: dict[str, list[str]], rubric=RUBRIC) -> Score:
     """The score of the suite's scenarios with each scenario in `broken` breaking those rules."""
     return score(
         [
@@ -68,21 +69,26 @@ def test_a_failure_costs_the_first_item_naming_its_rule_and_scenario():
 
 def test_a_rule_broken_in_the_one_scenario_that_exercises_it_loses_the_whole_behaviour():
     result = graded({"race-pairs-two-relays": ["one-account-call"]})
-    assert points(result, "claim-across-relays") == 0 and result["score"] == 90
-    failure = next(e for e in result["items"] if e["item"] == "claim-across-relays")["failures"][0]
-    assert failure == {"incident": "race-pairs-two-relays", "why": ["[one-account-call] GUID g1: ..."]}
-    assert [i["id"] for i in result["incidents"]] == ["race-pairs-two-relays"], "one incident per failing scenario"
+    assert points(result, "claim-across-relays") == 0 and result.score == 90
+    failure = next(e for e in result.items if e.item == "claim-across-relays").failures[0]
+    assert failure.to_builtins() == {"incident": "race-pairs-two-relays", "why": ["[one-account-call] GUID g1: ..."]}
+    assert [i.id for i in result.incidents] == ["race-pairs-two-relays"], "one incident per failing scenario"
 
 
 def test_a_relay_shown_to_apply_a_debit_twice_scores_at_most_80():
     result = graded({"race-pairs-two-relays": ["one-account-call", "one-debit", "balances"]})
-    assert result["score"] == 80 and result["cap"] == {
-        "at_most": 80.0,
-        "why": "the relay applied a debit twice",
-        "rules": ["one-debit"],
-        "broken_in": ["race-pairs-two-relays"],
-        "lost": 10.0,
-    }
+    assert (
+        result.score == 80
+        and result.cap is not None
+        and result.cap.to_builtins()
+        == {
+            "at_most": 80.0,
+            "why": "the relay applied a debit twice",
+            "rules": ["one-debit"],
+            "broken_in": ["race-pairs-two-relays"],
+            "lost": 10.0,
+        }
+    )
 
 
 def test_a_relay_with_no_duplicate_protection_scores_at_most_40():
@@ -91,7 +97,7 @@ def test_a_relay_with_no_duplicate_protection_scores_at_most_40():
         {n: money for n in SUITE}
         | {"guid-reused": money + ["answer-codes"], "dropped-response-downstream": money + ["transitions"]}
     )
-    assert result["score"] <= 40, result["score"]
+    assert result.score <= 40, result.score
 
 
 def test_partial_share_per_item_keeps_the_weighted_share_of_its_scenarios_in_which_it_held(tmp_path):
@@ -115,7 +121,7 @@ def test_a_v1_rubric_loads_as_one_share_item_per_rule_and_scores_as_v1_did(tmp_p
         ("answer-codes", "share", ("*",)),
     ]
     result = score([Outcome("a", "visible", "failed", [v("one-account-call")]), *held("b", "c")], rubric)
-    assert result["score"] == pytest.approx(100 - 5)
+    assert result.score == pytest.approx(100 - 5)
 
 
 def test_a_rubric_with_problems_is_refused_with_every_problem_listed(tmp_path):
@@ -141,30 +147,30 @@ def test_a_rubric_with_problems_is_refused_with_every_problem_listed(tmp_path):
 
 
 def test_a_relay_that_holds_everywhere_gets_full_marks():
-    assert score(held("a", "b"), RUBRIC)["score"] == 100
+    assert score(held("a", "b"), RUBRIC).score == 100
 
 
 def test_a_scenario_where_the_relay_would_not_start_costs_the_items_naming_it_and_the_interface():
     result = graded({"race-pairs-two-relays": ["serve-ready"]})
     assert points(result, "claim-across-relays") == 0 and points(result, "interface") == 0
     assert points(result, "resend-from-ledger") == 12, "the other scenarios show the catch-alls"
-    assert result["score"] == 86
+    assert result.score == 86
 
 
 def test_what_the_time_budget_cut_off_costs_every_item_it_is_among_and_a_machine_skipped_on_purpose_nothing():
     cut = held("happy-path") + [Outcome("race-pairs-two-relays", "visible", "not-run", cut=True)]
     assert points(score(cut, RUBRIC), "claim-across-relays") == 0 and points(score(cut, RUBRIC), "interface") == 0
     skipped = held("a") + [Outcome("stateful", "visible", "skipped")]
-    assert score(skipped, RUBRIC)["score"] == 100
+    assert score(skipped, RUBRIC).score == 100
 
 
 def test_an_item_s_points_are_split_across_sets_by_weight_and_each_set_scored_on_its_own():
     outcomes = held("a", "b") + [Outcome("h", "hidden", "failed", [v("done-replay")])]
     result = score(outcomes, RUBRIC)
-    hidden = next(e for e in result["items"] if e["item"] == "done-replay" and e["set"] == "hidden")
-    assert hidden["max_points"] == pytest.approx(4 / 3, abs=1e-3) and hidden["points"] == 0
-    assert hidden["broken_in"] == ["h"] and hidden["failures"][0]["incident"] == "h"
-    assert result["score"] == pytest.approx(100 - 4 / 3, abs=0.01)
+    hidden = next(e for e in result.items if e.item == "done-replay" and e.set == "hidden")
+    assert hidden.max_points == pytest.approx(4 / 3, abs=1e-3) and hidden.points == 0
+    assert hidden.broken_in == ["h"] and hidden.failures[0].incident == "h"
+    assert result.score == pytest.approx(100 - 4 / 3, abs=0.01)
 
 
 def test_submissions_are_named_by_folder_made_unique_and_safe_for_file_names(tmp_path):

@@ -16,14 +16,15 @@ from types import SimpleNamespace
 import pytest
 
 from benchmarks import grade_class as bench
+from relaychaos.records.grade import GradeRecord
 
 from .grade_records import record
 
 
-def gradebook(folder: Path, records: list[dict]) -> Path:
+def gradebook(folder: Path, records: list[GradeRecord]) -> Path:
     for r in records:
-        (folder / "submissions" / r["folder"]).mkdir(parents=True)
-        (folder / "submissions" / r["folder"] / "grade.json").write_text(json.dumps(r))
+        (folder / "submissions" / str(r.folder)).mkdir(parents=True)
+        (folder / "submissions" / str(r.folder) / "grade.json").write_text(r.to_json())
     return folder
 
 

@@ -15,33 +15,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from relaychaos.atomic import write_text
 from relaychaos.grading.progress import Progress
 from relaychaos.grading.run_one import Options, expected, grade
 from relaychaos.grading.submissions import Submission
+from relaychaos.records.grade import GradeRecord
+from relaychaos.reports import gradebook, gradescope, prairielearn, student_page
 
 
-def write_outputs(record: dict, folder: Path) -> None:
+def write_outputs(record: GradeRecord, folder: Path) -> None:
     """The record's Gradescope and PrairieLearn files and the student's page beside it."""
-    from relaychaos.reports import gradescope, prairielearn, student_page
-    from relaychaos.reports.atomic import write_text
-
     gradescope.write(record, folder / "results.json")
     prairielearn.write(record, folder / "prairielearn.json")
     write_text(folder / "report.html", student_page.html(record))
 
 
-def write_gradebook(records: list[dict], out: Path) -> None:
-    from relaychaos.reports import gradebook
-
+def write_gradebook(records: list[GradeRecord], out: Path) -> None:
     gradebook.write(records, out)
 
 
-def grade_all(subs: list[Submission], out: Path, opts: Options, progress: Progress | None = None) -> list[dict]:
+def grade_all(subs: list[Submission], out: Path, opts: Options, progress: Progress | None = None) -> list[GradeRecord]:
     """Grade every submission into out/; the records, in order. KeyboardInterrupt propagates after the
     gradebook has been written for what was graded."""
     progress = progress or Progress(len(subs))
     out.mkdir(parents=True, exist_ok=True)
-    records: list[dict] = []
+    records: list[GradeRecord] = []
     n_expected = len(expected(opts))
     try:
         for i, sub in enumerate(subs, 1):

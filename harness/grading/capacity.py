@@ -15,8 +15,11 @@ smallest container").
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from relaychaos.errors import HarnessError
 
 MIN_CPUS = 0.5  # Gradescope's smallest container: less is said up front
 MIN_MEMORY_MIB = 768  # likewise, its memory
@@ -52,7 +55,7 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _ancestors(folder: Path | None):
+def _ancestors(folder: Path | None) -> Iterator[Path]:
     while folder is not None and folder.name and folder != folder.parent:
         yield folder
         if not (folder.parent / "cgroup.procs").exists():
@@ -99,8 +102,6 @@ def workers(arg: str | int, cap: Capacity | None = None) -> int:
         try:
             return max(1, int(arg))
         except ValueError:
-            from relaychaos.errors import HarnessError
-
             raise HarnessError(
                 f"--workers {arg!r} is neither a number nor auto", fix="--workers auto, or e.g. 2"
             ) from None
@@ -121,8 +122,6 @@ def budget_s(arg: str | float, cap: Capacity | None = None) -> float:
         except ValueError:
             value = 0.0
         if value <= 0:
-            from relaychaos.errors import HarnessError
-
             raise HarnessError(
                 f"--budget-s {arg!r} is neither a positive number of seconds nor auto",
                 fix="--budget-s auto, or e.g. 300",

@@ -19,11 +19,21 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from relaychaos import options
 from relaychaos.errors import HarnessError
+from relaychaos.grading import batch, capacity, rubric, submissions
+from relaychaos.grading.progress import Progress
+from relaychaos.grading.run_one import HARNESS_FAILED, Options, grade, provisional
+from relaychaos.reports import gradebook, gradescope, prairielearn
+from relaychaos.sandbox.levels import probe
+
+if TYPE_CHECKING:
+    from relaychaos.grading.run_one import Options
 
 
-def add_parsers(sub) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     g = sub.add_parser(
         "grade", help="grade a class of relays: a score per rule, Gradescope and PrairieLearn results, a gradebook"
     )
@@ -46,7 +56,6 @@ def add_parsers(sub) -> None:
         "default: 3 on two cores or more, fewer on less CPU; see "
         "docs/grading.md)",
     )
-    from relaychaos import options
 
     options.add_to_argparse(g)  # --sandbox, --sandbox-limit, --hunt (the machine counts even so), --shrink-s
     g.add_argument("--scenarios", help="only these scenarios (comma-separated names; `stateful` is the machine)")
@@ -65,7 +74,7 @@ def add_parsers(sub) -> None:
         help="grade ROOT/student into ROOT/results/results.json (PrairieLearn's external grader)",
     )
     g.set_defaults(func=cmd_grade)
-    book = sub.add_parser("gradebook", help="gradebook tools")
+    book = sub.add_parser("gradebook", help="a class's gradebook from its graded shards (gradebook merge)")
     books = book.add_subparsers(dest="gradebook_command", required=True)
     merge = books.add_parser("merge", help="join the gradebooks of shards into one")
     merge.add_argument("dirs", nargs="+", help="the shards' gradebook folders")
@@ -73,16 +82,11 @@ def add_parsers(sub) -> None:
     merge.set_defaults(func=cmd_merge)
 
 
-def _options(args: argparse.Namespace):
-    from relaychaos.grading import rubric
-    from relaychaos.grading.run_one import Options
-    from relaychaos.sandbox.levels import probe
-
+def _options(args: argparse.Namespace) -> Options:
     # the options are resolved (flag, environment, default) by relaychaos.commands.cli.main (options.resolve_all)
     sandbox, sandbox_limit, shrink_s, hunt = args.sandbox, args.sandbox_limit, args.shrink_s, bool(args.hunt)
     probe(sandbox, sandbox_limit)  # strict refused here, before anything starts
     only = tuple(s.strip() for s in args.scenarios.split(",")) if args.scenarios else ()
-    from relaychaos.grading import capacity
 
     workers = capacity.workers(args.workers)
     for warning in capacity.warnings(capacity.measure()):
@@ -101,9 +105,6 @@ def _options(args: argparse.Namespace):
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from relaychaos.grading import batch, submissions
-    from relaychaos.grading.progress import Progress
-
     platform_root = args.gradescope or args.prairielearn
     try:
         opts = _options(args)
@@ -127,12 +128,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"\nrelaychaos: interrupted; the gradebook in {out} holds the submissions graded so far", file=sys.stderr)
         return 130
-    ungradable = [r["submission"] for r in records if not r.get("gradable", True)]
+    ungradable = [r.submission for r in records if not r.gradable]
     print(f"relaychaos: {len(records)} graded; gradebook in {out / 'gradebook.html'} and {out / 'gradebook.csv'}")
-    if records and all(r.get("harness_failed") for r in records):
-        from relaychaos.grading.run_one import HARNESS_FAILED
-
-        why = records[0]["error"].removeprefix(f"{HARNESS_FAILED}: ")
+    if records and all(r.harness_failed is True for r in records):
+        why = (records[0].error or "").removeprefix(f"{HARNESS_FAILED}: ")
         print(f"relaychaos: the batch could not run: {why}", file=sys.stderr)
         return 2
     if ungradable:
@@ -145,12 +144,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     return 0
 
 
-def _grade_for_platform(root: Path, platform: str, opts) -> int:
+def _grade_for_platform(root: Path, platform: str, opts: Options) -> int:
     """One submission in a grading platform's folders: its results.json is rewritten as the run goes."""
-    from relaychaos.grading import batch, submissions
-    from relaychaos.grading.run_one import grade, provisional
-    from relaychaos.reports import gradescope, prairielearn
-
     folder = root / ("submission" if platform == "gradescope" else "student")
     target = root / "results" / "results.json"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -170,13 +165,11 @@ def _grade_for_platform(root: Path, platform: str, opts) -> int:
     writer.write(record, target)
     batch.write_outputs(record, work / sub.slug)
     shutil.copy(work / sub.slug / "grade.json", target.with_name("grade.json"))
-    print(f"relaychaos: {sub.name}: {record['score']:g}/{record['max_score']:g} -> {target}")
-    return 0 if record.get("gradable", True) else 1
+    print(f"relaychaos: {sub.name}: {record.score:g}/{record.max_score:g} -> {target}")
+    return 0 if record.gradable else 1
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from relaychaos.reports import gradebook
-
     out = Path(args.out).resolve()
     try:
         records = gradebook.merge([Path(d) for d in args.dirs])

@@ -9,6 +9,9 @@ import sys
 import time
 from typing import TextIO
 
+from relaychaos.records.grade import GradeRecord
+from relaychaos.records.results import ScenarioResult
+
 
 def clock(seconds: float) -> str:
     seconds = int(max(0, seconds))
@@ -39,9 +42,9 @@ class Progress:
         """A running submission's state: the results so far (`done`), whether the machine still runs."""
         if not self.live:
             return
-        done = state.get("done", [])
-        verdicts = sum(len(s.get("verdicts", [])) for s in done)
-        last = done[-1]["nodeid"].rsplit("[", 1)[-1].rstrip("]") if done else "starting"
+        done: list[ScenarioResult] = state.get("done", [])
+        verdicts = sum(len(s.verdicts) for s in done)
+        last = done[-1].nodeid.rsplit("[", 1)[-1].rstrip("]") if done else "starting"
         machine = " (machine running)" if state.get("machine") else ""
         line = (
             f"[{index}/{self.total}] {name}: {len(done)}/{expected} scenarios, {verdicts} verdicts, last {last}"
@@ -49,16 +52,16 @@ class Progress:
         )
         self._write(line)
 
-    def finish(self, index: int, record: dict) -> None:
+    def finish(self, index: int, record: GradeRecord) -> None:
         """A submission graded: one line that stays."""
         self.finished += 1
-        self.spent.append(record.get("execution_time_s", 0.0))
-        failed = sum(1 for s in record.get("scenarios", []) if s["outcome"] == "failed")
-        what = (record["error"] or "").split("\n")[0] or f"{failed} scenarios broke rules"
-        cut = ", cut at the time budget" if record.get("timed_out") else ""
+        self.spent.append(record.execution_time_s)
+        failed = sum(1 for s in record.scenarios if s.outcome == "failed")
+        what = (record.error or "").split("\n")[0] or f"{failed} scenarios broke rules"
+        cut = ", cut at the time budget" if record.timed_out else ""
         line = (
-            f"[{index}/{self.total}] {record['submission']}: {record['score']:g}/{record['max_score']:g} "
-            f"({what}{cut}) in {record.get('execution_time_s', 0):.1f} s | "
+            f"[{index}/{self.total}] {record.submission}: {record.score:g}/{record.max_score:g} "
+            f"({what}{cut}) in {record.execution_time_s:.1f} s | "
             f"{clock(time.monotonic() - self.started)} elapsed, {self.eta()}"
         )
         self._write(line, keep=True)

@@ -25,7 +25,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from relaychaos.checkers import RULES
+from relaychaos.contract import CLAUSES
 from relaychaos.errors import HarnessError
+from relaychaos.records.grade import RubricInfo
 
 DEFAULT = Path(__file__).with_name("rubric.toml")
 SETS = ("visible", "hidden", "after_due_date")
@@ -102,8 +105,9 @@ class Rubric:
                 return name
         return "visible"
 
-    def describe(self) -> dict:
-        return {"name": self.name, "version": self.version, "path": self.path.name, "max_score": self.max_score}
+    def describe(self) -> RubricInfo:
+        """The rubric as a grade record names it."""
+        return RubricInfo(name=self.name, version=self.version, path=self.path.name, max_score=self.max_score)
 
 
 def load(path: str | Path | None = None) -> Rubric:
@@ -149,14 +153,11 @@ def load(path: str | Path | None = None) -> Rubric:
     )
 
 
-def _number(value) -> bool:
+def _number(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float))
 
 
 def _items(data: dict, problems: list[str]) -> list[Item]:
-    from relaychaos.checkers import RULES
-    from relaychaos.contract import CLAUSES
-
     default_partial = data.get("partial", "none")
     if default_partial not in PARTIAL:
         problems.append(f"partial = {default_partial!r}: use one of {', '.join(PARTIAL)}")
@@ -201,8 +202,6 @@ def _items(data: dict, problems: list[str]) -> list[Item]:
 
 def _v1_items(data: dict, problems: list[str]) -> list[Item]:
     """A v1 file's groups as items: one per rule, every scenario, the share of scenarios held (the v1 formula)."""
-    from relaychaos.checkers import RULES
-
     items = []
     for i, g in enumerate(data.get("group", [])):
         rules = g.get("rules", {})
@@ -224,8 +223,6 @@ def _v1_items(data: dict, problems: list[str]) -> list[Item]:
 
 
 def _caps(data: dict, problems: list[str]) -> list[Cap]:
-    from relaychaos.checkers import RULES
-
     caps = []
     for n, raw in enumerate(data.get("cap", []), 1):
         rules = raw.get("rules", [])

@@ -21,15 +21,28 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from relaychaos import paths
+from relaychaos.errors import HarnessError
 from relaychaos.grading import outcomes as graded
 from relaychaos.grading.outcomes import STATEFUL
 from relaychaos.grading.rubric import Rubric
 from relaychaos.grading.score import Outcome
+from relaychaos.grading.start_probe import probe as start_probe
 from relaychaos.grading.submissions import Submission
+from relaychaos.plugin.machine_gate import why_not
+from relaychaos.records.base import UNSET
+from relaychaos.records.grade import GradeRecord, Stateful
+from relaychaos.records.results import MachineAccount, ScenarioResult
+from relaychaos.reports.results import RunResults
 from relaychaos.reports.student_text import clean
 from relaychaos.run.suite import start, stop, suite_command
+from relaychaos.run_folder import LOG_BUDGET
+from relaychaos.sandbox.levels import probe
+from relaychaos.sandbox.policy import clear_abandoned
+from relaychaos.scenarios import ALL, REGRESSION_FILES
+from relaychaos.stack import manifest
 
 MACHINE_SKIPPED = (
     "a named scenario had already shown a bug, so the random stories were not needed; they run once "
@@ -55,8 +68,6 @@ class Options:
 
 def expected(opts: Options) -> list[tuple[str, str]]:
     """(name, set) of every scenario a full grade runs, in order; `only` narrows it."""
-    from relaychaos.scenarios import ALL, REGRESSION_FILES
-
     rows = [(n, opts.rubric.set_of(n)) for n in ALL] + [(p.stem, opts.rubric.set_of(p.stem)) for p in REGRESSION_FILES]
     for set_name, folder in sorted(opts.rubric.folders.items()):
         rows += [(p.stem, set_name) for p in sorted(folder.glob("*.y*ml"))]
@@ -86,18 +97,15 @@ def _start(argv: list[str], log: Path, cwd: Path) -> subprocess.Popen:
 def _stop(proc: subprocess.Popen | None) -> None:
     """Stop a pytest run: its whole process group (its workers, their relays), 5 s to close its stacks."""
     stop(proc, grace_s=5)
-    from relaychaos.sandbox.policy import clear_abandoned
 
     clear_abandoned()  # the sandbox slots of workers killed before they could close them
 
 
-def read_results(path: Path) -> list[dict]:
+def read_results(path: Path) -> list[ScenarioResult]:
     """The scenarios a run's results file lists so far; [] while it has not been written."""
-    from relaychaos.reports.results import RunResults
-
     try:
-        return RunResults.load(path).as_dict()["scenarios"]
-    except (OSError, ValueError, KeyError):
+        return RunResults.read(path).scenarios
+    except (OSError, ValueError):
         return []
 
 
@@ -113,9 +121,27 @@ def name_of(nodeid: str) -> tuple[str, str | None]:
     return param, None
 
 
-def run_suite(manifest: Path, out: Path, opts: Options, progress: Callable[[dict], None]) -> dict:
-    """Run both pytest runs on the relay of `manifest` within the budget; {'scenarios': [...results entries],
-    'timed_out', 'machine'}."""
+@dataclass
+class Ran:
+    """What a grade's two pytest runs left: the scenarios' results, whether the budget cut them, why the
+    machine's did not count (a named scenario failed), whether the relay never started anywhere."""
+
+    scenarios: list[ScenarioResult]
+    timed_out: bool = False
+    machine_why: str | None = None
+    never_started: bool = False
+
+
+@dataclass
+class NoGrade:
+    """Why a run is no grade (the record's error); `harness_failed`: the grader's failure, not the relay's."""
+
+    error: str
+    harness_failed: bool = False
+
+
+def run_suite(manifest: Path, out: Path, opts: Options, progress: Callable[[dict], None]) -> Ran:
+    """Run both pytest runs on the relay of `manifest` within the budget."""
     named_json, machine_json = out / "named.json", out / "machine.json"
     want_machine = any(n == STATEFUL for n, _ in expected(opts))
     deadline = time.monotonic() + opts.budget_s
@@ -144,105 +170,87 @@ def run_suite(manifest: Path, out: Path, opts: Options, progress: Callable[[dict
         _stop(machine)
     scenarios = read_results(named_json)
     if _failed(scenarios) and not opts.hunt:  # whatever the timing: the same grade on every regrade
-        from relaychaos.plugin.machine_gate import why_not
-
         machine_why = why_not(_failed(scenarios))
     elif want_machine:
         scenarios += read_results(machine_json)
-    return {"scenarios": scenarios, "timed_out": timed_out, "machine_why": machine_why, "never_started": never_started}
+    return Ran(scenarios, timed_out, machine_why, never_started)
 
 
-def _failed(results: list[dict]) -> list[str]:
+def _failed(results: list[ScenarioResult]) -> list[str]:
     """The names of the named scenarios that failed."""
-    return [name_of(s["nodeid"])[0] for s in results if s["outcome"] == "failed"]
+    return [name_of(s.nodeid)[0] for s in results if s.outcome == "failed"]
 
 
-def _never_started(result: dict) -> bool:
-    return result["outcome"] == "failed" and any(v.get("rule") == "serve-ready" for v in result.get("verdicts", []))
+def _never_started(result: ScenarioResult) -> bool:
+    return result.outcome == "failed" and any(v.rule == "serve-ready" for v in result.verdicts)
 
 
-def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], None] = lambda _: None) -> dict:
+def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], None] = lambda _: None) -> GradeRecord:
     """Grade one submission into `out` (its own folder): the record, also written as out/grade.json."""
-    from relaychaos.errors import HarnessError
-    from relaychaos.run_folder import LOG_BUDGET
-    from relaychaos.sandbox.levels import probe
-
     out.mkdir(parents=True, exist_ok=True)
     os.chmod(out, 0o700)
     (out / LOG_BUDGET).unlink(missing_ok=True)  # the submission's logs start from nothing on every grade
     started = time.monotonic()
-    rec = graded.record(
-        sub,
-        opts.rubric,
-        opts.seed,
-        sandbox=probe(opts.sandbox, opts.sandbox_limit),
-        notes=list(sub.notes),
-        folder=out.name,
-    )
+    common: dict[str, Any] = {"sandbox": probe(opts.sandbox, opts.sandbox_limit), "notes": list(sub.notes)}
+    common["folder"] = out.name
     try:
         manifest = _check_manifest(sub)
-        from relaychaos.grading.start_probe import probe as start_probe
 
         why = start_probe(manifest, out, opts.sandbox, opts.sandbox_limit, out / LOG_BUDGET)
         if why:
             raise HarnessError(why)
     except HarnessError as e:
-        _no_grade(rec, opts.rubric, f"could not start: {e}", _places(sub, out))
-        rec["execution_time_s"] = round(time.monotonic() - started, 2)
-        return graded.save(rec, out)
+        took = round(time.monotonic() - started, 2)
+        return graded.save(_no_grade(sub, opts, f"could not start: {e}", out, **common, execution_time_s=took), out)
     ran = run_suite(manifest, out, opts, progress)
     outcomes = _outcomes(ran, opts, sub, out)
-    rec.update(
-        graded.scored(outcomes, opts.rubric),
-        timed_out=ran["timed_out"],
-        execution_time_s=round(time.monotonic() - started, 2),
-    )
+    common |= {"timed_out": ran.timed_out, "execution_time_s": round(time.monotonic() - started, 2)}
+    common["stateful"] = _stateful(ran)
+    places = _places(sub, out)
+    common["notes"] = sorted({*sub.notes, *(clean(n, {}, places) for s in ran.scenarios for n in s.notes)})
     no_grade = _ungradable(ran, outcomes, opts, out / "named.log")
-    if no_grade.get("harness_failed"):  # nothing the relay did is known: no points either way
-        _no_grade(rec, opts.rubric, no_grade["error"], _places(sub, out), harness_failed=True)
-    else:
-        rec.update(no_grade)
-    rec["stateful"] = _stateful(ran)
-    rec["notes"] = sorted(
-        {*sub.notes, *(clean(n, {}, _places(sub, out)) for s in ran["scenarios"] for n in s.get("notes", []))}
+    if no_grade is not None and no_grade.harness_failed:  # nothing the relay did is known: no points either way
+        return graded.save(_no_grade(sub, opts, no_grade.error, out, harness_failed=True, **common), out)
+    if no_grade is not None:
+        common |= {"gradable": False, "error": no_grade.error}
+    return graded.save(graded.record(sub, opts.rubric, opts.seed, *graded.scored(outcomes, opts.rubric), **common), out)
+
+
+def _no_grade(sub: Submission, opts: Options, error: str, out: Path, **fields: Any) -> GradeRecord:
+    """A record of no grade: every item at zero, gradable False, `error` cleaned of paths like all a student reads."""
+    error = clean(error, {}, _places(sub, out)) or error
+    return graded.record(
+        sub, opts.rubric, opts.seed, graded.zero(opts.rubric), [], gradable=False, error=error, **fields
     )
-    return graded.save(rec, out)
 
 
-def _no_grade(rec: dict, rubric: Rubric, error: str, places: dict[str, str], **flags: object) -> None:
-    """`rec` made no grade: every item at zero, gradable False, `error` cleaned of paths like all a student reads."""
-    rec.update(graded.zero(rubric), gradable=False, error=clean(error, {}, places), **flags)
-
-
-def _ungradable(ran: dict, outcomes: list[Outcome], opts: Options, named_log: Path) -> dict:
+def _ungradable(ran: Ran, outcomes: list[Outcome], opts: Options, named_log: Path) -> NoGrade | None:
     """The record's error (and gradable False) when the run is no grade: the relay never started, the
     budget cut the run, or no scenario finished (the harness's failure, as a relay's faults are verdicts:
     `harness_failed`, with the error named.log shows). Nothing when it is a grade."""
-    started_none = [o for o in outcomes if any(v.get("rule") == "serve-ready" for v in o.verdicts)]
+    started_none = [o for o in outcomes if any(v.rule == "serve-ready" for v in o.verdicts)]
     counted = [o for o in outcomes if o.counts()]
-    if ran["never_started"] or (started_none and len(started_none) == len(counted)):
-        first = next(v for v in started_none[0].verdicts if v.get("rule") == "serve-ready")
-        return {"error": f"could not start: {first.get('summary')}", "gradable": False}
-    if ran["timed_out"]:  # what the rest would show depends on the machine's speed: not a grade
+    if ran.never_started or (started_none and len(started_none) == len(counted)):
+        first = next(v for v in started_none[0].verdicts if v.rule == "serve-ready")
+        return NoGrade(f"could not start: {first.summary}")
+    if ran.timed_out:  # what the rest would show depends on the machine's speed: not a grade
         named = [o for o in outcomes if o.name != STATEFUL]
         finished = sum(1 for o in named if o.outcome in ("passed", "failed", "error"))
-        return {
-            "gradable": False,
-            "error": f"{CUT}: the grading budget of {opts.budget_s:g} s ended after {finished} "
+        return NoGrade(
+            f"{CUT}: the grading budget of {opts.budget_s:g} s ended after {finished} "
             f"of {len(named)} scenarios (a grade cut short is not scored: the "
-            "instructor regrades it with a larger --budget-s)",
-        }
+            "instructor regrades it with a larger --budget-s)"
+        )
     if any(o.name != STATEFUL for o in outcomes) and all(
         o.outcome in ("error", "not-run") for o in outcomes if o.name != STATEFUL
     ):
-        return {
-            "gradable": False,
-            "harness_failed": True,
-            "error": f"{HARNESS_FAILED}: the grader failed before any scenario finished, which is not the relay's "
+        return NoGrade(
+            f"{HARNESS_FAILED}: the grader failed before any scenario finished, which is not the relay's "
             f"doing ({_first_error(named_log)}); the instructor fixes the grader's installation "
             "(bash scripts/bootstrap.sh) and regrades",
-        }
-    return {}
+            harness_failed=True,
+        )
+    return None
 
 
 HARNESS_FAILED = "could not run"  # the error of a grade the harness itself could not run begins so
@@ -258,18 +266,18 @@ def _first_error(log: Path) -> str:
     return found.group(1).strip() if found else f"its log: {log.name} in the submission's gradebook folder"
 
 
-def _stateful(ran: dict) -> dict:
+def _stateful(ran: Ran) -> Stateful:
     """The record's account of the random stories: whether they ran, were shrunk, and how long it took."""
-    machine = next((s for s in ran["scenarios"] if name_of(s["nodeid"])[0] == STATEFUL), None)
-    info = (machine or {}).get("stateful") or {}
-    return {
-        "ran": machine is not None,
-        "shrunk": bool(info.get("shrunk")),
-        "examples": info.get("examples"),
-        "shrink_s": info.get("shrink_s"),
-        "slowest_example_s": info.get("slowest_example_s"),
-        "why_not": MACHINE_SKIPPED if ran["machine_why"] else (None if machine else "not run"),
-    }
+    machine = next((s for s in ran.scenarios if name_of(s.nodeid)[0] == STATEFUL), None)
+    info = machine.stateful if machine is not None and machine.stateful is not None else MachineAccount()
+    return Stateful(
+        ran=machine is not None,
+        shrunk=info.shrunk is True,
+        examples=None if info.examples is UNSET else info.examples,
+        shrink_s=None if info.shrink_s is UNSET else info.shrink_s,
+        slowest_example_s=None if info.slowest_example_s is UNSET else info.slowest_example_s,
+        why_not=MACHINE_SKIPPED if ran.machine_why else (None if machine else "not run"),
+    )
 
 
 CUT = "ran out of time"  # the error of a grade cut at its wall budget begins so
@@ -277,9 +285,6 @@ CUT = "ran out of time"  # the error of a grade cut at its wall budget begins so
 
 def _check_manifest(sub: Submission) -> Path:
     """The submission's relay.toml; HarnessError when it has none usable, or its code lies outside its folder."""
-    from relaychaos.errors import HarnessError
-    from relaychaos.stack import manifest
-
     if sub.manifest is None:
         raise HarnessError(
             "no relay.toml in the submission's folder",
@@ -304,30 +309,30 @@ def _places(sub: Submission, out: Path) -> dict[str, str]:
     return places
 
 
-def provisional(sub: Submission, opts: Options, done: list[dict], elapsed_s: float, out: Path) -> dict:
+def provisional(sub: Submission, opts: Options, done: list[ScenarioResult], elapsed_s: float, out: Path) -> GradeRecord:
     """A record of what is known while the submission runs (what has not finished counts as not run yet),
     for graders that want results even when they stop the run: Gradescope kills at its own time-out."""
-    outcomes = _outcomes({"scenarios": done, "machine_why": None}, opts, sub, out)
+    outcomes = _outcomes(Ran(done), opts, sub, out)
     return graded.record(
         sub,
         opts.rubric,
         opts.seed,
+        *graded.scored(outcomes, opts.rubric),
         timed_out=True,
         execution_time_s=round(elapsed_s, 2),
-        **graded.scored(outcomes, opts.rubric),
         notes=["partial: the grading run was still going when these results were written"],
-        stateful={"ran": False, "shrunk": False, "why_not": "still running"},
+        stateful=Stateful(ran=False, shrunk=False, why_not="still running"),
     )
 
 
-def _outcomes(ran: dict, opts: Options, sub: Submission, out: Path) -> list[Outcome]:
-    by_name = {name_of(s["nodeid"])[0]: s for s in ran["scenarios"]}
+def _outcomes(ran: Ran, opts: Options, sub: Submission, out: Path) -> list[Outcome]:
+    by_name = {name_of(s.nodeid)[0]: s for s in ran.scenarios}
     places = _places(sub, out)
     result = []
     for name, set_name in expected(opts):
         s = by_name.get(name)
         if s is None:
-            skipped = name == STATEFUL and ran["machine_why"]
+            skipped = name == STATEFUL and ran.machine_why
             result.append(Outcome(name, set_name, "skipped" if skipped else "not-run", cut=not skipped))
             continue
         result.append(graded.outcome(name, set_name, s, out, places))

@@ -22,22 +22,13 @@ that cost it, with the one-line summaries of the verdicts it lost them to.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NotRequired, TypedDict
 
 from relaychaos.grading.rubric import SETS, Item, Rubric
+from relaychaos.records.base import UNSET
+from relaychaos.records.grade import Cap, Failure, Incident, ItemEntry, ScenarioRun, Verdict
 from relaychaos.reports.grade_summary import NOT_EXERCISED_NOTE
 
 SHOWED_NOTHING = "serve-ready"  # the relay would not start: the scenario showed nothing else
-
-
-class CapHit(TypedDict):
-    """A cap some counted scenario broke: the score's `cap` entry."""
-
-    at_most: float
-    why: str
-    rules: list[str]
-    broken_in: list[str]  # the scenarios that broke one of its rules
-    lost: NotRequired[float]  # the points it took off the total (set by score)
 
 
 @dataclass
@@ -47,7 +38,7 @@ class Outcome:
     name: str
     set: str  # visible | hidden | after_due_date
     outcome: str  # passed | failed | error | skipped | not-run | not exercised (its fault met nothing: under review)
-    verdicts: list[dict] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
     message: str | None = None
     seconds: float = 0.0
     cut: bool = False  # not run because the wall budget ran out: counts against every item
@@ -56,17 +47,15 @@ class Outcome:
         return self.outcome in ("passed", "failed", "error") or (self.outcome == "not-run" and self.cut)
 
     def showed_nothing(self) -> bool:
-        return self.outcome in ("error", "not-run") or any(v.get("rule") == SHOWED_NOTHING for v in self.verdicts)
+        return self.outcome in ("error", "not-run") or any(v.rule == SHOWED_NOTHING for v in self.verdicts)
 
-    def failures_of(self, item: Item, rubric: Rubric) -> list[dict]:
+    def failures_of(self, item: Item, rubric: Rubric) -> list[Verdict]:
         """The verdicts of this scenario that count against `item` (a rule not judged counts against none)."""
-        return [
-            v for v in self.verdicts if not v.get("unknown") and rubric.item_for(v.get("rule", ""), self.name) == item
-        ]
+        return [v for v in self.verdicts if v.unknown is not True and rubric.item_for(v.rule or "", self.name) == item]
 
     def not_judged(self) -> list[str]:
         """The rules whose checker raised in this scenario: neither held nor broken, so the grade needs a look."""
-        return [v["rule"] for v in self.verdicts if v.get("unknown")]
+        return [v.rule or "" for v in self.verdicts if v.unknown is True]
 
     def broke(self, item: Item, rubric: Rubric) -> bool:
         """The scenario shows `item` broken: a verdict counts against it, the scenario could not run or was cut
@@ -77,56 +66,82 @@ class Outcome:
             return True
         return self.showed_nothing() and item.names(self.name)
 
-    def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "set": self.set,
-            "outcome": self.outcome,
-            "seconds": round(self.seconds, 3),
-            "verdicts": self.verdicts,
-            "cut": self.cut,
-        }
+    def to_run(self) -> ScenarioRun:
+        """The scenario as the grade record keeps it."""
+        return ScenarioRun.from_builtins(
+            {
+                "name": self.name,
+                "set": self.set,
+                "outcome": self.outcome,
+                "seconds": round(self.seconds, 3),
+                "verdicts": [v.to_builtins() for v in self.verdicts],
+                "cut": self.cut,
+            }
+        )
 
 
-def score(outcomes: list[Outcome], rubric: Rubric) -> dict:
-    """{'score', 'items': one entry per item and set, 'incidents': one per failing scenario, 'cap': or None,
-    'review': the rules not judged (scenario: rule) and the scenarios not exercised, which cost nothing and ask an
-    instructor to look: such a grade is never silently full marks}."""
+@dataclass
+class Score:
+    """The scored fields of a grade record: the total, one entry per item and set, the cap that bounded it, one
+    incident per failing scenario, the rules not judged and the scenarios not exercised (under review)."""
+
+    score: float
+    items: list[ItemEntry]
+    cap: Cap | None
+    incidents: list[Incident]
+    review: list[str]
+
+
+def score(outcomes: list[Outcome], rubric: Rubric) -> Score:
+    """The score of these outcomes: the review lists the rules not judged (scenario: rule) and the scenarios not
+    exercised, which cost nothing and ask an instructor to look: such a grade is never silently full marks."""
     counted = [o for o in outcomes if o.counts()]
     entries = [e for item in rubric.items for e in _entries(item, counted, rubric)]
-    total = sum(e.pop("exact") for e in entries)
+    total = sum(exact for _, exact in entries)
     cap = _cap(counted, rubric)
-    if cap is not None and total > cap["at_most"]:
-        cap["lost"] = round(total - cap["at_most"], 2)
-        total = cap["at_most"]
+    if cap is not None and total > cap.at_most:
+        cap.lost = round(total - cap.at_most, 2)
+        total = cap.at_most
     elif cap is not None:
-        cap["lost"] = 0.0
+        cap.lost = 0.0
     review = [f"{o.name}: {rule}" for o in counted for rule in o.not_judged()]
     review += [f"{o.name}: {NOT_EXERCISED_NOTE}" for o in outcomes if o.outcome == "not exercised"]
-    return {"score": round(total, 2), "items": entries, "cap": cap, "incidents": incidents(counted), "review": review}
+    return Score(round(total, 2), [e for e, _ in entries], cap, incidents(counted), review)
 
 
-def _entries(item: Item, counted: list[Outcome], rubric: Rubric) -> list[dict]:
+def _entry(
+    item: Item,
+    set_name: str,
+    points: float,
+    max_points: float,
+    here: list[Outcome],
+    broken: list[Outcome],
+    rubric: Rubric,
+) -> ItemEntry:
+    return ItemEntry.from_builtins(
+        {
+            "item": item.id,
+            "title": item.title,
+            "rules": list(item.rules),
+            "contract": list(item.contract),
+            "partial": item.partial,
+            "set": set_name,
+            "points": points,
+            "max_points": max_points,
+            "held_in": len(here) - len(broken),
+            "scenarios": len(here),
+            "broken_in": [o.name for o in broken],
+            "failures": [_failure(o, item, rubric).to_builtins() for o in broken],
+        }
+    )
+
+
+def _entries(item: Item, counted: list[Outcome], rubric: Rubric) -> list[tuple[ItemEntry, float]]:
+    """The item's entries, one per scenario set it has scenarios in, each with its exact (unrounded) points."""
     mine = [o for o in counted if item.matches(o.name)]
     item_weight = sum(rubric.weight(o.name) for o in mine)
     if not mine:  # no scenario run exercises it (a run narrowed with --scenarios): nothing showed it broken
-        return [
-            {
-                "item": item.id,
-                "title": item.title,
-                "rules": list(item.rules),
-                "contract": list(item.contract),
-                "partial": item.partial,
-                "set": "visible",
-                "points": item.points,
-                "max_points": item.points,
-                "exact": item.points,
-                "held_in": 0,
-                "scenarios": 0,
-                "broken_in": [],
-                "failures": [],
-            }
-        ]
+        return [(_entry(item, "visible", item.points, item.points, [], [], rubric), item.points)]
     out = []
     for s in SETS:
         here = [o for o in mine if o.set == s]
@@ -139,65 +154,53 @@ def _entries(item: Item, counted: list[Outcome], rubric: Rubric) -> list[dict]:
             got = max_points * (weight - sum(rubric.weight(o.name) for o in broken)) / weight
         else:
             got = 0.0 if broken else max_points
-        out.append(
-            {
-                "item": item.id,
-                "title": item.title,
-                "rules": list(item.rules),
-                "contract": list(item.contract),
-                "partial": item.partial,
-                "set": s,
-                "points": round(got, 4),
-                "max_points": round(max_points, 4),
-                "exact": got,
-                "held_in": len(here) - len(broken),
-                "scenarios": len(here),
-                "broken_in": [o.name for o in broken],
-                "failures": [_failure(o, item, rubric) for o in broken],
-            }
-        )
+        out.append((_entry(item, s, round(got, 4), round(max_points, 4), here, broken, rubric), got))
     return out
 
 
-def _failure(o: Outcome, item: Item, rubric: Rubric) -> dict:
+def _failure(o: Outcome, item: Item, rubric: Rubric) -> Failure:
     """Why one scenario cost an item: the incident's name and the verdicts' one-line summaries."""
     if o.outcome == "not-run":
         why = ["not run: the submission's time budget ran out first"]
     elif o.outcome == "error":
         why = ["the scenario could not run"]
-    elif any(v.get("rule") == SHOWED_NOTHING for v in o.verdicts) and not o.failures_of(item, rubric):
+    elif any(v.rule == SHOWED_NOTHING for v in o.verdicts) and not o.failures_of(item, rubric):
         why = ["the relay would not start, so nothing could be shown"]
     else:
-        lines = [f"[{v.get('rule')}] {_who(v)}{v.get('summary', '')}" for v in o.failures_of(item, rubric)]
+        lines = [f"[{v.rule}] {_who(v)}{v.summary or ''}" for v in o.failures_of(item, rubric)]
         why = list(dict.fromkeys(lines))  # one line per distinct verdict: how many copies raced is the timeline's
-    return {"incident": o.name, "why": why}
+    return Failure(incident=o.name, why=why)
 
 
-def _who(verdict: dict) -> str:
-    return f"GUID {verdict['label']}: " if verdict.get("label") else ""
+def _who(verdict: Verdict) -> str:
+    return f"GUID {verdict.label}: " if verdict.label else ""
 
 
-def incidents(counted: list[Outcome]) -> list[dict]:
+def incidents(counted: list[Outcome]) -> list[Incident]:
     """One incident per scenario that did not hold: its name, set, outcome, the rules it broke, its report."""
     out = []
     for o in counted:
         if o.outcome == "passed":
             continue
-        rules = list(dict.fromkeys(v.get("rule") for v in o.verdicts if v.get("rule")))
+        rules = list(dict.fromkeys(v.rule for v in o.verdicts if v.rule))
         text = o.message or (
             "not run: the submission's time budget ran out first"
             if o.outcome == "not-run"
             else "the scenario could not run"
         )
-        out.append({"id": o.name, "scenario": o.name, "set": o.set, "outcome": o.outcome, "rules": rules, "text": text})
+        out.append(
+            Incident.from_builtins(
+                {"id": o.name, "scenario": o.name, "set": o.set, "outcome": o.outcome, "rules": rules, "text": text}
+            )
+        )
     return out
 
 
-def _cap(counted: list[Outcome], rubric: Rubric) -> CapHit | None:
+def _cap(counted: list[Outcome], rubric: Rubric) -> Cap | None:
     """The lowest cap whose rules some counted scenario broke, with where."""
-    hit: list[CapHit] = []
+    hit: list[Cap] = []
     for cap in rubric.caps:
-        where = [o.name for o in counted if any(v.get("rule") in cap.rules for v in o.verdicts)]
+        where = [o.name for o in counted if any(v.rule in cap.rules for v in o.verdicts)]
         if where:
-            hit.append({"at_most": cap.at_most, "why": cap.why, "rules": list(cap.rules), "broken_in": where})
-    return min(hit, key=lambda c: c["at_most"]) if hit else None
+            hit.append(Cap(at_most=cap.at_most, why=cap.why, rules=list(cap.rules), broken_in=where, lost=UNSET))
+    return min(hit, key=lambda c: c.at_most) if hit else None

@@ -17,7 +17,12 @@ import shutil
 from pathlib import Path
 
 from relaychaos.errors import RelayError
+from relaychaos.reports.student_text import tail
 from relaychaos.run_folder import LOGS
+from relaychaos.sandbox.levels import Limits
+from relaychaos.sandbox.policy import Sandbox
+from relaychaos.stack import manifest
+from relaychaos.stack.supervisor import Supervisor
 
 TAIL_LINES = 12
 
@@ -26,12 +31,6 @@ def probe(
     manifest_path: Path, folder: Path, sandbox_mode: str, sandbox_limit: str | None, log_budget: Path | None
 ) -> str | None:
     """None when serve answered /health; else why not, ending with the tail of what serve printed."""
-    from relaychaos.reports.student_text import tail
-    from relaychaos.sandbox.levels import Limits
-    from relaychaos.sandbox.policy import Sandbox
-    from relaychaos.stack import manifest
-    from relaychaos.stack.supervisor import Supervisor
-
     loaded = manifest.load(manifest_path)
     if loaded.profile.ledger.kind == "postgresql":
         return None

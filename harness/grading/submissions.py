@@ -13,6 +13,7 @@ import glob
 import hashlib
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +40,7 @@ class Submission:
 SKIPPED_NAMES = ("lost+found", "__pycache__", "__MACOSX")
 
 
-def find(args: list[str], notice=lambda text: None) -> list[Submission]:
+def find(args: list[str], notice: Callable[[str], object] = lambda text: None) -> list[Submission]:
     """The submissions named by args (folders, relay.toml paths, or globs), sorted by path, each once.
 
     Only folders are submissions: plain files (a roster.csv), hidden entries, `lost+found` and

@@ -17,23 +17,26 @@ class ResultsRecorder:
     """Collects every phase report (xdist sends workers' reports here) into the results JSON."""
 
     def __init__(self, relay: Path, out: Path, sandbox: dict):
-        from relaychaos.reports.results import RunResults
+        from relaychaos.reports.results import RunResults  # lazy (relaychaos.plugin)
 
         self.results, self.out = RunResults(str(relay), manifest_name(relay), sandbox=sandbox), out
         self.results.provides = relay_provides(relay)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from relaychaos.records.results import LandingRecord, MachineAccount, VerdictRecord  # lazy (relaychaos.plugin)
+        from relaychaos.reports.results import Kept  # lazy (relaychaos.plugin)
+
         props = [(k, json.loads(str(raw))) for k, raw in report.user_properties if k.startswith("relaychaos_")]
-        verdicts = [v for k, value in props if k == "relaychaos_verdicts" for v in value]
+        verdicts = [VerdictRecord.from_builtins(v) for k, value in props if k == "relaychaos_verdicts" for v in value]
         notes = [n for k, value in props if k == "relaychaos_notes" for n in value]
-        landing = [x for k, value in props if k == "relaychaos_landing" for x in value]
-        cells = [tuple(c) for k, value in props if k == "relaychaos_cells" for c in value]
-        kept = {
-            "histories": [v for k, v in props if k == "relaychaos_history"],
-            "logs": next((v for k, v in props if k == "relaychaos_logs"), None),
-        }
+        landing = [LandingRecord.from_builtins(x) for k, value in props if k == "relaychaos_landing" for x in value]
+        cells = [list(c) for k, value in props if k == "relaychaos_cells" for c in value]
+        kept = Kept(
+            histories=[v for k, v in props if k == "relaychaos_history"],
+            logs=next((v for k, v in props if k == "relaychaos_logs"), None),
+        )
         skipped = report.longrepr[2] if report.skipped and isinstance(report.longrepr, tuple) else None
-        stateful = next((value for k, value in props if k == "relaychaos_stateful"), None)
+        stateful = next((MachineAccount.from_builtins(value) for k, value in props if k == "relaychaos_stateful"), None)
         message = report.longreprtext if report.failed else skipped
         self.results.add(
             report.nodeid,
@@ -56,10 +59,10 @@ class ResultsRecorder:
             self.results.expected = len(session.items)
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
         self.results.expected = len(ids)
 
-    def pytest_keyboard_interrupt(self, excinfo) -> None:
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.results.partial = True  # Ctrl-C: what finished is written, marked partial
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -70,8 +73,8 @@ class ResultsRecorder:
 
 def manifest_name(relay: Path) -> str:
     """The relay's name as its manifest gives it (the folder's name if the manifest cannot be read)."""
-    from relaychaos.errors import HarnessError
-    from relaychaos.stack import manifest
+    from relaychaos.errors import HarnessError  # lazy (relaychaos.plugin)
+    from relaychaos.stack import manifest  # lazy (relaychaos.plugin)
 
     try:
         return manifest.load(relay).name
@@ -81,9 +84,9 @@ def manifest_name(relay: Path) -> str:
 
 def relay_provides(relay: Path) -> list[str] | None:
     """What the relay offers the rules, when it is less than everything (a course relay on SQLite: None)."""
-    from relaychaos.checkers import CAPABILITIES
-    from relaychaos.errors import HarnessError
-    from relaychaos.stack import manifest
+    from relaychaos.checkers import CAPABILITIES  # lazy (relaychaos.plugin)
+    from relaychaos.errors import HarnessError  # lazy (relaychaos.plugin)
+    from relaychaos.stack import manifest  # lazy (relaychaos.plugin)
 
     try:
         loaded = manifest.load(relay)

@@ -19,16 +19,14 @@ import math
 from typing import Any, Self
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 __all__ = ["Record", "OpenRecord", "UNSET", "UnsetType", "finite_problems", "is_set"]
 
-UNSET = msgspec.UNSET
-UnsetType = msgspec.UnsetType
-
 
 def is_set(value: object) -> bool:
-    """A field the file held (not UNSET)."""
-    return value is not msgspec.UNSET
+    """A field the file held (not UNSET); `x is not UNSET` says the same to the type checker."""
+    return value is not UNSET
 
 
 class Record(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -19,7 +19,7 @@ from typing import Any
 from .base import UNSET, OpenRecord, UnsetType
 
 
-class IncidentLabels(OpenRecord):
+class IncidentLabels(OpenRecord, kw_only=True):
     """A scenario imported from production (relaychaos.incidents): its GUIDs and what they broke there."""
 
     guids: dict[str, str] | None = None  # label -> the production GUID
@@ -27,7 +27,7 @@ class IncidentLabels(OpenRecord):
     rules: list[str] | None = None  # the rules production broke
 
 
-class HistoryHeader(OpenRecord):
+class HistoryHeader(OpenRecord, kw_only=True):
     """The `scenario` event's value: what a saved history needs to be judged again on its own."""
 
     name: str = "?"
