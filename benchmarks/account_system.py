@@ -18,10 +18,13 @@ import tempfile
 from pathlib import Path
 
 from relaychaos.ports import lease_port
-from relaychaos.stack.account_system import AccountSystem
+from relaychaos.run.definition import RunDefinition
+from relaychaos.run.services import Services
 from relaychaos.stack.processes import spawn, wait_http_ok
 
 from .load import closed_loop, median
+
+REFERENCE = Path(__file__).resolve().parent.parent / "relay_under_test" / "reference" / "relay.toml"
 
 BARE_SERVER = """
 import sys
@@ -55,7 +58,10 @@ def main() -> None:
     port = lease_port()
     bare = spawn("bare", [sys.executable, "-c", BARE_SERVER, str(port)], log_path=work / "bare.log")
     assert wait_http_ok(f"http://127.0.0.1:{port}/health", timeout_s=10, child=bare) is None
-    fixture = AccountSystem.start(work)
+    # the reference relay's run, for its account system (the course contract's shape); no stack, so no sandbox is
+    # made: "off" only says so
+    services = Services(RunDefinition.build({"relay": REFERENCE, "sandbox": "off"}), work)
+    fixture = services.account
     rates: dict[str, list[float]] = {"bare aiohttp (baseline)": [], "account system": []}
     p99: list[float] = []
     try:
@@ -84,7 +90,7 @@ def main() -> None:
                 flush=True,
             )
     finally:
-        fixture.close()
+        services.close()
         bare.stop()
     b, f = median(rates["bare aiohttp (baseline)"]), median(rates["account system"])
     print(f"\nmedian of {args.rounds} rounds, {args.requests} transfers each, concurrency {args.concurrency}:")

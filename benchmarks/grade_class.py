@@ -51,11 +51,12 @@ def load_record(path: Path) -> dict:
     """One grade.json, with `_words`: what its student reads (Gradescope's results.json, the execution time
     left out, timings masked, the timelines' event lines aside), as a regrade must give it again; and
     `_timelines`: the same with the timelines kept."""
+    from relaychaos.records.grade import GradeRecord
     from relaychaos.reports import gradescope
     from relaychaos.reports.student_text import masked
 
     r = json.loads(path.read_text())
-    data = gradescope.results(r)
+    data = gradescope.results(GradeRecord.from_builtins(r)).to_builtins()
     data.pop("execution_time")
     r["_timelines"] = masked(json.dumps(data, sort_keys=True, ensure_ascii=False))
     for part in [data, *data.get("tests", [])]:

@@ -21,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from relaychaos.records.results import ResultsFile, ScenarioResult
+
 ROOT = Path(__file__).resolve().parent.parent
 RELAYS = {
     "reference": "relay_under_test/reference/relay.toml",
@@ -33,14 +35,14 @@ RELAYS = {
 }
 
 
-def outcome(entry: dict) -> str:
+def outcome(entry: ScenarioResult) -> str:
     """landed | not exercised | not applicable | not run | failed | error | skipped."""
-    if entry["outcome"] == "passed":
-        return "landed" if all(x["status"] in ("LANDED", "N/A") for x in entry.get("landing", [])) else "passed?"
-    message = entry.get("message") or ""
-    if entry["outcome"] == "skipped":
+    if entry.outcome == "passed":
+        return "landed" if all(x.status in ("LANDED", "N/A") for x in entry.landing) else "passed?"
+    message = entry.message or ""
+    if entry.outcome == "skipped":
         return "not applicable" if message.startswith("not applicable") else "not run"
-    return entry["outcome"]
+    return entry.outcome
 
 
 def one_run(relay: str, folder: Path) -> dict[str, str]:
@@ -52,8 +54,8 @@ def one_run(relay: str, folder: Path) -> dict[str, str]:
         capture_output=True,
         check=False,
     )
-    data = json.loads((out / "results.json").read_text())
-    return {s["nodeid"].split("[", 1)[-1].rstrip("]").split("::")[-1]: outcome(s) for s in data["scenarios"]}
+    data = ResultsFile.from_json((out / "results.json").read_bytes())
+    return {s.nodeid.split("[", 1)[-1].rstrip("]").split("::")[-1]: outcome(s) for s in data.scenarios}
 
 
 def cell(counts: collections.Counter, rounds: int) -> str:

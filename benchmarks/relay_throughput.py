@@ -18,9 +18,9 @@ import random
 import tempfile
 from pathlib import Path
 
-from relaychaos.stack import manifest, toxiproxy_server
-from relaychaos.stack.account_system import AccountSystem
-from relaychaos.stack.world import Stack
+from relaychaos.run.definition import RunDefinition
+from relaychaos.run.services import Services
+from relaychaos.stack import manifest
 
 from .load import closed_loop, median
 
@@ -50,22 +50,20 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-relay-"))
-    server = toxiproxy_server.acquire(work)
-    account = AccountSystem.start(work)
+    # sandbox off, as before Stack required one: the benchmark measures the relay, not the sandbox
+    run = RunDefinition.build({"relay": RELAYS["reference"], "sandbox": "off"})
     results: dict[str, dict[str, list[float]]] = {
         k: {"rate": [], "p50": [], "p99": []} for k in ("baseline (no relay)", *RELAYS)
     }
-    try:
+    with Services(run, work) as services:
         for rnd in range(args.rounds):
             plan = guid_plan(args.requests, 0.10, rnd)
             body = lambda i, plan=plan: {"guid": plan[i], "from": "a", "to": "b", "amount": 1}  # noqa: E731
             for label, path in [("baseline (no relay)", RELAYS["reference"]), *RELAYS.items()]:
-                with Stack(
-                    toxiproxy=server.control,
-                    account=account,
+                with services.stack(
+                    work / f"r{rnd}-{label.split()[0]}",
+                    f"bench-{rnd}",
                     manifest=manifest.load(path),
-                    workdir=work / f"r{rnd}-{label.split()[0]}",
-                    name=f"bench-{rnd}",
                     accounts={"a": 10**12, "b": 0},
                     account_timeout_ms=2000,
                 ) as stack:
@@ -89,9 +87,6 @@ def main() -> None:
                     f"  p99 {res.percentile(99):5.1f} ms",
                     flush=True,
                 )
-    finally:
-        account.close()
-        server.close()
     base = median(results["baseline (no relay)"]["rate"])
     print(
         f"\nmedian of {args.rounds} rounds, {args.requests} transfers each (10% duplicate GUIDs), "

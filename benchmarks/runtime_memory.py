@@ -18,6 +18,16 @@ import tempfile
 import threading
 from pathlib import Path
 
+from relaychaos.errors import RelayError
+from relaychaos.run.chaos import run_and_check
+from relaychaos.run.definition import RunDefinition
+from relaychaos.run.services import Services
+from relaychaos.sandbox.policy import Limits, Sandbox
+from relaychaos.sandbox.slots import mib, statuses
+from relaychaos.scenarios import ALL
+from relaychaos.stack import manifest
+from relaychaos.stack.supervisor import Supervisor
+
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = (
     "race-32-two-relays,dropped-response-downstream,kill-after-applied-before-done,reprocess-races-channel-resend"
@@ -25,8 +35,6 @@ SCENARIOS = (
 
 
 def sample(uid: int, stop: threading.Event, peaks: dict[str, int]) -> None:
-    from relaychaos.sandbox.slots import mib, statuses
-
     while not stop.wait(0.02):
         tasks = 0
         for _, fields in statuses(uid):
@@ -36,47 +44,32 @@ def sample(uid: int, stop: threading.Event, peaks: dict[str, int]) -> None:
         peaks["tasks"] = max(peaks["tasks"], tasks)
 
 
-def peaks_under_scenarios(relay: Path, names: list[str], server, account) -> dict[str, int]:
-    from relaychaos.run.chaos import run_and_check
-    from relaychaos.sandbox.policy import Sandbox
-    from relaychaos.scenarios import ALL
-    from relaychaos.stack import manifest
-    from relaychaos.stack.world import Stack
-
-    box = Sandbox.create("auto")
+def peaks_under_scenarios(relay: Path, names: list[str]) -> dict[str, int]:
+    run = RunDefinition.build({"relay": relay, "sandbox": "auto"})  # the sandbox's needs are what is measured
     peaks = {"VmData": 0, "VmHWM": 0, "tasks": 0}
     stop = threading.Event()
-    sampler = threading.Thread(target=sample, args=(box.slot.uid, stop, peaks), daemon=True)
-    sampler.start()
     work = Path(tempfile.mkdtemp(prefix="bench-mem-"))
-    try:
-        for name in names:
-            sc = ALL[name]
-            with Stack(
-                toxiproxy=server.control,
-                account=account,
-                manifest=manifest.load(relay),
-                workdir=work / name,
-                name=name,
-                accounts=sc.accounts,
-                account_timeout_ms=sc.account_timeout_ms,
-                sandbox=box,
-            ) as st:
-                result = run_and_check(st, sc)
-                if not result.ok:
-                    print(f"  note: {relay.parent.name} broke a rule in {name}: {result.verdicts[0].summary}")
-    finally:
-        stop.set()
-        sampler.join()
-        box.close()
+    with Services(run, work) as services:
+        sampler = threading.Thread(target=sample, args=(services.sandbox.slot.uid, stop, peaks), daemon=True)
+        sampler.start()
+        try:
+            for name in names:
+                sc = ALL[name]
+                with services.stack(
+                    work / name, name, accounts=sc.accounts, account_timeout_ms=sc.account_timeout_ms
+                ) as st:
+                    result = run_and_check(st, sc)
+                    if not result.ok:
+                        print(f"  note: {relay.parent.name} broke a rule in {name}: {result.verdicts[0].summary}")
+        finally:
+            stop.set()
+            sampler.join()
     return peaks
 
 
 def smallest_data_limit(relay: Path) -> int:
-    from relaychaos.errors import RelayError
-    from relaychaos.sandbox.policy import Limits, Sandbox
-    from relaychaos.stack import manifest
-    from relaychaos.stack.supervisor import Supervisor
+    """A supervisor alone (no Toxiproxy, no account system: only whether serve starts), in a sandbox of its own
+    with the data limit tried."""
 
     def starts(mib: int) -> bool:
         box = Sandbox.create("auto", Limits(data_mib=mib))
@@ -109,30 +102,21 @@ def smallest_data_limit(relay: Path) -> int:
 
 
 def main() -> None:
-    from relaychaos.stack import toxiproxy_server
-    from relaychaos.stack.account_system import AccountSystem
-
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--relays", default="reference,go,java")
     parser.add_argument("--scenarios", default=SCENARIOS)
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="bench-mem-"))
-    server, account = toxiproxy_server.acquire(work), AccountSystem.start(work)
     print(
         "| relay | peak VmData (one process) | peak resident (VmHWM) | peak tasks of the uid | smallest data_mib "
         "that starts |\n|---|---|---|---|---|"
     )
-    try:
-        for name in args.relays.split(","):
-            relay = ROOT / "relay_under_test" / name / "relay.toml"
-            p = peaks_under_scenarios(relay, args.scenarios.split(","), server, account)
-            print(
-                f"| {name} | {p['VmData']} MiB | {p['VmHWM']} MiB | {p['tasks']} | {smallest_data_limit(relay)} MiB |",
-                flush=True,
-            )
-    finally:
-        account.close()
-        server.close()
+    for name in args.relays.split(","):
+        relay = ROOT / "relay_under_test" / name / "relay.toml"
+        p = peaks_under_scenarios(relay, args.scenarios.split(","))
+        print(
+            f"| {name} | {p['VmData']} MiB | {p['VmHWM']} MiB | {p['tasks']} | {smallest_data_limit(relay)} MiB |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -26,13 +26,15 @@ from hypothesis.stateful import rule, run_state_machine_as_test
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
 from relaychaos.relay_under_test.mutants.table import MUTANTS
+from relaychaos.run.definition import RunDefinition
+from relaychaos.run.services import Services
 from relaychaos.scenarios.machine import ACCOUNTS, TIMEOUT_MS, ChaosMachine, bind
 from relaychaos.scenarios.machine_context import Context
-from relaychaos.stack import manifest, toxiproxy_server
-from relaychaos.stack.account_system import AccountSystem
+from relaychaos.stack import manifest
 from relaychaos.stack.world import Stack
 
 ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "relay_under_test" / "reference" / "relay.toml"
 COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None, print_blob=False)
 POWER = [m for m in MUTANTS if m.needs_interleaving]
 
@@ -50,20 +52,18 @@ for name in [n for n, v in vars(ChaosMachine).items() if getattr(v, "hypothesis_
         setattr(OneTransfer, name, None)
 
 
-def stack_for(server, account, relay: Path, work: Path) -> Stack:
-    return Stack(
-        toxiproxy=server.control,
-        account=account,
+def stack_for(services: Services, relay: Path, work: Path) -> Stack:
+    return services.stack(
+        work / relay.parent.name,
+        "bench",
         manifest=manifest.load(relay),
-        workdir=work / relay.parent.name,
-        name="bench",
         accounts=ACCOUNTS,
         account_timeout_ms=TIMEOUT_MS,
     )
 
 
-def rate(server, account, work: Path, machine, examples: int) -> float:
-    with stack_for(server, account, ROOT / "relay_under_test" / "reference" / "relay.toml", work) as stack:
+def rate(services: Services, work: Path, machine, examples: int) -> float:
+    with stack_for(services, REFERENCE, work) as stack:
         ctx = Context(stack, None)
         cls = type("Bench", (machine,), {"context": ctx})
         t0 = time.perf_counter()
@@ -78,12 +78,13 @@ def main() -> None:
     parser.add_argument("--skip-power", action="store_true")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-stateful-"))
-    server, account = toxiproxy_server.acquire(work), AccountSystem.start(work)
-    try:
+    # sandbox off, as before Stack required one: the benchmark measures the machine and the relay, not the sandbox
+    run = RunDefinition.build({"relay": REFERENCE, "sandbox": "off"})
+    with Services(run, work) as services:
         full, base = [], []
         for rnd in range(args.rounds):
-            base.append(rate(server, account, work, OneTransfer, args.examples))
-            full.append(rate(server, account, work, ChaosMachine, args.examples))
+            base.append(rate(services, work, OneTransfer, args.examples))
+            full.append(rate(services, work, ChaosMachine, args.examples))
             print(
                 f"round {rnd + 1}: machine {full[-1]:.2f} examples/s, baseline (one transfer) {base[-1]:.2f}/s",
                 flush=True,
@@ -98,7 +99,7 @@ def main() -> None:
         print("\npower check at the nightly budget (300 examples, 20 steps):")
         for mutant in POWER:
             relay = mutant.name
-            with stack_for(server, account, mutant.manifest, work) as stack:
+            with stack_for(services, mutant.manifest, work) as stack:
                 ctx = Context(stack, work / "found" / relay)
                 t0 = time.perf_counter()
                 with contextlib.suppress(AssertionError, errors.Flaky):
@@ -116,9 +117,6 @@ def main() -> None:
                     f"{took:.0f} s with shrinking",
                     flush=True,
                 )
-    finally:
-        account.close()
-        server.close()
 
 
 if __name__ == "__main__":

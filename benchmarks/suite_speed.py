@@ -20,7 +20,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from relaychaos.relay_under_test.mutants.table import MUTANTS
+from relaychaos.run.chaos import run_and_check
+from relaychaos.run.definition import RunDefinition
+from relaychaos.run.services import Services
+from relaychaos.scenarios import ALL
+from relaychaos.stack import manifest
+
 ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "relay_under_test" / "reference" / "relay.toml"
 
 
 def timed(argv: list[str]) -> float:
@@ -32,36 +40,25 @@ def timed(argv: list[str]) -> float:
 
 
 def catch_times() -> list[tuple[str, str, float, bool]]:
-    from relaychaos.relay_under_test.mutants.table import MUTANTS
-    from relaychaos.run.chaos import run_and_check
-    from relaychaos.scenarios import ALL
-    from relaychaos.stack import manifest, toxiproxy_server
-    from relaychaos.stack.account_system import AccountSystem
-    from relaychaos.stack.world import Stack
-
     work = Path(tempfile.mkdtemp(prefix="bench-catch-"))
-    server, account = toxiproxy_server.acquire(work), AccountSystem.start(work)
+    # sandbox off, as before Stack required one: the benchmark measures the relay and the harness, not the sandbox
+    run = RunDefinition.build({"relay": REFERENCE, "sandbox": "off"})
     out = []
-    try:
+    with Services(run, work) as services:
         for mutant in MUTANTS:
             relay = mutant.name
             for name in mutant.caught_by:
                 sc = ALL[name]
-                with Stack(
-                    toxiproxy=server.control,
-                    account=account,
+                with services.stack(
+                    work / f"{relay}-{name}",
+                    name,
                     manifest=manifest.load(mutant.manifest),
-                    workdir=work / f"{relay}-{name}",
-                    name=name,
                     accounts=sc.accounts,
                     account_timeout_ms=sc.account_timeout_ms,
                 ) as stack:
                     t0 = time.perf_counter()
                     result = run_and_check(stack, sc)
                     out.append((relay, name, time.perf_counter() - t0, not result.ok))
-    finally:
-        account.close()
-        server.close()
     return out
 
 

@@ -11,7 +11,9 @@ relay may do (the harness must accept it) rather than an obligation.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 VERSION = "1.1"
 
@@ -157,14 +159,40 @@ def missing_quotes(contract_text: str) -> list[Clause]:
     return [c for c in _ALL if normalise(c.quote) not in body]
 
 
-def rules_table(rules) -> str:
+class Covering(Protocol):
+    """What the coverage table reads of a scenario (a relaychaos.engine.steps.Scenario)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def covers(self) -> tuple[str, ...]: ...
+
+
+class Rule(Protocol):
+    """What the tables read of a rule (relaychaos.checkers.rulebook.Rule, which cites this module)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def contract(self) -> tuple[str, ...]: ...
+
+    @property
+    def sections(self) -> str: ...
+
+
+def rules_table(rules: Mapping[str, Rule]) -> str:
     """The rules table of docs/rules.md: rule, what must hold, the contract sections it enforces."""
     lines = ["| rule | what must hold | contract |", "|---|---|---|"]
     lines += [f"| `{r.id}` | {r.text} | {r.sections} |" for r in rules.values()]
     return "\n".join(lines)
 
 
-def coverage_table(scenarios, rules) -> str:
+def coverage_table(scenarios: Collection[Covering], rules: Mapping[str, Rule]) -> str:
     """The coverage table of docs/rules.md: each clause → the scenarios exercising it → the rules enforcing it."""
     lines = ["| § | contract sentence | scenarios | rules |", "|---|---|---|---|"]
     for c in _ALL:

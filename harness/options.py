@@ -21,7 +21,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+
+    import pytest
 
 TRUE, FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 BUDGETS = ("quick", "nightly", "ci", "grade")  # relaychaos.engine.budget.BUDGETS, named here to load nothing
@@ -149,7 +154,16 @@ TOXIPROXY_LOG_LEVEL = _environment(
 TOXIPROXY_IMAGE = _environment("toxiproxy_image", "RELAYCHAOS_TOXIPROXY_IMAGE", _text, "the Docker route's image")
 DOCKER_HOST = _environment("docker_host", "DOCKER_HOST", _text, "the Docker daemon's address")
 FOUND_DIR = _environment("found_dir", "RELAYCHAOS_FOUND_DIR", _text, "where shrunk stories are written as files")
-ENVIRONMENT = (CI, PORTS, PORT_LOCK, TOOLS_BIN, TOXIPROXY, TOXIPROXY_URL, TOXIPROXY_LOG_LEVEL, TOXIPROXY_IMAGE)
+ENVIRONMENT: tuple[Option, ...] = (
+    CI,
+    PORTS,
+    PORT_LOCK,
+    TOOLS_BIN,
+    TOXIPROXY,
+    TOXIPROXY_URL,
+    TOXIPROXY_LOG_LEVEL,
+    TOXIPROXY_IMAGE,
+)
 ENVIRONMENT += (DOCKER_HOST, FOUND_DIR)
 
 
@@ -162,7 +176,7 @@ def environment(option: Option, default: Any = None, environ: Mapping[str, str] 
 COMMAND_OPTIONS = tuple(o for o in OPTIONS if o.cli)  # what `relaychaos run` and `grade` take
 
 
-def add_to_pytest(group, parser) -> None:
+def add_to_pytest(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
     """Add every option to the plugin's option group and its ini names to the parser."""
     for o in OPTIONS:
         group.addoption(*o.pytest, dest=o.dest, help=f"{o.help}. {o.names()}", **o.kind())
@@ -170,14 +184,22 @@ def add_to_pytest(group, parser) -> None:
             parser.addini(o.ini, o.help.split(" (")[0].split(":")[0], default=None)
 
 
-def add_to_argparse(parser, options: Iterable[Option] = COMMAND_OPTIONS) -> None:
+def add_to_argparse(parser: argparse.ArgumentParser, options: Iterable[Option] = COMMAND_OPTIONS) -> None:
     """Add options to a `relaychaos` command's parser (None when not given on the command line)."""
     for o in options:
+        assert o.cli is not None, f"{o.name} is not a command's option"  # COMMAND_OPTIONS have one
         parser.add_argument(o.cli, dest=o.name, help=f"{o.help}. {o.names()}", **o.kind())
 
 
-def resolve(option: Option, given, ini: str | None = None, environ: Mapping[str, str] | None = None, default=None):
-    """The option's value: `given` (a command line), else `ini`, else the environment, else `default`."""
+def resolve(
+    option: Option,
+    given: object,
+    ini: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    default: object = None,
+) -> Any:
+    """The option's value: `given` (a command line), else `ini`, else the environment, else `default` (of the type the
+    option's parse gives, hence Any)."""
     environ = os.environ if environ is None else environ
     if given is not None:
         return given
@@ -191,7 +213,7 @@ def resolve(option: Option, given, ini: str | None = None, environ: Mapping[str,
 DEFAULTS = {"sandbox": "auto", "hunt": False}  # what a command gets when no source gives a value
 
 
-def resolve_all(args) -> None:
+def resolve_all(args: argparse.Namespace) -> None:
     """Each option a command's parsed `args` has, resolved in place (its flag, else the environment, else the
     default); ValueError naming the source and the fix for a bad value."""
     for o in COMMAND_OPTIONS:
@@ -199,7 +221,7 @@ def resolve_all(args) -> None:
             setattr(args, o.name, resolve(o, getattr(args, o.name), default=DEFAULTS.get(o.name)))
 
 
-def from_pytest(config, option: Option, default=None):
+def from_pytest(config: pytest.Config, option: Option, default: object = None) -> Any:
     """The option's value in a pytest run: its flag, else the ini value, else the environment, else `default`."""
     ini = config.getini(option.ini) if option.ini else None
     return resolve(option, config.getoption(option.dest, None), ini, default=default)

@@ -16,7 +16,14 @@ import time
 import pytest
 
 from relaychaos.errors import ToxiproxyError
-from relaychaos.stack import toxiproxy_docker, toxiproxy_server
+from relaychaos.run.chaos import run_and_check
+from relaychaos.sandbox.policy import Sandbox
+from relaychaos.scenarios import ALL
+from relaychaos.stack import manifest, toxiproxy_docker, toxiproxy_server
+from relaychaos.stack.account_system import AccountSystem
+from relaychaos.stack.world import Stack
+
+from .conftest import REFERENCE
 
 SETUP = (
     f"run `bash {toxiproxy_docker.SETUP_SCRIPT}` as root (it installs docker.io, starts dockerd and builds "
@@ -106,19 +113,14 @@ def test_toxiproxy_in_docker_forwards_and_delays_a_real_tcp_service(forced_docke
 
 @pytest.mark.stack
 def test_a_named_scenario_holds_with_the_reference_relay_on_toxiproxy_in_docker(forced_docker, tmp_path):
-    from relaychaos.run.chaos import run_and_check
-    from relaychaos.scenarios import ALL
-    from relaychaos.stack import manifest
-    from relaychaos.stack.account_system import AccountSystem
-    from relaychaos.stack.world import Stack
-
-    from .conftest import REFERENCE
-
+    # Stack by hand, not relaychaos.run.services.Services: it must use the Docker Toxiproxy acquired here, and
+    # Services acquires its own
     scenario = ALL["latency-beyond-timeout"]  # a latency toxic on the account system's proxy
     server = toxiproxy_server.acquire(tmp_path)
-    account = None
+    account = sandbox = None
     try:
         account = AccountSystem.start(tmp_path)
+        sandbox = Sandbox.create("auto")
         with Stack(
             toxiproxy=server.control,
             account=account,
@@ -127,6 +129,7 @@ def test_a_named_scenario_holds_with_the_reference_relay_on_toxiproxy_in_docker(
             name=scenario.name,
             accounts=scenario.accounts,
             account_timeout_ms=scenario.account_timeout_ms,
+            sandbox=sandbox,
         ) as stack:
             result = run_and_check(stack, scenario)
         result.assert_holds()
@@ -134,6 +137,8 @@ def test_a_named_scenario_holds_with_the_reference_relay_on_toxiproxy_in_docker(
         codes = [e.value["code"] for e in result.history.where(f="transfer", type="ok")]
         assert codes[0] == "E901", f"the delayed account answer made the first send in doubt: {codes}"
     finally:
+        if sandbox is not None:
+            sandbox.close()
         if account:
             account.close()
         server.close()

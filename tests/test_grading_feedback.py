@@ -108,10 +108,11 @@ def test_merge_in_place_keeps_one_copy_of_each_submission_and_exit_2_when_the_ba
 
 def test_a_grader_that_cannot_run_gives_no_grade_names_its_error_and_the_batch_exits_2(tmp_path):
     """A relay's faults are verdicts; a run where no scenario finished is the harness's failure (here a
-    dependency the installation lacks), so it is no grade, not a zero the student is handed."""
-    broken = tmp_path / "site" / "psycopg"
+    dependency the installation lacks, one only the suite's pytest run loads: pytest-xdist), so it is no grade,
+    not a zero the student is handed."""
+    broken = tmp_path / "site" / "xdist"
     broken.mkdir(parents=True)
-    (broken / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'psycopg'\", name='psycopg')\n")
+    (broken / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'xdist'\", name='xdist')\n")
     out = tmp_path / "book"
     done = subprocess.run(
         [sys.executable, "-m", "relaychaos.commands.cli", "grade", str(RELAYS / "reference"), "--out", str(out)]
@@ -126,4 +127,4 @@ def test_a_grader_that_cannot_run_gives_no_grade_names_its_error_and_the_batch_e
     assert "the batch could not run: the grader failed" in done.stderr
     (record,) = records(out).values()
     assert record["gradable"] is False and record["harness_failed"] is True and record["score"] == 0
-    assert "(ModuleNotFoundError: No module named 'psycopg')" in record["error"]
+    assert "No module named 'xdist'" in record["error"]

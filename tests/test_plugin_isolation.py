@@ -61,7 +61,8 @@ def test_the_budget_choices_are_the_budgets():
 
 
 @pytest.mark.parametrize(
-    "env, budget", [({}, "quick"), ({"CI": "true"}, "ci"), ({"CI": "0"}, "quick"), ({"CI": "1"}, "ci"), ({"CI": "off"}, "quick")]
+    "env, budget",
+    [({}, "quick"), ({"CI": "true"}, "ci"), ({"CI": "0"}, "quick"), ({"CI": "1"}, "ci"), ({"CI": "off"}, "quick")],
 )
 def test_the_default_budget_follows_ci(env, budget):
     assert default_budget(env) == budget

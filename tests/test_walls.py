@@ -10,6 +10,7 @@
 """
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -76,12 +77,19 @@ def modules() -> dict[str, Path]:
 MODULES = modules()
 
 
-def imports(path: Path) -> set[str]:
+@functools.cache
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of a file's syntax tree, parsed and walked once per session: the walls read each file many times."""
+    return tuple(ast.walk(ast.parse(path.read_text())))
+
+
+@functools.cache
+def imports(path: Path) -> frozenset[str]:
     """Every module a file imports, relative imports resolved, at any depth of the file (lazy ones too)."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _nodes(path):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -91,7 +99,7 @@ def imports(path: Path) -> set[str]:
                 base = ".".join(pkg + ([base] if base else []))
             out.add(base)
             out |= {f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES}
-    return out
+    return frozenset(out)
 
 
 def closure(start: str) -> set[str]:
@@ -164,7 +172,7 @@ def _sizes():
             len(text.splitlines()),
             [
                 (n.name, n.end_lineno - n.lineno + 1)
-                for n in ast.walk(ast.parse(text))
+                for n in _nodes(path)
                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
             ],
         )
@@ -217,17 +225,18 @@ SPAWN_CALLERS = {
 }
 
 
-def _calls(path: Path) -> list[tuple[str, str]]:
+@functools.cache
+def _calls(path: Path) -> tuple[tuple[str, str], ...]:
     """(base name, attribute) of every call of the form base.attr(...) or name(...) (base '') in a file."""
     out = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _nodes(path):
         if isinstance(node, ast.Call):
             f = node.func
             if isinstance(f, ast.Attribute):
                 out.append((f.value.id if isinstance(f.value, ast.Name) else "?", f.attr))
             elif isinstance(f, ast.Name):
                 out.append(("", f.id))
-    return out
+    return tuple(out)
 
 
 def _starts_processes(path: Path) -> list[str]:
@@ -238,7 +247,7 @@ def _starts_processes(path: Path) -> list[str]:
 
 
 def _reads_commands(path: Path) -> bool:
-    return any(isinstance(n, ast.Attribute) and n.attr == "commands" for n in ast.walk(ast.parse(path.read_text())))
+    return any(isinstance(n, ast.Attribute) and n.attr == "commands" for n in _nodes(path))
 
 
 FILES = {**{mod: path for mod, path in MODULES.items()}, **{str(p.relative_to(ROOT)): p for p in SCRIPTS}}

@@ -1,13 +1,10 @@
-"""`relaychaos`: the command line. `relaychaos run` is the main job.
+"""`relaychaos`: the command line. `relaychaos run` is the main job; every command is listed below,
+and `relaychaos COMMAND --help` gives its arguments.
 
     relaychaos run [--relay relay.toml] [--out DIR] [-n N] [--sandbox auto|strict|off] [--hunt] [--shrink-s S]
                    [-- extra pytest args]
-    relaychaos replay incident.yaml [--relay relay.toml] [--sandbox auto|strict|off]
-    relaychaos recheck RUN_DIR|HISTORY
-    relaychaos incident import BUNDLE --out FOLDER        (night.yaml and its shrunk story.yaml)
-    relaychaos incident verify SCENARIO [--relay relay.toml]
 
-Runs the chaos suite (scenarios/) against a relay (the bundled reference by
+`run` runs the chaos suite (scenarios/) against a relay (the bundled reference by
 default) and writes results.json, junit.xml and report.html into a fresh run folder. When a
 named scenario fails, the state machine's random stories do not run (the report says so);
 --hunt runs them anyway, and --shrink-s bounds the shrinking of what they find.
@@ -26,15 +23,30 @@ import time
 from pathlib import Path
 
 from relaychaos import options, paths
+from relaychaos.commands import recheck, timeline
+from relaychaos.engine import scenario_file
 from relaychaos.errors import HarnessError
+from relaychaos.grading import command as grading
+from relaychaos.incidents import command as incidents
+from relaychaos.incidents.verify import replay_notes
+from relaychaos.plugin.results_recorder import manifest_name
+from relaychaos.reports.html import write as write_html
+from relaychaos.reports.results import RunResults
+from relaychaos.run.chaos import run_and_check
+from relaychaos.run.definition import RunDefinition
+from relaychaos.run.services import Services
+from relaychaos.run.suite import run_suite, suite_command
+from relaychaos.run_folder import LOG_BUDGET
+from relaychaos.sandbox.levels import describe, probe
+from relaychaos.sandbox.policy import clear_abandoned
+from relaychaos.soak import command as soak
+from relaychaos.stack import manifest, toxiproxy_server
 
 # The suite's pytest configuration, written into each run folder: the run needs no checkout.
 
 
 def preflight(relay: Path, out: Path) -> None:
     """Fail fast, with one message, on what would stop every scenario: the manifest, Toxiproxy."""
-    from relaychaos.stack import manifest, toxiproxy_server
-
     loaded = manifest.load(relay)
     for warning in loaded.warnings:
         print(f"relaychaos: {relay}: {warning}", file=sys.stderr)
@@ -47,24 +59,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     os.chmod(out, 0o700)  # histories and logs: the harness's, not the relays'
-    from relaychaos.run_folder import LOG_BUDGET
-
     (out / LOG_BUDGET).unlink(missing_ok=True)  # this run's relay logs start from nothing
     try:
         preflight(relay, out)
-        from relaychaos.sandbox.levels import describe, probe
-
         sandbox_summary = describe(probe(args.sandbox, args.sandbox_limit))  # SandboxError: strict cannot be had
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2
     argv = _suite_argv(args, relay, out)
     print(f"relaychaos: running the suite against {relay} -> {out}\nrelaychaos: {sandbox_summary}", flush=True)
-    from relaychaos.run.suite import run_suite
-
     rc, interrupted, mid_line = run_suite(argv, out)
-    from relaychaos.sandbox.policy import clear_abandoned
-
     clear_abandoned()  # the sandbox slots of workers killed before they could close them
     results = out / "results.json"
     if interrupted:
@@ -75,8 +79,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _suite_argv(args: argparse.Namespace, relay: Path, out: Path) -> list[str]:
     """The suite's command line against `relay` (relaychaos.run.suite.suite_command), as `run` was asked."""
-    from relaychaos.run.suite import suite_command
-
     extra = ["--junitxml", str(out / "junit.xml")]
     extra += ["-n", args.workers] if args.workers != "0" else []
     extra += [*args.pytest_args, *(["--color=yes"] if sys.stdout.isatty() else [])]
@@ -89,32 +91,24 @@ def _reported(rc: int, results: Path, out: Path) -> int:
     if rc not in (0, 1) or not results.exists():
         print(f"relaychaos: the suite could not run (pytest exit status {rc}); see the output above", file=sys.stderr)
         return 2
-    from relaychaos.reports.html import write as write_html
-
     write_html(results)
-    from relaychaos.reports.results import RunResults
-
-    data = RunResults.load(results).as_dict()
-    summary, machine = data["summary"], data.get("random_stories") or {}
-    if machine.get("why_not"):
-        print(f"relaychaos: random stories not run: {machine['why_not']}")
-    missed = summary.get("not exercised", 0)
+    data = RunResults.read(results)
+    summary, machine = data.summary, data.random_stories
+    if machine is not None and machine.why_not:
+        print(f"relaychaos: random stories not run: {machine.why_not}")
+    missed = summary.not_exercised
     print(
-        f"relaychaos: {summary['passed']} passed, {summary['failed']} failed, {summary['error']} errors"
+        f"relaychaos: {summary.passed} passed, {summary.failed} failed, {summary.error} errors"
         + (f", {missed} not exercised (every rule held, but the fault met nothing)" if missed else "")
         + f"; report in {out}"
     )
-    if data["ok"] and missed:
+    if data.ok and missed:
         return 3
     return 0 if rc == 0 else 1
 
 
 def _interrupted(relay: Path, out: Path) -> int:
     """After Ctrl-C: what finished, written and marked partial, with its report; exit status 130."""
-    from relaychaos.plugin.results_recorder import manifest_name
-    from relaychaos.reports.html import write as write_html
-    from relaychaos.reports.results import RunResults
-
     path = out / "results.json"
     try:
         results = RunResults.load(path)
@@ -133,58 +127,37 @@ def _interrupted(relay: Path, out: Path) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run one scenario file against a relay and print the verdict with its per-GUID timeline."""
-    from relaychaos.engine import scenario_file
-    from relaychaos.run.chaos import run_and_check
-    from relaychaos.sandbox.policy import Limits, Sandbox
-    from relaychaos.stack import manifest, toxiproxy_server
-    from relaychaos.stack.account_system import AccountSystem
-    from relaychaos.stack.world import Stack
-
-    relay = Path(args.relay).resolve() if args.relay else paths.reference_relay()
     out = (Path(args.out) if args.out else Path("runs") / f"replay-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
-    server = account = sandbox = None
     try:
         loaded = scenario_file.load(args.file)  # every problem in the file is found before anything starts
-        m = manifest.load(relay)
-        sandbox = Sandbox.create(args.sandbox, Limits().with_overrides(args.sandbox_limit))
-        print(f"relaychaos: {sandbox.summary()}", flush=True)
-        out.mkdir(parents=True, exist_ok=True)
-        os.chmod(out, 0o700)
-        server = toxiproxy_server.acquire(out)
-        account = AccountSystem.start(out)
+        run = RunDefinition.build(vars(args))
         sc = loaded.scenario
-        with Stack(
-            toxiproxy=server.control,
-            account=account,
-            manifest=m,
-            workdir=out,
-            name=sc.name,
-            accounts=sc.accounts,
-            account_timeout_ms=sc.account_timeout_ms,
-            sandbox=sandbox,
-        ) as stack:
-            result = run_and_check(stack, sc)
+        with Services(run, out) as services:
+            print(f"relaychaos: {services.sandbox.summary()}", flush=True)  # strict refuses before anything is made
+            out.mkdir(parents=True, exist_ok=True)
+            os.chmod(out, 0o700)
+            stack = services.stack(out, sc.name, accounts=sc.accounts, account_timeout_ms=sc.account_timeout_ms)
+            with stack:
+                result = run_and_check(stack, sc)
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2
-    finally:
-        for part in (account, server, sandbox):
-            if part:
-                part.close()
-    print(f"relaychaos: replayed {args.file} against relay '{m.name}' ({relay})")
+    print(f"relaychaos: replayed {args.file} against relay '{run.relay.name}' ({run.relay.path})")
     print(result.report(limit=args.limit))
     if sc.incident:  # an imported incident: its answers against production's, and how to check reproduction
-        from relaychaos.incidents.verify import replay_notes
-
         print("\n".join(f"relaychaos: {line}" for line in replay_notes(result, sc)))
     return 0 if result.ok else 1
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="relaychaos", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    """The description as written, and each command's help on one line beside its name, at any terminal width."""
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=24, width=160)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The whole command line: every command's parser, registered on `sub`; --help lists each with its help line."""
+    parser = argparse.ArgumentParser(prog="relaychaos", description=__doc__, formatter_class=_formatter)
+    sub = parser.add_subparsers(dest="command", required=True, title="commands")
     run = sub.add_parser("run", help="run the chaos suite against a relay and write a report")
     run.add_argument("--relay", help="the relay.toml to test (default: the bundled reference relay)")
     run.add_argument("--out", help="the run folder (default: runs/YYYYmmdd-HHMMSS)")
@@ -199,14 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     replay.add_argument("--out", help="where to keep the history and logs (default: runs/replay-YYYYmmdd-HHMMSS)")
     replay.add_argument("--limit", type=int, default=10, help="how many verdicts to print in full")
     replay.set_defaults(func=cmd_replay)
-    from relaychaos.commands import recheck, timeline
-    from relaychaos.grading import command as grading
-    from relaychaos.incidents import command as incidents
-    from relaychaos.soak import command as soak
-
     for module in (grading, soak, recheck, incidents, timeline):  # each command's parsers: imported lazily
         module.add_parsers(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         options.resolve_all(args)
     except ValueError as e:

@@ -21,11 +21,25 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from relaychaos import checkers
+from relaychaos.checkers import landing
 from relaychaos.errors import HarnessError
+from relaychaos.history import History, header
+from relaychaos.records.results import LandingRecord, Rechecked, VerdictRecord
+from relaychaos.reports import junit
+from relaychaos.reports.html import write as write_html
+from relaychaos.reports.incident import report
+from relaychaos.reports.results import NOT_EXERCISED, RunResults
+
+if TYPE_CHECKING:
+    from relaychaos.checkers.verdict import Verdict
+    from relaychaos.history import History
+    from relaychaos.records.results import LandingRecord, Outcome, ScenarioResult
 
 
-def add_parsers(sub) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "recheck", help="judge a run's kept histories (or one history file) again and rewrite its reports"
     )
@@ -45,11 +59,8 @@ def cmd_recheck(args: argparse.Namespace) -> int:
         return 2
 
 
-def judge(path: Path):
+def judge(path: Path) -> tuple[History, list[Verdict], list[str]]:
     """(history, verdicts, notes) of one saved history; HarnessError naming the file if it cannot be read."""
-    from relaychaos import checkers
-    from relaychaos.history import History
-
     try:
         history = History.read(path)
     except OSError as e:
@@ -74,9 +85,6 @@ def judge(path: Path):
 
 
 def _recheck_file(path: Path, limit: int) -> int:
-    from relaychaos.checkers import landing
-    from relaychaos.reports.incident import report
-
     history, verdicts, notes = judge(path)
     print(f"relaychaos: rechecked {path} (tolerances as recorded in its header)")
     print(report(history, verdicts, limit))
@@ -91,10 +99,6 @@ def _recheck_file(path: Path, limit: int) -> int:
 
 
 def _recheck_run(folder: Path) -> int:
-    from relaychaos.reports import junit
-    from relaychaos.reports.html import write as write_html
-    from relaychaos.reports.results import NOT_EXERCISED, RunResults
-
     path = folder / "results.json"
     if not path.exists():
         raise HarnessError(
@@ -108,7 +112,7 @@ def _recheck_run(folder: Path) -> int:
         raise HarnessError(
             f"results.json cannot be read: {e}", where=str(path), fix="give a run folder written by relaychaos run"
         ) from None
-    checked, changed = 0, {}
+    checked, changed = 0, dict[str, tuple[str, str | None]]()
     for entry in results.scenarios.values():
         if entry.histories and entry.outcome in ("passed", "failed", NOT_EXERCISED):
             checked += len(entry.histories)
@@ -120,40 +124,39 @@ def _recheck_run(folder: Path) -> int:
             where=str(path),
             fix="run the suite again with this version of relaychaos run, which keeps every history",
         )
-    results.extra["rechecked"] = {"at": time.time(), "histories": checked, "changed": sorted(changed)}
+    results.rechecked = Rechecked(at=time.time(), histories=checked, changed=sorted(changed))
     results.write(path)
     write_html(path)
     if changed and (folder / "junit.xml").exists():
         junit.update(folder / "junit.xml", changed)
-    s = RunResults.load(path)
-    counts = s.summary()
+    counts = RunResults.load(path).summary()
     print(
-        f"relaychaos: rechecked {checked} histories in {folder}: {counts['passed']} passed, {counts['failed']} "
-        f"failed, {counts['error']} errors, {counts[NOT_EXERCISED]} not exercised; {len(changed)} scenario(s) judged "
+        f"relaychaos: rechecked {checked} histories in {folder}: {counts.passed} passed, {counts.failed} "
+        f"failed, {counts.error} errors, {counts.not_exercised} not exercised; {len(changed)} scenario(s) judged "
         "differently than before" + "".join(f"\n  {n}: now {changed[n][0]}" for n in sorted(changed))
     )
-    if counts["failed"] or counts["error"]:
+    if counts.failed or counts.error:
         return 1
-    return 3 if counts[NOT_EXERCISED] else 0
+    return 3 if counts.not_exercised else 0
 
 
-def _rejudged(folder: Path, entry) -> bool:
+def _rejudged(folder: Path, entry: ScenarioResult) -> bool:
     """Judge a scenario's kept histories again (rules and landing claims); whether its judgement changed."""
-    from relaychaos.checkers import landing
-    from relaychaos.reports.incident import report
-    from relaychaos.reports.results import NOT_EXERCISED
-
-    verdicts, notes, texts, landed = [], [], [], []
+    verdicts: list[VerdictRecord] = []
+    notes: list[str] = []
+    texts: list[str] = []
+    landed: list[LandingRecord] = []
     for rel in entry.histories:
         history, found, found_notes = judge(folder / rel)
-        name = history.where(f="scenario")[0].value.get("name", "?")
-        verdicts += [{**v.to_dict(), "scenario": name} for v in found]
+        name = header(history).name
+        verdicts += [VerdictRecord.from_builtins(_as_read({**v.to_dict(), "scenario": name})) for v in found]
         notes += [n for n in found_notes if n not in notes]
         texts += [f"{report(history, found)}\n\nhistory: {folder / rel}"] if found else []
-        landed += [{**x.to_dict(), "scenario": name} for x in landing.judge(history)]
-    verdicts, landed = json.loads(json.dumps(verdicts)), json.loads(json.dumps(landed))  # as results.json has them
-    missed = [x for x in landed if x["status"] in (landing.MISSED, landing.UNKNOWN)]
-    outcome = "failed" if verdicts else NOT_EXERCISED if missed else "passed"
+        landed += [
+            LandingRecord.from_builtins(_as_read({**x.to_dict(), "scenario": name})) for x in landing.judge(history)
+        ]
+    missed = [x for x in landed if x.status in (landing.MISSED, landing.UNKNOWN)]
+    outcome: Outcome = "failed" if verdicts else "not exercised" if missed else "passed"
     if verdicts == entry.verdicts and outcome == entry.outcome and landed == entry.landing:
         return False
     entry.verdicts, entry.notes, entry.landing, entry.outcome = verdicts, notes, landed, outcome
@@ -163,5 +166,10 @@ def _rejudged(folder: Path, entry) -> bool:
     return True
 
 
-def _missed_text(missed: list[dict]) -> str:
-    return "\n".join(f"  {x['status']}: {x['claim']} -- {x['why']}" for x in missed)
+def _as_read(data: dict[str, Any]) -> Any:
+    """Plain values as results.json has them (tuples as lists, every value JSON's)."""
+    return json.loads(json.dumps(data))
+
+
+def _missed_text(missed: list[LandingRecord]) -> str:
+    return "\n".join(f"  {x.status}: {x.claim} -- {x.why}" for x in missed)

@@ -15,6 +15,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from relaychaos import checkers
+from relaychaos.history import History
+from relaychaos.reports import timeline
+
 
 def default_out(history: Path) -> Path:
     """runs/X/histories/NAME.jsonl[.gz] -> runs/X/timelines/NAME.html; elsewhere: beside it, NAME.html."""
@@ -24,10 +28,6 @@ def default_out(history: Path) -> Path:
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:
-    from relaychaos import checkers
-    from relaychaos.history import History
-    from relaychaos.reports import timeline
-
     path = Path(args.history)
     try:
         history = History.read(path)
@@ -54,7 +54,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     t = sub.add_parser("timeline", help="draw the timeline page (HTML) of a saved history")
     t.add_argument("history", help="a saved history: runs/<stamp>/histories/<scenario>.jsonl[.gz], or history.jsonl")
     t.add_argument("--out", help="the page to write (default: the run's timelines/ folder, else beside the history)")

@@ -15,11 +15,15 @@ the line, never a silent change.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from relaychaos.incidents.records import AccountLine
 
+if TYPE_CHECKING:
+    from relaychaos.incidents.bundle import Bundle
 
-def opening(bundle) -> tuple[dict[str, int], list[str]]:
+
+def opening(bundle: Bundle) -> tuple[dict[str, int], list[str]]:
     """(party -> opening balance, notes) -- see the module doc."""
     given = bundle.meta.get("accounts")
     if given:

@@ -21,6 +21,7 @@ import tomllib
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
+from typing import TextIO
 
 from relaychaos.incidents import ledger, mapping
 from relaychaos.incidents.mapping import DOC, BundleError, Source
@@ -48,7 +49,7 @@ class Bundle:
 class Progress:
     """A progress line on standard error every PROGRESS_EVERY_S while a long import reads its logs."""
 
-    def __init__(self, stream=None):
+    def __init__(self, stream: TextIO | None = None):
         self.stream = stream if stream is not None else sys.stderr
         self.started = self.last = time.monotonic()
         self.records = 0
@@ -114,7 +115,7 @@ def _load(source: Source, convert: Converter, progress: Progress, notes: list[st
             last[file] = record.at
         elif file not in disorder:
             disorder[file] = (line, prev - record.at)
-        if follow_answers and record.answered_at is not None:
+        if follow_answers and type(record) is AccountLine and record.answered_at is not None:
             if record.answered_at < answered.get(file, record.answered_at):
                 by_answer[file] = False
             answered[file] = record.answered_at

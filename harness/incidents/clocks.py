@@ -13,12 +13,18 @@ likely a wrong time than a clock, so it is an error naming that line (give
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from relaychaos.incidents.mapping import BundleError
+
+if TYPE_CHECKING:
+    from relaychaos.incidents.bundle import Bundle
+    from relaychaos.incidents.guids import Gap
 
 FAR_S = 30.0
 
 
-def clock_offset(bundle, gaps: list, given: float | None) -> tuple[float, str | None]:
+def clock_offset(bundle: Bundle, gaps: list[Gap], given: float | None) -> tuple[float, str | None]:
     """(seconds to add to every account time, the sentence saying why) -- see the module doc. `gaps`: (call
     time − send time, call, send) of the two GUIDs whose first call came soonest after (or furthest before)
     their first send, smallest first (guids.index)."""
@@ -53,7 +59,7 @@ def clock_offset(bundle, gaps: list, given: float | None) -> tuple[float, str | 
     )
 
 
-def shift(bundle, offset: float) -> None:
+def shift(bundle: Bundle, offset: float) -> None:
     """Put the account log's times on the channel's clock, in place."""
     if not offset:
         return

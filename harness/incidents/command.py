@@ -19,20 +19,32 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from relaychaos.errors import HarnessError
+
+if TYPE_CHECKING:
+    from relaychaos.incidents.bundle import Bundle
+    from relaychaos.incidents.reconstruct import Plan
+    from relaychaos.incidents.write import Head, Written
+from relaychaos import options, paths
+from relaychaos.engine import scenario_file
+from relaychaos.incidents import bundle as bundles
+from relaychaos.incidents import story
+from relaychaos.incidents.reconstruct import reconstruct
+from relaychaos.incidents.telling import involved, relay_path, tell
+from relaychaos.incidents.verify import Replayer, describe, reproduced
+from relaychaos.incidents.write import Head, head_lines, write
 
 REFERENCE = "relay_under_test/reference/relay.toml"
 OUTPUTS = ("night.yaml", "story.yaml", "replays")  # what an import writes into --out, removed before it starts
 
 
-def _sandbox_options(p) -> None:
-    from relaychaos import options
-
+def _sandbox_options(p: argparse.ArgumentParser) -> None:
     options.add_to_argparse(p, (options.SANDBOX, options.SANDBOX_LIMIT))  # resolved by relaychaos.commands.cli.main
 
 
-def add_parsers(sub) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     incident = sub.add_parser("incident", help="incident bundles: production logs turned into scenarios")
     incidents = incident.add_subparsers(dest="incident_command", required=True)
     p = incidents.add_parser(
@@ -81,8 +93,6 @@ def relay_ref(relay: str | None, base: Path, named_in: str = "--relay") -> str |
 
 def _found_ref(relay: str, base: Path, named_in: str = "--relay") -> str:
     """relay_ref of a relay that is named (not empty)."""
-    from relaychaos import paths
-
     root = paths.bundled_relays().parent
     found = next((p.resolve() for p in (base / relay, root / relay, Path(relay)) if p.exists()), None)
     if found is None:
@@ -107,12 +117,6 @@ def _fresh(out: Path) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from relaychaos.incidents import bundle as bundles
-    from relaychaos.incidents import story
-    from relaychaos.incidents.reconstruct import reconstruct
-    from relaychaos.incidents.telling import involved, tell
-    from relaychaos.incidents.write import head_lines, write
-
     out = Path(args.out)
     started = time.monotonic()
     try:
@@ -154,11 +158,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _head(args: argparse.Namespace, b, plan, relay: str | None):
+def _head(args: argparse.Namespace, b: Bundle, plan: Plan, relay: str | None) -> Head:
     """The head of the files an import writes: the scenario's name and description, the relay it names and
     the relays it holds on, from the command line or else the bundle's incident.toml."""
-    from relaychaos.incidents.write import Head
-
     meta = b.meta
     return Head(
         args.name or meta.get("name") or re.sub(r"[^A-Za-z0-9_-]", "-", b.folder.resolve().name),
@@ -181,7 +183,7 @@ def _held_on(relay: str | None, folder: Path) -> str:
     return ref
 
 
-def _say_read(night, b, plan, started: float) -> None:
+def _say_read(night: Written, b: Bundle, plan: Plan, started: float) -> None:
     """What the import read and found, said on stdout: the night written, the notes, the rules broken."""
     print(
         f"relaychaos: wrote {night.path}: {night.steps} steps from {b.counts['channel']} channel, "
@@ -200,10 +202,6 @@ def _say_read(night, b, plan, started: float) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from relaychaos.engine import scenario_file
-    from relaychaos.incidents.telling import relay_path
-    from relaychaos.incidents.verify import Replayer, describe, reproduced
-
     try:
         loaded = scenario_file.load(args.scenario)
         sc = loaded.scenario

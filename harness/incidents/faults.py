@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from relaychaos.checkers.calls import classify_body
 from relaychaos.engine import steps as S
+from relaychaos.incidents.records import AccountLine, ChannelLine, OpLine
 
 SLOW_MS = 50  # an account system taking this long keeps the copies of a burst in flight together
 PACE_SHARE = 0.8  # of ACCOUNT_TIMEOUT_MS at most, so a paced call is still answered in time
@@ -44,13 +46,21 @@ WHY = {
 class Planned:
     """One step of the scenario and the log lines it came from."""
 
-    step: object
+    step: S.Step
     comment: str
     sent: tuple[str, ...] = ()  # for a batch run: the labels of the calls it sent
     got: tuple[str, ...] = ()  # for a send or race: what the channel got in production, one answer per copy
 
 
-def lines(records: list) -> str:
+@dataclass(frozen=True)
+class Unreceived:
+    """Sends no relay received (its instance was down): the night says so in a comment, and replays no step."""
+
+    comment: str
+    step: None = None
+
+
+def lines(records: Sequence[ChannelLine | AccountLine | OpLine]) -> str:
     """`channel.csv lines 3-5; account.csv line 9`: where records came from, by file."""
     by_file: dict[str, list[int]] = {}
     for r in records:
@@ -71,7 +81,7 @@ def lines(records: list) -> str:
     return "; ".join(parts)
 
 
-def _fault(send, calls: list) -> tuple[str, object, object] | None:
+def _fault(send: ChannelLine, calls: list[AccountLine]) -> tuple[str, S.Step, S.Step] | None:
     """(window key, the step opening it, the step closing it) that explains this send's answer; None if none."""
     result, applied = send.result, [c for c in calls if c.code == "0000"]
     hub = f"hub-{send.relay}"
@@ -104,12 +114,12 @@ def _fault(send, calls: list) -> tuple[str, object, object] | None:
     return None
 
 
-def race(group: list, calls: list, label: str) -> Planned:
+def race(group: list[ChannelLine], calls: list[AccountLine], label: str) -> Planned:
     """Resends of one GUID closer than the burst window: one race of as many copies."""
     first, answers = group[0], Counter(s.result for s in group)
     return Planned(
         S.Race(label, n=len(group), amount=first.amount, src=first.src, dst=first.dst, slots=(first.relay,)),
-        f"{lines(group + calls)}: {len(group)} sends of {first.guid} within "
+        f"{lines([*group, *calls])}: {len(group)} sends of {first.guid} within "
         f"{(group[-1].at - first.at) * 1000:.0f} ms (answers: "
         f"{', '.join(f'{c} ×{n}' for c, n in answers.items())}), {len(calls)} account call(s) → they "
         "reached the relay together: a race",
@@ -122,8 +132,8 @@ class FaultPlanner:
 
     def __init__(self, account_timeout_ms: int):
         self.account_timeout_ms = account_timeout_ms
-        self.out: list[Planned] = []
-        self.window: tuple | None = None  # (key, closing step)
+        self.out: list[Planned | Unreceived] = []
+        self.window: tuple[str, S.Step] | None = None  # (key, closing step)
         self.slow: int | None = None  # the account system's processing delay in force, in ms
 
     def close(self) -> None:
@@ -131,14 +141,14 @@ class FaultPlanner:
             self.out.append(Planned(self.window[1], "the fault ends here"))
             self.window = None
 
-    def slow_ms(self, calls: list) -> int | None:
+    def slow_ms(self, calls: list[AccountLine]) -> int | None:
         """The account system's median time to answer these calls, to 10 ms, if SLOW_MS or more (at most
         PACE_SHARE of ACCOUNT_TIMEOUT_MS); else None."""
         took = sorted((c.answered_at - c.at) * 1000 for c in calls if c.answered_at is not None)
         ms = took[len(took) // 2] if took else 0
         return int(round(min(ms, PACE_SHARE * self.account_timeout_ms), -1)) if ms >= SLOW_MS else None
 
-    def pace(self, ms: int | None, calls: list) -> None:
+    def pace(self, ms: int | None, calls: list[AccountLine]) -> None:
         if ms != self.slow and self.slow:
             self.out.append(Planned(S.ServerFault(delay_ms=0), "the account system answers at its usual speed again"))
         if ms and ms != self.slow:
@@ -152,14 +162,14 @@ class FaultPlanner:
             )
         self.slow = ms
 
-    def send(self, send, calls: list, label: str) -> None:
+    def send(self, send: ChannelLine, calls: list[AccountLine], label: str) -> None:
         """One send, inside the fault window that explains its answer."""
         self.pace(None, [])
         fault = _fault(send, calls)
         if (fault[0] if fault else None) != (self.window[0] if self.window else None):
             self.close()
             if fault:
-                self.out.append(Planned(fault[1], f"{WHY[fault[0].split('-hub-')[0]]} ({lines([send] + calls)})"))
+                self.out.append(Planned(fault[1], f"{WHY[fault[0].split('-hub-')[0]]} ({lines([send, *calls])})"))
                 self.window = (fault[0], fault[2])
         gave_up = send.result == "timeout"
         step = send_step(label, send, timeout_s=round(self.account_timeout_ms / 1000 + 0.2, 3) if gave_up else None)
@@ -180,12 +190,20 @@ class FaultPlanner:
         )
 
 
-def send_step(label: str, send, **options) -> S.Send:
+def send_step(label: str, send: ChannelLine, *, timeout_s: float | None = None, background: bool = False) -> S.Send:
     """The channel's request as a send of `label`: by its fields, or, when the contract calls it malformed, by its
     body as production sent it (the label's GUID in it unless the GUID itself is what is malformed)."""
     body = {"guid": send.guid, "from": send.src, "to": send.dst, "amount": send.amount}
     if classify_body(json.dumps(body))[0] is not None:
-        return S.Send(label, amount=send.amount, src=send.src, dst=send.dst, slot=send.relay, **options)
+        return S.Send(
+            label,
+            amount=send.amount,
+            src=send.src,
+            dst=send.dst,
+            slot=send.relay,
+            background=background,
+            timeout_s=timeout_s,
+        )
     if classify_body(json.dumps({**body, "guid": label}))[0] is None:  # the amount or a party: the GUID is not
         body["guid"] = S.GUID_PLACEHOLDER
-    return S.Send(label, slot=send.relay, raw=json.dumps(body), **options)
+    return S.Send(label, slot=send.relay, raw=json.dumps(body), background=background, timeout_s=timeout_s)

@@ -19,10 +19,15 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from relaychaos.incidents.mapping import BundleError
-from relaychaos.incidents.records import ChannelLine
+from relaychaos.incidents.records import AccountLine, ChannelLine
+
+if TYPE_CHECKING:
+    from relaychaos.incidents.bundle import Bundle
+
+Gap = tuple[float, AccountLine, ChannelLine]  # (first call's time - first send's, the call, the send) of a GUID
 
 
 @dataclass(slots=True)
@@ -44,11 +49,11 @@ class GuidState:
         return self.first
 
 
-def _where(bundle, r) -> str:
+def _where(bundle: Bundle, r: ChannelLine | AccountLine) -> str:
     return f"{bundle.folder / r.file}, line {r.line}"
 
 
-def index(bundle) -> tuple[dict[str, GuidState], list]:
+def index(bundle: Bundle) -> tuple[dict[str, GuidState], list[Gap]]:
     """Every GUID of the night, and the clock gaps (see the module doc)."""
     night: dict[str, GuidState] = {}
     folded: dict[str, str] = {}
@@ -65,7 +70,7 @@ def index(bundle) -> tuple[dict[str, GuidState], list]:
                     'relay takes them; if one system changed the case, set guid_case = "lower" for '
                     "that log in incident.toml"
                 )
-    gaps: list = []
+    gaps: list[tuple[float, int, int, AccountLine, ChannelLine]] = []  # as Gap, with a tie-break
     for c in bundle.account:
         st = night.get(c.guid)
         if st is None:
@@ -93,7 +98,7 @@ def index(bundle) -> tuple[dict[str, GuidState], list]:
     return night, sorted(((-g, c, send) for g, _, _, c, send in gaps), key=lambda x: (x[0], x[1].line))
 
 
-def _never_sent(c, where: str, night: dict[str, GuidState]) -> NoReturn:
+def _never_sent(c: AccountLine, where: str, night: dict[str, GuidState]) -> NoReturn:
     lower = c.guid.lower()
     other = next((g for g in night if g.lower() == lower), None)  # only on the way to an error
     if other is not None:
@@ -113,7 +118,7 @@ def _never_sent(c, where: str, night: dict[str, GuidState]) -> NoReturn:
     )
 
 
-def _unanswered_ok(bundle, night: dict[str, GuidState]) -> None:
+def _unanswered_ok(bundle: Bundle, night: dict[str, GuidState]) -> None:
     """A channel `0000` for a GUID the account system has no call for: the account log is incomplete."""
     for r in bundle.channel:
         if r.result == "0000" and night[r.guid].calls == 0:

@@ -12,10 +12,12 @@ that ended alike), with the GUID string of the logs (`strings`).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 from relaychaos.incidents.mapping import BundleError, Source
 from relaychaos.incidents.readers import Skipped, rows
+from relaychaos.stack import ledger_file
 
 CONTRACT_COLUMNS = ("guid", "status", "resp_code", "request", "response", "attempts", "updated_at")
 
@@ -40,10 +42,8 @@ def read(source: Source, strings: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def _sqlite(path: Path):
+def _sqlite(path: Path) -> Iterator[dict[str, object]]:
     """The rows of the ledger table, one dict at a time, read as the harness reads a relay's (stack.ledger_file)."""
-    from relaychaos.stack import ledger_file
-
     try:
         missing = [c for c in CONTRACT_COLUMNS if c not in ledger_file.columns(path)]
         if missing:

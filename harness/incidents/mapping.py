@@ -113,7 +113,7 @@ def _fail(where: str, what: str, fix: str) -> BundleError:
     return BundleError(what, where=where, fix=fix)
 
 
-def _spec(where: str, key: str, value) -> FieldSpec:
+def _spec(where: str, key: str, value: object) -> FieldSpec:
     if isinstance(value, str) and value:
         return FieldSpec(tuple(value.split(".")))
     if isinstance(value, dict) and isinstance(value.get("path"), str):
@@ -134,7 +134,7 @@ def _spec(where: str, key: str, value) -> FieldSpec:
     )
 
 
-def _files(folder: Path, name: str, given) -> tuple[Path, ...]:
+def _files(folder: Path, name: str, given: str | list[str] | None) -> tuple[Path, ...]:
     if given is None:
         found = sorted(folder.glob(f"{name}.*")) + sorted(folder.glob(f"{name}-*.*"))
         return tuple(p for p in found if p.suffix in SUFFIXES or name == "ledger")
@@ -152,7 +152,7 @@ def _files(folder: Path, name: str, given) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def _format(where: str, name: str, files: tuple[Path, ...], given) -> str:
+def _format(where: str, name: str, files: tuple[Path, ...], given: str | None) -> str:
     if given is not None:
         if given not in FORMATS[name]:
             raise _fail(
@@ -173,7 +173,7 @@ def _format(where: str, name: str, files: tuple[Path, ...], given) -> str:
     return kind
 
 
-def _fields(where: str, name: str, given) -> dict[str, FieldSpec]:
+def _fields(where: str, name: str, given: dict[str, object] | None) -> dict[str, FieldSpec]:
     """Every field of the log `name`, each read from the bundle's field of its own name unless `given` maps it."""
     fields = {k: FieldSpec((k,)) for k in REQUIRED[name] + OPTIONAL[name]}
     for key, value in (given or {}).items():

@@ -22,12 +22,17 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from relaychaos.incidents.mapping import DOC, BundleError, FieldSpec, Source
 
 KEYED = ("guid", "at")  # a line without these is noise, not a record
 WORD = re.compile(r"[A-Za-z0-9 ._:-]*[A-Za-z][A-Za-z0-9 ._:-]*")  # a take value JSON writes as it is, as a string
 JSON_WORDS = ("true", "false", "null")  # ... unless it is one of these, which JSON writes bare
+# reads a field from a parsed line (a JSON value, a CSV row): the value there, any JSON value (None: absent)
+Read = Callable[[Any], Any]
+Getters = list[tuple[str, Read]]  # the bundle's field name, and how to read it
+Takes = list[tuple[Read, re.Pattern[str]]]  # a field read, and the values it must have to be taken
 
 
 @dataclass
@@ -50,17 +55,17 @@ class Skipped:
         ]
 
 
-def getter(spec: FieldSpec) -> Callable:
+def getter(spec: FieldSpec) -> Read:
     """A function reading the field at spec's path (and its regex's group 1) from a parsed line."""
     path, regex = spec.path, spec.regex
     if len(path) == 1:
         key = path[0]
 
-        def get(data):
+        def get(data: Any) -> Any:
             return data.get(key)
     else:
 
-        def get(data):
+        def get(data: Any) -> Any:
             for key in path:
                 if not isinstance(data, dict):
                     return None
@@ -70,7 +75,7 @@ def getter(spec: FieldSpec) -> Callable:
     if regex is None:
         return get
 
-    def matched(data):
+    def matched(data: Any) -> str | None:
         value = get(data)
         found = regex.search(str(value)) if value is not None else None
         return found.group(1) if found else None
@@ -78,7 +83,7 @@ def getter(spec: FieldSpec) -> Callable:
     return matched
 
 
-def _column(spec: FieldSpec, header: list[str]) -> Callable:
+def _column(spec: FieldSpec, header: list[str]) -> Read:
     """A function reading a CSV column (named by the spec's whole name) from a row, by its index."""
     name = spec.name
     if name not in header:
@@ -141,7 +146,7 @@ def _words(source: Source) -> list[str]:
     return out
 
 
-def rows(source: Source, skipped: Skipped) -> Iterator[tuple[str, int, dict]]:
+def rows(source: Source, skipped: Skipped) -> Iterator[tuple[str, int, dict[str, Any]]]:
     """Every record of the source's files, file by file, in each file's order (see the module doc)."""
     for path in map(str, source.files):
         with contextlib.ExitStack() as opened:  # a CSV file stays open while its rows are read
@@ -151,7 +156,7 @@ def rows(source: Source, skipped: Skipped) -> Iterator[tuple[str, int, dict]]:
                 _check_header(source, path, header)
                 getters = [(name, _column(spec, header)) for name, spec in source.fields.items()]
                 take = [(_column(FieldSpec(p), header), _pattern(v)) for p, v in source.take.items()]
-                records: Iterator = ((reader.line_num, row) for row in reader)
+                records: Iterator[tuple[int, object]] = ((reader.line_num, row) for row in reader)
             else:
                 getters = [(name, getter(spec)) for name, spec in source.fields.items()]
                 take = [(getter(FieldSpec(p)), _pattern(v)) for p, v in source.take.items()]
@@ -168,7 +173,7 @@ def rows(source: Source, skipped: Skipped) -> Iterator[tuple[str, int, dict]]:
             skipped.lines[path] = n
 
 
-def _pattern(values: tuple[str, ...]) -> re.Pattern:
+def _pattern(values: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(fnmatch.translate(v) for v in values))
 
 
@@ -185,23 +190,32 @@ def _check_header(source: Source, path: str, header: list[str]) -> None:
         )
 
 
-def _fields(source: Source, path: str, n: int, data, getters, take, skipped: Skipped) -> dict | None:
-    """The bundle's fields of one parsed line; None (and counted) when the line is skipped."""
+def _taken(source: Source, path: str, n: int, data: object, take: Takes, skipped: Skipped) -> bool:
+    """Whether a parsed line is a record its source takes; when not (and not blank), it is counted as skipped."""
     if isinstance(data, str):
         if data:
             skipped.add(path, n, data)
-        return None
+        return False
     if isinstance(data, list) and source.format == "csv":
         if not data:
-            return None  # a blank line
+            return False  # a blank line
     elif not isinstance(data, dict):
         skipped.add(path, n, "not a record")
-        return None
+        return False
     for get, pattern in take:
         value = get(data)
         if not pattern.fullmatch(value if type(value) is str else json.dumps(value)):
             skipped.add(path, n, "not taken (take)")
-            return None
+            return False
+    return True
+
+
+def _fields(
+    source: Source, path: str, n: int, data: object, getters: Getters, take: Takes, skipped: Skipped
+) -> dict[str, Any] | None:
+    """The bundle's fields of one parsed line; None (and counted) when the line is skipped."""
+    if not _taken(source, path, n, data, take, skipped):
+        return None
     fields = {}
     for name, get in getters:
         value = get(data)

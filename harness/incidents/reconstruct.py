@@ -32,14 +32,19 @@ import heapq
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from relaychaos.engine import steps as S
 from relaychaos.engine.scenario_file import LIMIT_S
 from relaychaos.incidents import balances, clocks, guids
-from relaychaos.incidents.faults import FaultPlanner, Planned, lines, race, send_step
+from relaychaos.incidents.faults import FaultPlanner, Planned, Unreceived, lines, race, send_step
+from relaychaos.incidents.guids import GuidState
 from relaychaos.incidents.mapping import BundleError
 from relaychaos.incidents.records import AccountLine, ChannelLine, OpLine
 from relaychaos.tolerances import CURRENT as TOLERANCES
+
+if TYPE_CHECKING:
+    from relaychaos.incidents.bundle import Bundle
 
 BURST_S = 0.05  # resends of one GUID closer than this went out together
 LATE_S = 60.0  # a call this long after its send, with no batch run in between, was not sent by it
@@ -49,19 +54,19 @@ HELD_TIMEOUT_MS = 3000  # the replay's ACCOUNT_TIMEOUT_MS at least, when calls a
 
 @dataclass
 class Plan:
-    night: dict  # production GUID -> its GuidState (.label: the scenario's label), guids.py
+    night: dict[str, GuidState]  # production GUID -> its GuidState (.label: the scenario's label), guids.py
     rules: list[str]  # what the incident broke, by the logs
     broke: dict[str, list[str]]  # rule -> the labels of the production GUIDs that broke it
     relays: tuple[str, ...]
     accounts: dict[str, int]
-    walk: Callable[[], Iterator[Planned]]  # the steps, in order (call once)
+    walk: Callable[[], Iterator[Planned | Unreceived]]  # the steps, in order (call once)
     account_timeout_ms: int = 300  # the replay's ACCOUNT_TIMEOUT_MS
     clock_offset_s: float = 0.0
     notes: list[str] = field(default_factory=list)  # said at the top of the scenario file
-    unreached: list = field(default_factory=list)  # sends to a relay that was down, filled in by the walk
+    unreached: list[ChannelLine] = field(default_factory=list)  # sends to a relay that was down, filled in by the walk
 
 
-def _merged(bundle):
+def _merged(bundle: Bundle) -> Iterator[tuple[float, int, int, OpLine | ChannelLine | AccountLine]]:
     """Sends, operations and account calls in one time order (at equal times: operations, sends, calls)."""
     return heapq.merge(
         ((o.at, 0, i, o) for i, o in enumerate(bundle.operations)),
@@ -70,7 +75,7 @@ def _merged(bundle):
     )
 
 
-def attribute(bundle, night: dict, account_timeout_ms: int) -> None:
+def attribute(bundle: Bundle, night: dict[str, GuidState], account_timeout_ms: int) -> None:
     """Each account call to its cause (its GUID's latest send, or reprocess run, before it: the cause's `calls`)."""
     last_reprocess: OpLine | None = None
     late = LATE_S + account_timeout_ms / 1000
@@ -104,18 +109,18 @@ def attribute(bundle, night: dict, account_timeout_ms: int) -> None:
             )
         if cause.calls is None:
             cause.calls = r  # most sends cause one call: no list for it
-        elif type(cause.calls) is list:
-            cause.calls.append(r)
-        else:
+        elif type(cause.calls) is AccountLine:
             cause.calls = [cause.calls, r]
+        else:
+            cause.calls.append(r)
     for st in night.values():
         st.first = st.last = None  # the walk needs neither: the records go once it has passed them
 
 
-def calls_of(cause) -> list[AccountLine]:
+def calls_of(cause: ChannelLine | OpLine) -> list[AccountLine]:
     """The account calls a send or a reprocess run caused (attribute)."""
     calls = cause.calls
-    return [] if calls is None else calls if type(calls) is list else [calls]
+    return [] if calls is None else [calls] if type(calls) is AccountLine else calls
 
 
 def _bursts(sends: list[ChannelLine]) -> Iterator[list[ChannelLine]]:
@@ -150,7 +155,7 @@ def _in_flight(calls: list[AccountLine] | None, moments: list[float]) -> list[Ac
     return out
 
 
-def _rules(night: dict) -> tuple[list[str], dict[str, list[str]]]:
+def _rules(night: dict[str, GuidState]) -> tuple[list[str], dict[str, list[str]]]:
     """The rules the account log shows broken, and by which GUIDs: called twice, debited twice."""
     broke = {
         "one-account-call": [st.label for st in night.values() if st.calls > 1],
@@ -160,7 +165,7 @@ def _rules(night: dict) -> tuple[list[str], dict[str, list[str]]]:
     return list(broke) + (["balances"] if "one-debit" in broke else []), broke
 
 
-def _held_timeout(bundle, account_timeout_ms: int) -> tuple[int, str | None]:
+def _held_timeout(bundle: Bundle, account_timeout_ms: int) -> tuple[int, str | None]:
     """ACCOUNT_TIMEOUT_MS for the replay: at least HELD_TIMEOUT_MS when calls are held (see the module doc)."""
     moments = sorted(o.at for o in bundle.operations if o.event in KILLS or o.event == "batch")
     if account_timeout_ms >= HELD_TIMEOUT_MS or not _in_flight(bundle.account, moments):
@@ -172,7 +177,7 @@ def _held_timeout(bundle, account_timeout_ms: int) -> tuple[int, str | None]:
     )
 
 
-def reconstruct(bundle, account_timeout_ms: int, offset_s: float | None = None) -> Plan:
+def reconstruct(bundle: Bundle, account_timeout_ms: int, offset_s: float | None = None) -> Plan:
     """The plan that replays the bundle's night (see the module doc)."""
     night, gaps = guids.index(bundle)
     offset, clock_note = clocks.clock_offset(bundle, gaps, offset_s)
@@ -201,7 +206,7 @@ def reconstruct(bundle, account_timeout_ms: int, offset_s: float | None = None) 
 class _Night:
     """The walk through the night in time order, planning steps (see the module doc)."""
 
-    def __init__(self, bundle, night: dict, account_timeout_ms: int):
+    def __init__(self, bundle: Bundle, night: dict[str, GuidState], account_timeout_ms: int):
         self.bundle, self.night = bundle, night
         self.timeout_ms = account_timeout_ms
         self.faults = FaultPlanner(account_timeout_ms)
@@ -211,7 +216,8 @@ class _Night:
         self.held: dict[str, int] = {}  # label -> calls of it held and not yet released
         self.unreached: list[ChannelLine] = []
 
-    def walk(self) -> Iterator[Planned]:
+    def walk(self) -> Iterator[Planned | Unreceived]:
+        ops: Iterator[tuple[float, int, int, OpLine | list[ChannelLine]]]
         ops = ((o.at, 0, n, o) for n, o in enumerate(self.bundle.operations))
         sends = ((g[0].at, 1, n, g) for n, g in enumerate(_bursts(self.bundle.channel)))
         releases: list[tuple] = []
@@ -251,8 +257,7 @@ class _Night:
         if first.relay not in self.running:
             self.unreached += group
             self.faults.out.append(
-                Planned(
-                    None,
+                Unreceived(
                     f"{lines(group)}: {first.guid} ({label}) reached relay "
                     f"{first.relay} while it was down ({first.result}): nothing received "
                     "it, not replayed",
@@ -318,7 +323,7 @@ class _Night:
             out.append(_batch(op, calls_of(op), self.night, self.timeout_ms))
 
 
-def _batch(op: OpLine, calls: list[AccountLine], night: dict, timeout_ms: int) -> Planned:
+def _batch(op: OpLine, calls: list[AccountLine], night: dict[str, GuidState], timeout_ms: int) -> Planned:
     arg, where = op.argument, op.where
     assert arg is not None, f"{where}: a batch run without its argument"  # records.Converter requires one
     if op.command == "reprocess":
@@ -344,7 +349,7 @@ def _batch(op: OpLine, calls: list[AccountLine], night: dict, timeout_ms: int) -
     )
 
 
-def _initial_relays(bundle) -> tuple[str, ...]:
+def _initial_relays(bundle: Bundle) -> tuple[str, ...]:
     """Relay instances running from the start: every one the channel used, unless the operations log starts it
     before the channel used it."""
     first_start: dict[str, float] = {}

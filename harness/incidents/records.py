@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NoReturn, final
 
 from relaychaos.events import BATCH_COMMANDS
 from relaychaos.incidents.mapping import BundleError, Source
@@ -27,6 +29,7 @@ EVENTS = ("restart", "deploy", "kill", "start", "batch")
 SLOT = re.compile(r"[a-z]")
 
 
+@final  # never subclassed: `type(r) is ChannelLine` tells a record's log
 @dataclass(slots=True)
 class ChannelLine:
     """One request the channel sent, and what it got back (`timeout`: nothing)."""
@@ -40,13 +43,14 @@ class ChannelLine:
     amount: int
     result: str
     relay: str
-    calls: object = None  # the account call this send caused, or a list of them (reconstruct.calls_of)
+    calls: AccountLine | list[AccountLine] | None = None  # the account call(s) it caused (reconstruct.calls_of)
 
     @property
     def where(self) -> str:
         return f"{self.file} line {self.line}"
 
 
+@final
 @dataclass(slots=True)
 class AccountLine:
     """One transfer call the account system received (times on the account system's clock until shifted)."""
@@ -67,6 +71,7 @@ class AccountLine:
         return f"{self.file} line {self.line}"
 
 
+@final
 @dataclass(slots=True)
 class OpLine:
     """A restart, deploy, kill or start of a relay instance, or a batch run with its argument."""
@@ -78,7 +83,9 @@ class OpLine:
     relay: str
     command: str | None = None
     argument: float | None = None
-    calls: object = None  # for a reprocess run: the account call it sent, or a list (reconstruct.calls_of)
+    calls: AccountLine | list[AccountLine] | None = (
+        None  # a reprocess run's: the call(s) it sent (reconstruct.calls_of)
+    )
 
     @property
     def where(self) -> str:
@@ -97,25 +104,27 @@ class Converter:
         self.source, self.pods, self.folder, self.strings = source, pods, folder, strings
         self.times = TimeReader(source)
         self.names: dict[str, str] = {}
-        self.convert = {"channel": self._channel, "account": self._account, "operations": self._operation}[source.name]
+        by_log: dict[str, Callable[[str, str, int, dict[str, Any]], ChannelLine | AccountLine | OpLine]]
+        by_log = {"channel": self._channel, "account": self._account, "operations": self._operation}
+        self.convert = by_log[source.name]
         self._slots: dict[str, str] = {}
         self.case = {"lower": str.lower, "upper": str.upper}.get(source.guid_case)
         self.amounts: dict[int, int] = {}
 
-    def __call__(self, file: str, line: int, fields: dict):
+    def __call__(self, file: str, line: int, fields: dict[str, Any]) -> ChannelLine | AccountLine | OpLine:
         name = self.names.get(file)
         if name is None:
             p = Path(file)
             name = self.names[file] = str(p.relative_to(self.folder)) if p.is_relative_to(self.folder) else file
         return self.convert(name, file, line, fields)
 
-    def time(self, value, file: str, line: int, name: str = "at") -> float:
+    def time(self, value: object, file: str, line: int, name: str = "at") -> float:
         try:
             return self.times.read(value, "", name)
         except BundleError as e:
             raise BundleError(e.what, where=f"{file}, line {line}", fix=e.fix) from None
 
-    def slot(self, value, where: str) -> str:
+    def slot(self, value: object, where: str) -> str:
         """The relay slot of an instance name: a letter as it is, else the [pods] entry matching it."""
         text = str(value).strip()
         found = self._slots.get(text)
@@ -149,7 +158,7 @@ class Converter:
             guid = self.case(guid)
         return (strings.setdefault(guid, guid), strings.setdefault(src, src), strings.setdefault(dst, dst), amount)
 
-    def _bad_transfer(self, f: dict, file: str, line: int):
+    def _bad_transfer(self, f: dict, file: str, line: int) -> NoReturn:
         where = f"{file}, line {line}"
         for key in ("guid", "from", "to"):
             if not str(f.get(key) or "").strip():

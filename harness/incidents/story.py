@@ -13,6 +13,8 @@ violation does not need.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from relaychaos.engine import steps as S
 from relaychaos.incidents.faults import Planned
 
@@ -24,7 +26,7 @@ OPENS: dict[type, type[S.RemoveToxic] | type[S.EnableProxy]] = {
 WINDOWS = (S.AddToxic, S.RemoveToxic, S.DisableProxy, S.EnableProxy)
 
 
-def keeper(involved: set[str]):
+def keeper(involved: set[str]) -> Callable[[Planned], bool]:
     """Which of the night's steps a story of the involved labels may need (the writer keeps them as it goes)."""
 
     def keep(p: Planned) -> bool:
@@ -50,11 +52,11 @@ def _narrowed(p: Planned, involved: set[str]) -> Planned | None:
     return p if set(S.guids_of(step)) & involved else None
 
 
-def _closes(opening, step) -> bool:
+def _closes(opening: S.Step, step: S.Step) -> bool:
     if isinstance(opening, S.ServerFault):
         return isinstance(step, S.ServerFault) and step.delay_ms is not None and not step.hold_guids
-    want = OPENS.get(type(opening))
-    assert want is not None, f"not a fault window's opening: {opening!r}"  # _windows opens only these
+    assert isinstance(opening, (S.AddToxic, S.DisableProxy)), f"not a fault window's opening: {opening!r}"
+    want = OPENS[type(opening)]  # _windows opens only these
     return (
         isinstance(step, want)
         and step.proxy == opening.proxy

@@ -20,15 +20,25 @@ Otherwise the rules alone are judged, and the file's head says what differs.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from relaychaos import paths
 from relaychaos.engine import scenario_file
+from relaychaos.engine import steps as S
 from relaychaos.incidents import story
 from relaychaos.incidents.faults import Planned
 from relaychaos.incidents.shrink import Budget, ddmin
 from relaychaos.incidents.verify import Replayer, Reproduction, describe, reproduced
 from relaychaos.incidents.write import Head, Written, head_lines, write
+
+if TYPE_CHECKING:
+    from relaychaos.incidents.bundle import Bundle
+    from relaychaos.incidents.reconstruct import Plan
+    from relaychaos.run.chaos import ChaosResult
+
+    Replay = Callable[[list[Planned], str], tuple[S.Scenario, ChaosResult]]  # a candidate's steps, a relay -> its run
 
 CONFIRM_RUNS = 3  # replays a told story must reproduce on, after the one that found it
 
@@ -40,7 +50,14 @@ def relay_path(ref: str) -> Path:
 
 
 def _write(
-    plan, bundle, head: Head, steps: list[Planned], involved: set[str], path: Path, extra: list[str], answers: dict
+    plan: Plan,
+    bundle: Bundle,
+    head: Head,
+    steps: list[Planned],
+    involved: set[str],
+    path: Path,
+    extra: list[str],
+    answers: dict[str, str | list[str]],
 ) -> Path:
     story_head = Head(
         f"{head.name}-story", head.description, head.account_timeout_ms, head.relay, head.holds_on, head.source
@@ -48,12 +65,12 @@ def _write(
     return write(path, head_lines(plan, bundle, story_head, extra), steps, plan, bundle, involved, answers=answers).path
 
 
-def involved(plan) -> set[str]:
+def involved(plan: Plan) -> set[str]:
     """The labels of the GUIDs that broke a rule in production."""
     return {label for found in plan.broke.values() for label in found}
 
 
-def tell(plan, bundle, head: Head, out: Path, args: argparse.Namespace, night: Written) -> Path:
+def tell(plan: Plan, bundle: Bundle, head: Head, out: Path, args: argparse.Namespace, night: Written) -> Path:
     """Write out/story.yaml (see the module doc) from the steps of the night a story may need; returns its path."""
     labels = involved(plan)
     answers = {label: got for label, got in night.answers.items() if label in labels}
@@ -70,7 +87,7 @@ def tell(plan, bundle, head: Head, out: Path, args: argparse.Namespace, night: W
     with Replayer(out / "replays", args.sandbox, args.sandbox_limit) as replayer:
         candidate = out / "replays" / "candidate.yaml"
 
-        def run(steps: list[Planned], relay: str):
+        def run(steps: list[Planned], relay: str) -> tuple[S.Scenario, ChaosResult]:
             loaded = scenario_file.load(_write(plan, bundle, head, steps, labels, candidate, said, answers))
             return loaded.scenario, replayer.run(loaded.scenario, relay_path(relay))
 
@@ -112,7 +129,7 @@ def tell(plan, bundle, head: Head, out: Path, args: argparse.Namespace, night: W
         return _write(plan, bundle, head, small, labels, path, said + [shrunk, fidelity], answers)
 
 
-def _fidelity(first: Reproduction, plan, labels: set[str], relay: str) -> str:
+def _fidelity(first: Reproduction, plan: Plan, labels: set[str], relay: str) -> str:
     """The sentence saying whether the cut story's replay kept production's answers and account calls."""
     if first.faithful:
         return "Every candidate kept production's answers and account calls for the story's GUIDs."
@@ -123,7 +140,7 @@ def _fidelity(first: Reproduction, plan, labels: set[str], relay: str) -> str:
     )
 
 
-def _production(plan, labels: set[str]) -> dict[str, str]:
+def _production(plan: Plan, labels: set[str]) -> dict[str, str]:
     """label -> production GUID, for the labels given."""
     return {st.label: guid for guid, st in plan.night.items() if st.label in labels}
 
@@ -133,9 +150,10 @@ def _accepted(found: Reproduction, faithful: bool) -> bool:
     return found.faithful if faithful else found.ok
 
 
-def _confirm(steps: list[Planned], run, head: Head, faithful: bool) -> str | None:
+def _confirm(steps: list[Planned], run: Replay, head: Head, faithful: bool) -> str | None:
     """None when the story reproduced (faithfully, if asked) on CONFIRM_RUNS more replays and held on every
     holds_on relay; else why not."""
+    assert head.relay is not None, "a story is confirmed on the relay it was shrunk against"  # tell checked it
     for n in range(CONFIRM_RUNS):
         sc, result = run(steps, head.relay)
         if not _accepted(reproduced(result, sc), faithful):

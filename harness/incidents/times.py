@@ -37,7 +37,7 @@ class TimeReader:
                 fix='use an IANA zone name such as "Europe/Berlin", or "UTC"',
             ) from None
 
-    def read(self, value, where: str, name: str = "at") -> float:
+    def read(self, value: object, where: str, name: str = "at") -> float:
         """Unix seconds; BundleError naming where, the value and the setting to write."""
         number = _number(value)
         if number is not None:
@@ -59,7 +59,7 @@ class TimeReader:
             t = t.replace(tzinfo=self.zone)
         return t.timestamp()
 
-    def _epoch(self, number: float, value, where: str, name: str) -> float:
+    def _epoch(self, number: float, value: object, where: str, name: str) -> float:
         unit = "epoch_s" if self.format in ("auto", "iso", "local") else self.format
         seconds = number / UNITS[unit]
         if PLAUSIBLE[0] <= seconds < PLAUSIBLE[1]:
@@ -75,7 +75,7 @@ class TimeReader:
             f"{name} = {value!r} read as {WORDS[unit]} is {_date(seconds)}: it {meant}", where=where, fix=fix
         )
 
-    def _bad(self, value, where: str, name: str, what: str) -> BundleError:
+    def _bad(self, value: object, where: str, name: str, what: str) -> BundleError:
         if self.format in UNITS:
             fix = (
                 f"write {self.format.replace('_', ' ')} numbers, "
@@ -89,7 +89,7 @@ class TimeReader:
         return BundleError(f"{name} = {value!r} is {what}", where=where, fix=fix)
 
 
-def _number(value) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):

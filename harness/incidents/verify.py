@@ -1,11 +1,12 @@
 """Did the replay reproduce the incident? Runs on real stacks, and the judgement of one run.
 
-    with Replayer(out, sandbox="auto") as replayer:
+    with Replayer(out, "auto") as replayer:
         result = replayer.run(scenario, relay)            # a ChaosResult, in out/run-N/
     found = reproduced(result, scenario, rules)          # Reproduction: missing (rule, label) pairs, ...
 
-A Replayer keeps one Toxiproxy server and one account-system fixture for all its runs (a
-shrink replays tens of candidates) and gives each run a fresh stack in a folder of its own
+A Replayer keeps the run's services (relaychaos.run.services: one Toxiproxy server, one
+account-system fixture in the shape the relays call) for all its runs (a shrink replays tens
+of candidates) and gives each run a fresh stack in a folder of its own
 (out/run-1, out/run-2, ...: a reused folder never mixes two runs). The incident was
 reproduced when every rule expected broke for every production GUID the logs show breaking
 it (a rule without a GUID, such as balances, broke at all). The replay's answers are
@@ -22,16 +23,14 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from relaychaos.checkers.facts import Facts
 from relaychaos.engine import steps as S
+from relaychaos.history import header
 from relaychaos.run.chaos import ChaosResult, run_and_check
-
-if TYPE_CHECKING:
-    from relaychaos.sandbox.policy import Sandbox
-    from relaychaos.stack.account_system import AccountSystem
-    from relaychaos.stack.toxiproxy_server import ToxiproxyServer
+from relaychaos.run.definition import RunDefinition
+from relaychaos.run.services import Services
+from relaychaos.stack import manifest
 
 EXAMPLES_SHOWN = 5
 
@@ -70,8 +69,7 @@ def expected(scenario: S.Scenario, rules: list[str] | None = None) -> list[tuple
 
 def reproduced(result: ChaosResult, scenario: S.Scenario, rules: list[str] | None = None) -> Reproduction:
     """Judge one run: which expected (rule, GUID) broke, and how the answers compare with production's."""
-    header = result.history.where(f="scenario")[0].value
-    label_of = {guid: label for label, guid in header.get("guids", {}).items()}
+    label_of = header(result.history).label_of()
     seen = {(v.rule, label_of.get(v.guid) if v.guid else None) for v in result.verdicts}
     rules_seen = {v.rule for v in result.verdicts}
     want = expected(scenario, rules)
@@ -119,10 +117,10 @@ def _count_calls(out: Reproduction, facts: Facts, closing: float, production: di
 def describe(found: Reproduction, production: dict[str, str], relay: str) -> list[str]:
     """What a person reads: reproduced or not (which rule and GUID is missing), and the answers compared."""
 
-    def who(label):
+    def who(label: str | None) -> str:
         return f"{production.get(label, '?')} ({label})" if label else "(no GUID)"
 
-    def pairs(found_pairs):
+    def pairs(found_pairs: list[tuple[str, str | None]]) -> str:
         return ", ".join(f"{rule} by {who(label)}" if label else rule for rule, label in found_pairs)
 
     lines = [
@@ -167,52 +165,41 @@ def replay_notes(result: ChaosResult, scenario: S.Scenario) -> list[str]:
 
 
 class Replayer:
-    """Real stacks for several runs: one Toxiproxy, one account system, a fresh stack and folder per run."""
+    """Real stacks for several runs: the run's services (relaychaos.run.services: one Toxiproxy, one account system
+    in each relay's shape), a fresh stack and folder per run."""
 
-    def __init__(self, out: Path, sandbox: str = "auto", sandbox_limit: str | None = None):
-        self.out, self.sandbox_mode, self.sandbox_limit = Path(out).resolve(), sandbox, sandbox_limit
-        self.server: ToxiproxyServer | None = None
-        self.account: AccountSystem | None = None
-        self.sandbox: Sandbox | None = None
+    def __init__(self, out: Path, sandbox: str, sandbox_limit: str | None = None):
+        self.out, self.given = Path(out).resolve(), {"sandbox": sandbox, "sandbox_limit": sandbox_limit}
+        self.services: list[Services] = []  # one per account-system shape the relays call
         self.runs = 0
 
     def __enter__(self) -> Replayer:
-        from relaychaos.sandbox.policy import Limits, Sandbox
-        from relaychaos.stack import toxiproxy_server
-        from relaychaos.stack.account_system import AccountSystem
-
         self.out.mkdir(parents=True, exist_ok=True)
         os.chmod(self.out, 0o700)
         self.runs = max([int(p.name[4:]) for p in self.out.glob("run-*") if p.name[4:].isdigit()], default=0)
-        try:
-            self.sandbox = Sandbox.create(self.sandbox_mode, Limits().with_overrides(self.sandbox_limit))
-            self.server = toxiproxy_server.acquire(self.out)
-            self.account = AccountSystem.start(self.out)
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
         return self
 
-    def __exit__(self, *exc) -> None:
-        for part in (self.account, self.server, self.sandbox):
-            if part:
-                part.close()
+    def __exit__(self, *exc: object) -> None:
+        services, self.services = self.services, []
+        for each in services:
+            each.close()
+
+    def _services(self, relay: Path) -> Services:
+        run = RunDefinition.build({**self.given, "relay": str(relay)})
+        for each in self.services:
+            if each.run.profile.downstream == run.profile.downstream:
+                return each
+        self.services.append(Services(run, self.out))
+        return self.services[-1]
 
     def run(self, scenario: S.Scenario, relay: Path) -> ChaosResult:
-        from relaychaos.stack import manifest
-        from relaychaos.stack.world import Stack
-
-        assert self.server is not None and self.account is not None, "use `with Replayer(...) as replayer`"
+        services = self._services(relay)
         self.runs += 1
-        workdir = self.out / f"run-{self.runs}"
-        with Stack(
-            toxiproxy=self.server.control,
-            account=self.account,
+        with services.stack(
+            self.out / f"run-{self.runs}",
+            scenario.name,
             manifest=manifest.load(relay),
-            workdir=workdir,
-            name=scenario.name,
             accounts=scenario.accounts,
             account_timeout_ms=scenario.account_timeout_ms,
-            sandbox=self.sandbox,
         ) as stack:
             return run_and_check(stack, scenario)

@@ -17,16 +17,22 @@ steps are never all in memory. The file replaces an earlier one whole, once it i
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
+from relaychaos.atomic import replacing
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
+from relaychaos.incidents.faults import Planned, Unreceived
+
+if TYPE_CHECKING:
+    from relaychaos.incidents.bundle import Bundle
+    from relaychaos.incidents.reconstruct import Plan
 
 PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n"}
@@ -52,11 +58,11 @@ class Written:
 
     path: Path
     steps: int = 0
-    kept: list = field(default_factory=list)
-    answers: dict = field(default_factory=dict)
+    kept: list[Planned] = field(default_factory=list)
+    answers: dict[str, str | list[str]] = field(default_factory=dict)
 
 
-def scalar(value) -> str:
+def scalar(value: object) -> str:
     """One plain value as YAML: a bare word where YAML reads it back as the same string, else JSON."""
     if type(value) is str:
         return (
@@ -77,7 +83,7 @@ def scalar(value) -> str:
     raise TypeError(f"not a plain value: {value!r}")
 
 
-def step_line(step) -> str:
+def step_line(step: S.Step) -> str:
     """`  - send: {guid: g1, amount: 75}`: the step's kind and the fields that differ from their defaults (field
     names are plain words; a bare value is written as it is)."""
     args = S.changed_fields(step)
@@ -92,7 +98,7 @@ def step_line(step) -> str:
     return f"  - {S.kind(step)}: {{{', '.join(parts)}}}"
 
 
-def head_lines(plan, bundle, head: Head, extra: Iterable[str] = ()) -> list[str]:
+def head_lines(plan: Plan, bundle: Bundle, head: Head, extra: Iterable[str] = ()) -> list[str]:
     """The file's comments and keys, up to `steps:`."""
     out = [
         f"# Incident imported by `relaychaos incident import {head.source}`.",
@@ -125,10 +131,12 @@ def head_lines(plan, bundle, head: Head, extra: Iterable[str] = ()) -> list[str]
     return out
 
 
-def incident_lines(plan, bundle, answers: dict[str, str | list[str]], labels: set[str] | None) -> Iterator[str]:
+def incident_lines(
+    plan: Plan, bundle: Bundle, answers: dict[str, str | list[str]], labels: set[str] | None
+) -> Iterator[str]:
     """The incident block; `labels` narrows it to a story's GUIDs."""
 
-    def shown(label):
+    def shown(label: str) -> bool:
         return labels is None or label in labels
 
     yield "incident:"
@@ -151,7 +159,7 @@ def incident_lines(plan, bundle, answers: dict[str, str | list[str]], labels: se
         yield from (f"    {label}: {scalar(word)}" for label, word in words)
 
 
-def _answered(answers: dict, label: str, got: tuple[str, ...]) -> None:
+def _answered(answers: dict[str, str | list[str]], label: str, got: tuple[str, ...]) -> None:
     """What the channel got for a label, gathered: one answer as a string (most labels), several as a list."""
     before = answers.get(label)
     if before is None:
@@ -163,43 +171,37 @@ def _answered(answers: dict, label: str, got: tuple[str, ...]) -> None:
 def write(
     out: Path,
     head: list[str],
-    planned: Iterable,
-    plan,
-    bundle,
+    planned: Iterable[Planned | Unreceived],
+    plan: Plan,
+    bundle: Bundle,
     labels: set[str] | None = None,
-    keep: Callable | None = None,
-    answers: dict | None = None,
+    keep: Callable[[Planned], bool] | None = None,
+    answers: dict[str, str | list[str]] | None = None,
 ) -> Written:
     """Write the scenario file (see the module doc): ScenarioFileError (and no file) if its steps do not check.
     `answers`: production's answers for the incident block (a story's, from its night) instead of those of the
     sends written."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")
     written = Written(out)
-    try:
-        with open(partial, "w", encoding="utf-8") as f:
-            f.write("\n".join(head) + "\nsteps:\n")
+    with replacing(out) as f:  # a check that fails leaves no file
+        f.write("\n".join(head) + "\nsteps:\n")
 
-            def steps():
-                for p in planned:
-                    f.write(f"  # {p.comment}\n")
-                    if p.step is None:
-                        continue
-                    f.write(step_line(p.step) + "\n")
-                    written.steps += 1
-                    if p.got:
-                        _answered(written.answers, p.step.guid, p.got)
-                    if keep is not None and keep(p):
-                        written.kept.append(p)
-                    yield p.step
+        def steps() -> Iterator[S.Step]:
+            for p in planned:
+                f.write(f"  # {p.comment}\n")
+                if p.step is None:
+                    continue
+                f.write(step_line(p.step) + "\n")
+                written.steps += 1
+                if p.got and isinstance(p.step, (S.Send, S.Race)):  # only a send or race has answers
+                    _answered(written.answers, p.step.guid, p.got)
+                if keep is not None and keep(p):
+                    written.kept.append(p)
+                yield p.step
 
-            scenario_file.check(steps(), plan.relays, out)
-            for line in incident_lines(plan, bundle, written.answers if answers is None else answers, labels):
-                f.write(line + "\n")
-        os.replace(partial, out)
-    finally:
-        partial.unlink(missing_ok=True)
+        scenario_file.check(steps(), plan.relays, out)
+        for line in incident_lines(plan, bundle, written.answers if answers is None else answers, labels):
+            f.write(line + "\n")
     if written.steps < LOADED_BELOW:
         scenario_file.load(out)
     return written

@@ -12,12 +12,17 @@ only adds: no Hypothesis profile is loaded, so a project's own tests keep their 
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from relaychaos import options
 from relaychaos.plugin import run_config
+
+if TYPE_CHECKING:
+    import pluggy
 
 pytest_plugins = ["relaychaos.plugin.fixtures", "relaychaos.plugin.machine_gate", "relaychaos.plugin.landing_gate"]
 FAMILIES = {
@@ -60,9 +65,9 @@ def pytest_configure(config: pytest.Config) -> None:
         run_config.value(config, option)
     path = config.getoption("relaychaos_results", None)
     if path and not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) writes it
-        from relaychaos.errors import SandboxError
-        from relaychaos.plugin.results_recorder import ResultsRecorder
-        from relaychaos.sandbox.levels import probe
+        from relaychaos.errors import SandboxError  # lazy (relaychaos.plugin)
+        from relaychaos.plugin.results_recorder import ResultsRecorder  # lazy (relaychaos.plugin)
+        from relaychaos.sandbox.levels import probe  # lazy (relaychaos.plugin)
 
         try:
             level = probe(*run_config.sandbox_choice(config))
@@ -90,13 +95,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     """A harness error or a chaos failure reported as its message alone; a failure with its stacks' log tails."""
     outcome = yield
     report = outcome.get_result()
     if call.excinfo is not None:
-        from relaychaos.errors import HarnessError
-        from relaychaos.run.chaos import ChaosFailure, NotApplicable, NotExercised
+        from relaychaos.errors import HarnessError  # lazy (relaychaos.plugin)
+        from relaychaos.run.chaos import ChaosFailure, NotApplicable, NotExercised  # lazy (relaychaos.plugin)
 
         if isinstance(
             call.excinfo.value, (NotExercised, NotApplicable)
@@ -109,8 +116,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         elif isinstance(call.excinfo.value, ChaosFailure):
             report.longrepr = str(call.excinfo.value)
     if report.failed:
-        from relaychaos.plugin.fixtures import STACKS
-        from relaychaos.stack.processes import log_tail
+        from relaychaos.plugin.fixtures import STACKS  # lazy (relaychaos.plugin)
+        from relaychaos.stack.processes import log_tail  # lazy (relaychaos.plugin)
 
         stacks: list = item.stash.get(STACKS, [])
         for i, stack in enumerate(stacks):

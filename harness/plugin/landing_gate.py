@@ -30,7 +30,7 @@ class LandingGate:
         if not_exercised(report):
             self.missed.append(report.nodeid)
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.missed:
             terminalreporter.write_sep("=", f"{len(self.missed)} not exercised: every rule held, but nothing tested")
             for nodeid in self.missed:

@@ -22,17 +22,18 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
 from relaychaos import options
+from relaychaos.atomic import write_text
 from relaychaos.options import HUNT
 
 NAMED = "named"  # the marker of a named scenario
@@ -115,6 +116,12 @@ class Gate:
         pytest.skip(self.why_not)
 
 
+class WorkerNode(Protocol):
+    """What GateWriter hands an xdist worker (an xdist.workermanage.WorkerController: xdist ships no types)."""
+
+    workerinput: dict[str, object]  # what the worker reads as config.workerinput
+
+
 class GateWriter:
     """In the process that receives every report: the gate folder, one file per finished named scenario."""
 
@@ -123,7 +130,7 @@ class GateWriter:
         self.failed: set[str] = set()  # node ids of named scenarios that failed in some phase
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node) -> None:  # xdist: hand the folder to each worker
+    def pytest_configure_node(self, node: WorkerNode) -> None:  # xdist: hand the folder to each worker
         node.workerinput["relaychaos_gate"] = str(self.folder)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -133,10 +140,7 @@ class GateWriter:
             self.failed.add(report.nodeid)
         if report.when in ("teardown", "???"):  # "???": xdist's report of a test whose worker crashed
             outcome = "failed" if report.nodeid in self.failed else "skipped" if report.skipped else "passed"
-            path = _marker(self.folder, report.nodeid)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"nodeid": report.nodeid, "outcome": outcome}))
-            os.replace(tmp, path)
+            write_text(_marker(self.folder, report.nodeid), json.dumps({"nodeid": report.nodeid, "outcome": outcome}))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -163,7 +167,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [i for i in items if i not in gated] + gated
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return
     for report in terminalreporter.stats.get("skipped", []):
@@ -187,7 +191,7 @@ def relaychaos_gate(request: pytest.FixtureRequest) -> Gate:
 def relaychaos_shrink_s(pytestconfig: pytest.Config) -> float:
     """Seconds of shrinking a stateful failure: --relaychaos-shrink-s, the ini value, RELAYCHAOS_SHRINK_S, else
     the budget's."""
-    from relaychaos.engine.budget import SHRINK_S as BY_BUDGET
-    from relaychaos.plugin.run_config import budget_name
+    from relaychaos.engine.budget import SHRINK_S as BY_BUDGET  # lazy (relaychaos.plugin)
+    from relaychaos.plugin.run_config import budget_name  # lazy (relaychaos.plugin)
 
     return options.from_pytest(pytestconfig, options.SHRINK_S, default=BY_BUDGET[budget_name(pytestconfig)])

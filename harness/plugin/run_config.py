@@ -7,16 +7,33 @@ else the default; a bad value stops the run with a usage error naming where it c
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from relaychaos import options
 
+if TYPE_CHECKING:
+    from relaychaos.run.definition import RunDefinition
 
-def value(config: pytest.Config, option: options.Option, default=None):
-    """The option's value in this run; a bad one is a usage error naming where it came from and the fix."""
+
+def value(config: pytest.Config, option: options.Option, default: object = None) -> Any:
+    """The option's value in this run (of the type its parse gives: Any); a bad one is a usage error naming where it
+    came from and the fix."""
     try:
         return options.from_pytest(config, option, default=default)
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
+
+
+def definition(config: pytest.Config) -> RunDefinition:
+    """The run definition of this pytest run: every option resolved here (flag, ini, environment, default), the
+    relay's manifest loaded, the extra scenario files listed; a bad value is a usage error."""
+    from relaychaos.run.definition import RunDefinition  # lazy (relaychaos.plugin)
+
+    given = {o.name: value(config, o) for o in options.OPTIONS}
+    try:
+        return RunDefinition.build(given, scenario_sets=tuple(extra_scenario_files(config)))
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
 
@@ -26,21 +43,16 @@ def relay_path(config: pytest.Config) -> Path:
     chosen = value(config, options.RELAY)
     if chosen:
         return Path(chosen)
-    from relaychaos import paths
+    from relaychaos import paths  # lazy (relaychaos.plugin)
 
     return paths.reference_relay()
 
 
 def budget_name(config: pytest.Config) -> str:
     """The state machine's budget: its option, ini value or RELAYCHAOS_BUDGET, else ci under CI, else quick."""
-    from relaychaos.engine.budget import default_budget
+    from relaychaos.engine.budget import default_budget  # lazy (relaychaos.plugin)
 
     return value(config, options.BUDGET, default=default_budget())
-
-
-def seed(config: pytest.Config) -> int | None:
-    """The state machine's seed, or None (the budget decides)."""
-    return value(config, options.SEED)
 
 
 def sandbox_choice(config: pytest.Config) -> tuple[str, str | None]:

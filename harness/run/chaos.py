@@ -15,6 +15,7 @@ from relaychaos.checkers.landing import Landing
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.engine.runner import run_scenario
 from relaychaos.engine.steps import Scenario
+from relaychaos.errors import RelayError
 from relaychaos.history import History, HistoryFile, save
 from relaychaos.reports.incident import report
 from relaychaos.reports.results import NOT_EXERCISED
@@ -105,7 +106,15 @@ class ChaosResult:
 
 
 def run_and_check(stack: Stack, scenario: Scenario, tag: str | None = None) -> ChaosResult:
-    """Run scenario on a fresh stack, save the history in the stack's folder, and check it."""
+    """Run scenario on a fresh stack, save the history in the stack's folder, and check it. A scenario that runs a
+    batch command the relay does not have is a RelayError before anything starts."""
+    missing = sorted(scenario.batch_commands - set(stack.manifest.commands))
+    if missing:
+        raise RelayError(
+            f"scenario {scenario.name} runs {' and '.join(missing)}, which relay '{stack.manifest.name}' does not have",
+            where=f"{stack.manifest.path} [commands]",
+            fix="run it on a relay with those commands, or a scenario without those steps",
+        )
     history = run_scenario(stack, scenario, tag)
     path = save(history, stack.workdir / "history.jsonl")
     verdicts, notes = checkers.check(history), checkers.notes(history)

@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO, BinaryIO
 
 from relaychaos import options, paths
 
@@ -70,7 +71,7 @@ def start(argv: Sequence[str], log: Path, cwd: Path, env: Mapping[str, str] | No
         )
 
 
-def _pump(source, target, echo: threading.Event, last: dict) -> None:
+def _pump(source: IO[bytes], target: BinaryIO, echo: threading.Event, last: dict[BinaryIO, bytes]) -> None:
     """Copy a pipe to one of our streams as it comes, while `echo` is set (then read and drop);
     `last[target]` is the last byte passed on."""
     fd = source.fileno()
@@ -84,7 +85,7 @@ def _pump(source, target, echo: threading.Event, last: dict) -> None:
                 echo.clear()
 
 
-def run_suite(argv: list[str], cwd) -> tuple[int, bool, bool]:
+def run_suite(argv: list[str], cwd: str | Path) -> tuple[int, bool, bool]:
     """Run pytest; (its exit status, whether the person interrupted it, whether its output stopped mid-line)."""
     proc = subprocess.Popen(
         interruptible(argv),
@@ -96,7 +97,7 @@ def run_suite(argv: list[str], cwd) -> tuple[int, bool, bool]:
     )
     echo = threading.Event()
     echo.set()
-    last: dict = {}
+    last: dict[BinaryIO, bytes] = {}
     pumps = [
         threading.Thread(target=_pump, args=(pipe, stream.buffer, echo, last), daemon=True)
         for pipe, stream in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr))

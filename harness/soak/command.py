@@ -21,12 +21,24 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
-from relaychaos import paths
+from relaychaos import options
+from relaychaos.atomic import write_text
 from relaychaos.errors import HarnessError
 from relaychaos.history import History, StreamedHistory
 from relaychaos.recorder import Recorder
+from relaychaos.run.chaos import check_path
+from relaychaos.run.definition import RunDefinition
+from relaychaos.run.services import Services
+from relaychaos.soak.findings import closing_lines, evidence_times, excerpt, incidents, summarize
+from relaychaos.soak.generator import ACCOUNTS
+from relaychaos.soak.schedule import Schedule, draw
+from relaychaos.soak.session import Soak, SoakResult
+from relaychaos.soak.status import Status
+from relaychaos.stack.world import Stack
 
 # The scenarios' 300 ms is too short at production rates on a small machine: a call can spend longer than that
 # in queues on its way to the account system, and a relay that gave up on it rightly marks it UNKNOWN while it
@@ -55,7 +67,7 @@ def positive_rate(text: str) -> float:
     return rate
 
 
-def add_parsers(sub) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("soak", help="open-loop traffic at a rate for minutes under a seeded nemesis, then every rule")
     p.add_argument("--relay", help="the relay.toml to soak (default: the bundled reference relay)")
     p.add_argument("--duration", type=duration_s, default=600.0, help="how long: 10m (the default), 90s, 1h")
@@ -69,42 +81,31 @@ def add_parsers(sub) -> None:
         help=f"the relays' ACCOUNT_TIMEOUT_MS (default {SOAK_ACCOUNT_TIMEOUT_MS}, see below)",
     )
     p.add_argument("--limit", type=int, default=1, help="how many violations to render in incident.txt")
-    from relaychaos import options
-
     options.add_to_argparse(p, (options.SANDBOX, options.SANDBOX_LIMIT))  # resolved by relaychaos.commands.cli.main
     p.set_defaults(func=cmd_soak)
 
 
 def cmd_soak(args: argparse.Namespace) -> int:
-    from relaychaos.sandbox.policy import Limits, Sandbox
-    from relaychaos.soak.schedule import draw
-    from relaychaos.soak.status import Status
-    from relaychaos.stack import manifest, toxiproxy_server
-    from relaychaos.stack.account_system import AccountSystem
-
-    relay = Path(args.relay).resolve() if args.relay else paths.reference_relay()
     out = (Path(args.out) if args.out else Path("runs") / f"soak-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
-    timeout_ms = args.account_timeout_ms
-    schedule = draw(args.seed, args.duration, timeout_ms)
     status = Status(sys.stdout)
     stop = threading.Event()
-    server = account = sandbox = history = None
+    history: StreamedHistory | None = None
     previous = signal.signal(signal.SIGINT, _first_interrupt(stop, status))
     try:
-        m = manifest.load(relay)
-        sandbox = Sandbox.create(args.sandbox, Limits().with_overrides(args.sandbox_limit))
+        run = RunDefinition.build(vars(args))
+        schedule = draw(args.seed, args.duration, args.account_timeout_ms).for_commands(run.relay.commands)
         out.mkdir(parents=True, exist_ok=True)
         os.chmod(out, 0o700)
         history = History.streaming(out / "history.jsonl")
-        status.say(
-            f"soaking relay '{m.name}' ({relay}) at {args.rate:g} transfers/s for {args.duration:g} s, "
-            f"seed {args.seed}: {len(schedule.faults())} faults scheduled -> {out}\nrelaychaos: "
-            f"{sandbox.summary()}"
-        )
-        server = toxiproxy_server.acquire(out)
-        account = AccountSystem.start(out)
-        with _stack(args, m, out, server, account, sandbox) as stack:
-            result = _session(stack, schedule, args, history, status).run(stop)
+        with Services(run, out) as services:
+            status.say(
+                f"soaking relay '{run.relay.name}' ({run.relay.path}) at {args.rate:g} transfers/s for "
+                f"{args.duration:g} s, seed {args.seed}: {len(schedule.faults())} faults scheduled -> {out}\n"
+                f"relaychaos: {services.sandbox.summary()}"
+            )
+            stack = services.stack(out, "soak", accounts=dict(ACCOUNTS), account_timeout_ms=args.account_timeout_ms)
+            with stack:
+                result = _session(stack, schedule, args, history, status).run(stop)
     except HarnessError as e:
         status.done()
         print(f"relaychaos: {e}", file=sys.stderr)
@@ -117,39 +118,20 @@ def cmd_soak(args: argparse.Namespace) -> int:
         )
         return 2
     finally:
-        for part in (account, server, sandbox, history):
-            if part:
-                part.close()
+        if history is not None:
+            history.close()
         signal.signal(signal.SIGINT, previous)
     try:
-        return _judge(history, result, out, m.name, args, status)
+        return _judge(history, result, out, run.relay.name, args, status)
     except KeyboardInterrupt:
         print(f"relaychaos: the checks were abandoned; the history is in {history.path}", file=sys.stderr)
         return 2
 
 
-def _stack(args: argparse.Namespace, m, out: Path, server, account, sandbox):
-    """The stack the soak runs on (not yet started): the relay of manifest `m` in `sandbox`, behind the
-    Toxiproxy `server`, in front of the `account` system."""
-    from relaychaos.soak.generator import ACCOUNTS
-    from relaychaos.stack.world import Stack
-
-    return Stack(
-        toxiproxy=server.control,
-        account=account,
-        manifest=m,
-        workdir=out,
-        name="soak",
-        account_timeout_ms=args.account_timeout_ms,
-        accounts=dict(ACCOUNTS),
-        sandbox=sandbox,
-    )
-
-
-def _session(stack, schedule, args: argparse.Namespace, history: StreamedHistory, status):
+def _session(
+    stack: Stack, schedule: Schedule, args: argparse.Namespace, history: StreamedHistory, status: Status
+) -> Soak:
     """The soak session on a started stack: traffic at the rate asked, the schedule's faults, all recorded."""
-    from relaychaos.soak.session import Soak
-
     return Soak(
         stack,
         schedule,
@@ -160,11 +142,10 @@ def _session(stack, schedule, args: argparse.Namespace, history: StreamedHistory
     )
 
 
-def _judge(history, result, out: Path, relay_name: str, args, status) -> int:
+def _judge(
+    history: StreamedHistory, result: SoakResult, out: Path, relay_name: str, args: argparse.Namespace, status: Status
+) -> int:
     """Check the saved history in one pass, write the summary and the first incident; the exit status."""
-    from relaychaos.run.chaos import check_path
-    from relaychaos.soak.findings import closing_lines, evidence_times, excerpt, incidents, summarize
-
     status.say(f"checking {len(history)} events in {history.path} ...")
     t0 = time.monotonic()
     verdicts = check_path(history.path)
@@ -186,9 +167,9 @@ def _judge(history, result, out: Path, relay_name: str, args, status) -> int:
     if verdicts:
         first = min(times, key=times.__getitem__) if times else 0
         told = [verdicts[first]] + [v for i, v in enumerate(verdicts) if i != first][: max(0, args.limit - 1)]
-        (out / "incident.txt").write_text(incidents(shown, told, args.limit))
-    (out / "verdicts.json").write_text(json.dumps([v.to_dict() for v in verdicts], indent=1) + "\n")
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        write_text(out / "incident.txt", incidents(shown, told, args.limit))
+    write_text(out / "verdicts.json", json.dumps([v.to_dict() for v in verdicts], indent=1) + "\n")
+    write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     for text in closing_lines(summary, str(out)):
         status.say(text)
     if verdicts:
@@ -196,10 +177,10 @@ def _judge(history, result, out: Path, relay_name: str, args, status) -> int:
     return 0 if summary["rate_sustained"] else 2
 
 
-def _first_interrupt(stop: threading.Event, status):
+def _first_interrupt(stop: threading.Event, status: Status) -> Callable[[int, FrameType | None], None]:
     """The SIGINT handler: the first Ctrl-C stops the soak gently; the next one raises KeyboardInterrupt."""
 
-    def handler(signum, frame):
+    def handler(signum: int, frame: FrameType | None) -> None:
         stop.set()
         signal.signal(signal.SIGINT, signal.default_int_handler)
         status.say(

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from relaychaos.checkers.verdict import Verdict
-from relaychaos.history import Event, iter_events
+from relaychaos.history import Event, header, iter_events
 from relaychaos.reports.incident import render
 from relaychaos.soak.session import SoakResult
 
@@ -96,12 +96,12 @@ def incidents(shown: Excerpt, verdicts: list[Verdict], limit: int) -> str:
     """The first `limit` verdicts as incident reports, each timeline cut to its GUID's own stretch of the soak
     (its events, and the faults and process events from FOCUS_BEFORE_S before its first to FOCUS_AFTER_S after
     its last): a soak's hundreds of faults would otherwise crowd out what happened to the GUID."""
-    header = next((e.value for e in shown if e.f == "scenario"), {})
+    head = header(shown)
     calls: list[dict] = next((e.value["stats"].get("calls", []) for e in shown if e.f == "account-stats"), [])
     start = next(iter(shown)).time
     parts = [
-        f"soak {header.get('name', '?')} against relay '{header.get('relay', '?')}': {len(verdicts)} "
-        f"violation(s) of {len({v.rule for v in verdicts})} rule(s)\n  {header.get('description', '')}"
+        f"soak {head.name} against relay '{head.relay}': {len(verdicts)} "
+        f"violation(s) of {len({v.rule for v in verdicts})} rule(s)\n  {head.description}"
     ]
     parts += [render(_focused(v, shown, calls), shown, calls, start) for v in verdicts[:limit]]
     if len(verdicts) > limit:

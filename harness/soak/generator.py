@@ -23,8 +23,9 @@ import asyncio
 import collections
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from relaychaos.recorder import Recorder
 from relaychaos.stack.channel import Channel, RetryPolicy, transfer
@@ -160,7 +161,7 @@ class Generator:
         c.stopped_at = time.monotonic()
         await self.drain()
 
-    async def _launch(self, coro) -> None:
+    async def _launch(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)

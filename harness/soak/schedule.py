@@ -12,7 +12,9 @@ slot. resolve, reprocess and purge run on a cron-like cadence of their own.
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from relaychaos.engine import steps as S
@@ -70,6 +72,12 @@ class Schedule:
 
     def faults(self) -> list[str]:
         return [a.fault for a in self.nemesis if a.kind == "fault"]
+
+    def for_commands(self, commands: Iterable[str]) -> Schedule:
+        """The schedule for a relay that has these commands: no cron run of a batch command it lacks (a keyed
+        service may have resolve alone, or none)."""
+        have = set(commands)
+        return dataclasses.replace(self, cron=tuple(a for a in self.cron if S.kind(a.steps[0]) in have))
 
 
 def catalogue(account_timeout_ms: int, slot: str = "a") -> dict[str, tuple[tuple, tuple]]:

@@ -17,8 +17,10 @@ snapshot after each step would dwarf the traffic.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from relaychaos.engine import steps as S
@@ -49,11 +51,11 @@ class SoakObserver(Observer):
 class SoakRunner(Runner):
     """A Runner whose ledger snapshots come only after batch runs, at the start and at the end (audits: those two)."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, stack: Stack, scenario: S.Scenario, recorder: Recorder | None = None, tag: str | None = None):
+        super().__init__(stack, scenario, recorder, tag)
         self.observer = SoakObserver(self.stack, self.recorder, self.tag)
 
-    def observe(self, step, n) -> None:
+    def observe(self, step: S.Step, n: int | str | None) -> None:
         if S.kind(step) in BATCH_KINDS or n in ("start", "final"):
             self.observer.snapshot(n, S.kind(step))
         if n in ("start", "final"):  # mid-soak, the nemesis may be changing the stack while another thread looks
@@ -149,7 +151,7 @@ class Soak:
             raise self.error
         return r
 
-    def _guarded(self, part, start: float) -> None:
+    def _guarded(self, part: Callable[[float], None], start: float) -> None:
         """Run the nemesis or the cron; an error of the harness's own (Toxiproxy, the fixture) halts the soak."""
         try:
             part(start)
@@ -157,7 +159,7 @@ class Soak:
             self.error = self.error or e
             self._halt_because(f"the soak's {part.__name__[1:]} failed: {e}")
 
-    def _watch(self, start: float, stop: threading.Event, traffic) -> None:
+    def _watch(self, start: float, stop: threading.Event, traffic: concurrent.futures.Future) -> None:
         """The main thread's part: the status line, until the end, a stop, or a failure of the traffic."""
         while time.monotonic() - start < self.schedule.duration_s:
             if stop.is_set():

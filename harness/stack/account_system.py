@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import requests
@@ -99,9 +100,18 @@ class AccountSystem:
         release_port(self.port)
         release_port(self.control_port)
 
-    def _call(self, method: str, path: str, **kwargs) -> dict:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: object = None,
+        params: Mapping[str, str | float] | None = None,
+        timeout: float = 10,
+    ) -> dict:
+        """The fixture's JSON answer to a control call (`json`: the body, if any)."""
         try:
-            resp = self._http.request(method, self.control_url + path, timeout=kwargs.pop("timeout", 10), **kwargs)
+            resp = self._http.request(method, self.control_url + path, params=params, json=json, timeout=timeout)
         except requests.RequestException as e:
             raise FixtureError(
                 f"the account-system fixture did not answer {method} {path}: {e}", details=self.child.tail()
@@ -113,9 +123,9 @@ class AccountSystem:
             )
         return resp.json()
 
-    def _write(self, method: str, path: str, **kwargs) -> dict:
+    def _write(self, method: str, path: str, json: object = None) -> dict:
         """A control call that changes the fixture's state, counted so audit() can compare."""
-        answer = self._call(method, path, **kwargs)
+        answer = self._call(method, path, json=json)
         self._writes += 1
         return answer
 
@@ -151,7 +161,7 @@ class AccountSystem:
         After a soak the call log is hundreds of thousands of calls long: it gets STATS_TIMEOUT_S to come."""
         return self._call("GET", "/_control/stats", timeout=STATS_TIMEOUT_S)
 
-    def set_faults(self, **spec) -> None:
+    def set_faults(self, **spec: float | list[str]) -> None:
         """Merge server-side faults: delay_ms and e500_next replace, e500_guids and hold_guids (lists) add."""
         merged = self._faults.merged(spec)  # a spec of the wrong shape fails here, before the fixture sees it
         self._write("POST", "/_control/faults", json=spec)
@@ -201,7 +211,7 @@ class AccountSystem:
         return out
 
 
-def _show(value) -> str:
+def _show(value: object) -> str:
     """A fault's value for a person: 200 not 200.0, a GUID list as [a, b]."""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))

@@ -34,6 +34,7 @@ not have is an error here, not a surprise in the middle of a run.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,8 +78,6 @@ class Api:
 
     def request_body(self, amount: int, payer: str, payee: str) -> dict:
         """The example body with the transfer's values at their pointers."""
-        import copy
-
         body = copy.deepcopy(self.body)
         for role, value in (("amount", amount), ("payer", payer), ("payee", payee)):
             pointer_set(body, self.fields[role], value)

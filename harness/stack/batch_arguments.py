@@ -70,7 +70,7 @@ class BatchArguments:
         return max((_taken(k, value) for k in kinds), default=float(value))
 
 
-def check(raw, problems: list[str]) -> BatchArguments:
+def check(raw: object, problems: list[str]) -> BatchArguments:
     """`[arguments]` of a manifest's data; each problem found is appended to `problems`."""
     if raw is None:
         return BatchArguments()

@@ -94,7 +94,7 @@ class Channel:
         )
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -245,7 +245,11 @@ class Channel:
             )
 
 
-async def _note_sent(session, trace_config_ctx, params) -> None:
+async def _note_sent(
+    session: aiohttp.ClientSession,
+    trace_config_ctx: types.SimpleNamespace,
+    params: aiohttp.TraceRequestHeadersSentParams,
+) -> None:
     """aiohttp trace hook: the request's headers are written on an established connection."""
     ctx = trace_config_ctx.trace_request_ctx
     if ctx is not None and ctx.at is None:

@@ -38,6 +38,12 @@ def start(
     lock_delay_ms: int = 0,
 ) -> Child:
     """Start `command` of the relay with `args` appended, in its sandbox (see the module doc)."""
+    if command not in manifest.commands:
+        raise RelayError(
+            f"relay '{manifest.name}' has no `{command}` command, and the harness was asked to run it",
+            where=f"{manifest.path} [commands]",
+            fix=f"add `{command}` to [commands], or run only scenarios that do not run it",
+        )
     argv = [*manifest.commands[command], *args]
     env = sandbox.env(contract, copy, tmp_dir)
     executable(manifest, command, copy, env["PATH"])  # a missing program is said before anything starts

@@ -24,6 +24,10 @@ import sqlite3
 import stat
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sqlite3 import _Parameters  # typeshed's: what Connection.execute takes
 
 BUSY_S = 2.0
 QUERY_S = 2.0
@@ -60,12 +64,12 @@ def check(path: Path) -> bool:
 class _Bounded(sqlite3.Connection):
     """A connection whose every statement is interrupted once it has run QUERY_S."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # sqlite3.connect's arguments, passed on as they are
         super().__init__(*args, **kwargs)
         self._deadline = 0.0
         self.set_progress_handler(lambda: time.monotonic() > self._deadline, 10_000)
 
-    def execute(self, sql: str, parameters=(), /) -> sqlite3.Cursor:
+    def execute(self, sql: str, parameters: _Parameters = (), /) -> sqlite3.Cursor:
         self._deadline = time.monotonic() + QUERY_S
         return super().execute(sql, parameters)
 

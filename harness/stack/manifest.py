@@ -124,7 +124,7 @@ def _check(path: Path, data: dict) -> Manifest:
     )
 
 
-def _root(path: Path, raw, problems: list[str]) -> Path | None:
+def _root(path: Path, raw: object, problems: list[str]) -> Path | None:
     """`root`: a folder holding the manifest's, relative to it (e.g. "../.."), for a relay whose manifest sits
     below its code; the sandbox copies that folder whole, and the commands still run from the manifest's."""
     if raw is None:

@@ -118,7 +118,7 @@ class Postgres:
         return server
 
     def _wait_ready(self) -> None:
-        import psycopg
+        import psycopg  # lazy: only a PostgreSQL ledger needs psycopg
 
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
@@ -142,8 +142,8 @@ class Postgres:
         The role is no superuser and may connect to its database alone: relay code is untrusted, and a
         superuser could run programs on this machine (COPY ... TO PROGRAM) outside the relay's sandbox.
         """
-        import psycopg
-        from psycopg import sql
+        import psycopg  # lazy: only a PostgreSQL ledger needs psycopg
+        from psycopg import sql  # lazy: only a PostgreSQL ledger needs psycopg
 
         name, password = f"relay_{secrets.token_hex(6)}", secrets.token_hex(16)
         ident = sql.Identifier(name)
@@ -161,7 +161,7 @@ class Postgres:
 
     def end_sessions(self, database_url: str) -> None:
         """End every session of the role a database URL logs in with (create_database's): what a relay left."""
-        import psycopg
+        import psycopg  # lazy: only a PostgreSQL ledger needs psycopg
 
         role = urlsplit(database_url).username
         deadline = time.monotonic() + 5.0
@@ -183,7 +183,7 @@ class Postgres:
 
 def unreachable(url: str) -> str | None:
     """Why the database at `url` cannot be reached (None: it can)."""
-    import psycopg
+    import psycopg  # lazy: only a PostgreSQL ledger needs psycopg
 
     try:
         with psycopg.connect(url, connect_timeout=3):
@@ -194,8 +194,8 @@ def unreachable(url: str) -> str | None:
 
 def mapping_problem(url: str, table: str, columns: tuple[str, ...]) -> str | None:
     """Why `SELECT columns FROM table` fails on the database at `url` (None: the mapping reads)."""
-    import psycopg
-    from psycopg import sql
+    import psycopg  # lazy: only a PostgreSQL ledger needs psycopg
+    from psycopg import sql  # lazy: only a PostgreSQL ledger needs psycopg
 
     query = sql.SQL("SELECT {} FROM {} LIMIT 0").format(
         sql.SQL(", ").join(sql.Identifier(c) for c in columns), sql.Identifier(*table.split("."))
@@ -214,9 +214,9 @@ def rows(
     """The ledger table's rows by key (only keys ending in `suffix`, if given), read in a read-only session: a
     course relay's contract table kept in PostgreSQL, as relaychaos.stack.ledger_file.rows reads SQLite's, or only
     `columns` of a service's own table. psycopg.Error when it cannot be read."""
-    import psycopg
-    from psycopg import sql
-    from psycopg.rows import dict_row
+    import psycopg  # lazy: only a PostgreSQL ledger needs psycopg
+    from psycopg import sql  # lazy: only a PostgreSQL ledger needs psycopg
+    from psycopg.rows import dict_row  # lazy: only a PostgreSQL ledger needs psycopg
 
     what = sql.SQL(", ").join(sql.Identifier(c) for c in columns) if columns else sql.SQL("*")
     query = sql.SQL("SELECT {} FROM {}").format(what, sql.Identifier(*table.split(".")))

@@ -98,13 +98,13 @@ class Supervisor:
         workdir: Path,
         account_url: str,
         account_timeout_ms: int,
+        sandbox: Sandbox,
         ledger_path: Path | None = None,
-        sandbox: Sandbox | None = None,
         ledger_url: str | None = None,
         connect: tuple[int, ...] = (),
     ):
         self.manifest, self.workdir = manifest, workdir
-        self.sandbox = sandbox or Sandbox.create("off")
+        self.sandbox = sandbox  # given, never defaulted: the run definition holds the level (auto by default)
         self.copy = self.sandbox.working_copy(manifest)
         self.tmp_dir = self.sandbox.tmp_dir()
         self.sandbox.enter()

@@ -59,11 +59,11 @@ class Toxiproxy:
         self.host, self.port = parts.hostname, parts.port
 
     # -- transport -------------------------------------------------------------------
-    def _call(self, method: str, path: str, **kwargs) -> requests.Response:
+    def _call(self, method: str, path: str, json: dict[str, object] | None = None) -> requests.Response:
         with _bind_lock:
             _api.APIConsumer.host, _api.APIConsumer.port = self.host, self.port
             try:
-                resp = getattr(_api.APIConsumer, method)(path, timeout=_TIMEOUT_S, **kwargs)
+                resp = getattr(_api.APIConsumer, method)(path, timeout=_TIMEOUT_S, json=json)
             except (ProxyExists, NotFound, InvalidToxic) as e:
                 kind = ToxiproxyError if isinstance(e, InvalidToxic) else ToxiproxyConflict
                 raise kind(

@@ -16,11 +16,16 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from relaychaos import options
 from relaychaos.errors import ToxiproxyError
 from relaychaos.ports import lease_port, release_port
 from relaychaos.stack.toxiproxy_control import Toxiproxy
+
+if TYPE_CHECKING:
+    from docker import DockerClient  # the SDK ships no types: these are Any to the type checker
+    from docker.models.containers import Container
 
 OFFICIAL_IMAGE = "ghcr.io/shopify/toxiproxy:2.12.0"
 LOCAL_IMAGE = "relaychaos/toxiproxy:2.12.0-local"  # what scripts/docker_toxiproxy.sh builds
@@ -49,9 +54,10 @@ def daemon_address() -> str:
     return options.environment(options.DOCKER_HOST, default="unix:///var/run/docker.sock")
 
 
-def connect():
+def connect() -> DockerClient:
     """A docker client whose daemon answered a ping, or ToxiproxyError saying why there is none."""
     try:
+        # lazy: the Docker SDK takes a while to load; only this route needs it
         import docker  # noqa: PLC0415 - optional at run time, and slow to import
     except ImportError:
         raise ToxiproxyError(
@@ -81,9 +87,9 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def ensure_image(client, name: str) -> None:
+def ensure_image(client: DockerClient, name: str) -> None:
     """The image is local, or pulled now; else ToxiproxyError with the two ways to get it."""
-    import docker.errors  # noqa: PLC0415
+    import docker.errors  # noqa: PLC0415  # lazy: the Docker SDK takes a while to load; only this route needs it
 
     try:
         client.images.get(name)
@@ -107,7 +113,7 @@ def ensure_image(client, name: str) -> None:
         ) from None
 
 
-def has_image(client, name: str) -> bool:
+def has_image(client: DockerClient, name: str) -> bool:
     """Whether the daemon has image `name` locally."""
     try:
         client.images.get(name)
@@ -172,7 +178,7 @@ def start(name: str | None = None) -> tuple[Toxiproxy, Callable[[], None], str]:
     return control, stop, f"docker container {container.short_id} of {name}"
 
 
-def _create(client, name: str, port: int):
+def _create(client: DockerClient, name: str, port: int) -> Container:
     try:
         return client.containers.create(
             name,
@@ -187,7 +193,7 @@ def _create(client, name: str, port: int):
         ) from None
 
 
-def _wait_ready(container, control: Toxiproxy, name: str, port: int) -> None:
+def _wait_ready(container: Container, control: Toxiproxy, name: str, port: int) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
         try:
@@ -213,7 +219,7 @@ def _wait_ready(container, control: Toxiproxy, name: str, port: int) -> None:
         time.sleep(0.1)
 
 
-def _logs(container) -> str:
+def _logs(container: Container) -> str:
     try:
         text = container.logs(tail=15).decode(errors="replace").rstrip()
     except Exception:

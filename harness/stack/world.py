@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import itertools
 import os
 import re
@@ -28,6 +29,7 @@ from relaychaos.sandbox.policy import Sandbox
 from relaychaos.stack import ledger_file
 from relaychaos.stack import postgres as postgres_checks
 from relaychaos.stack.account_system import AccountSystem
+from relaychaos.stack.api_profile import Ledger
 from relaychaos.stack.channel import Channel, Outcome, RetryPolicy
 from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.postgres import Postgres
@@ -55,7 +57,7 @@ class Stack:
         name: str = "stack",
         account_timeout_ms: int = DEFAULT_ACCOUNT_TIMEOUT_MS,
         accounts: dict[str, int] | None = None,
-        sandbox: Sandbox | None = None,
+        sandbox: Sandbox,
         postgres: Callable[[], Postgres] | None = None,
     ):
         self.toxiproxy, self.account, self.manifest = toxiproxy, account, manifest
@@ -66,7 +68,7 @@ class Stack:
                 where=str(manifest.path),
                 fix="start the account system with the relay's [downstream] shape (AccountSystem.start(..., shape))",
             )
-        self.sandbox = sandbox or Sandbox.create("off")
+        self.sandbox = sandbox  # given, never defaulted: the run definition holds the level (auto by default)
         self.workdir = workdir
         self.account_timeout_ms = account_timeout_ms
         self.prefix = f"rc{os.getpid()}-{next(_stack_ids)}-{re.sub(r'[^A-Za-z0-9_-]', '_', name)[:40]}"
@@ -149,7 +151,7 @@ class Stack:
     def __enter__(self) -> Stack:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -253,7 +255,7 @@ class Stack:
         """Remove every toxic, enable every proxy, clear server-side faults."""
         for key in sorted(self._touched & set(self.proxies)):  # the others are as they were created
             self.expected[key].update(enabled=True, toxics={})
-            _tolerate(lambda key=key: self.toxiproxy.heal(self.proxies[key]))
+            _tolerate(functools.partial(self.toxiproxy.heal, self.proxies[key]))
         self._touched.clear()
         self.account.clear_faults()
 
@@ -333,7 +335,7 @@ class Stack:
         return rows
 
 
-def _contract_row(ledger, key: str, row: dict) -> dict:
+def _contract_row(ledger: Ledger, key: str, row: dict) -> dict:
     """A service's row as the contract's: its status in the contract's words, its time in epoch seconds and its
     attempts, where [ledger] maps them."""
     out: dict = {"guid": key, "status": ledger.contract_status(row.get(ledger.status))}
@@ -345,7 +347,7 @@ def _contract_row(ledger, key: str, row: dict) -> dict:
     return out
 
 
-def _tolerate(call) -> None:
+def _tolerate(call: Callable[[], object]) -> None:
     """Make a Toxiproxy call on the stack's own proxy; one refused because someone else changed or deleted the
     proxy is left to the audit, which reports it as tampering (a verdict, not a harness error)."""
     with contextlib.suppress(ToxiproxyConflict):
