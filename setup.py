@@ -24,6 +24,8 @@ def packages() -> list[str]:
             rel = d.relative_to(base).parts
             if SKIP & set(rel) or any(part.startswith(".") for part in rel):
                 continue
+            if d.is_symlink():
+                continue  # harness/fixtures -> ../fixtures, ...: a mapped folder, listed from its own entry
             found.append(".".join((name, *rel)))
     return found
 

@@ -22,27 +22,33 @@ from __future__ import annotations
 import functools
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from hypothesis import strategies as st
 from hypothesis import target
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, precondition, rule
+from hypothesis.stateful import Bundle, MultipleResults, RuleBasedStateMachine, invariant, multiple, precondition, rule
 
 from relaychaos import checkers, options
 from relaychaos.checkers.coverage import cells
 from relaychaos.checkers.faults_met import faults_met
+from relaychaos.checkers.verdict import Verdict
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
 from relaychaos.engine.final_phase import safe_min_age_s
 from relaychaos.engine.runner import Runner
+from relaychaos.engine.shrink_budget import Remembered
 from relaychaos.history import History
 from relaychaos.recorder import Recorder
 from relaychaos.reports.incident import report
 from relaychaos.scenarios.machine_context import Context
 
 TIMEOUT_MS = 200
+R = TypeVar("R")
+Transfer = tuple[str, int]  # a transfer drawn: its label, its amount
 ACCOUNTS = {"alice": 10_000, "bob": 10_000}
-FAULTS = {
+FAULTS: dict[str, S.Step] = {
     "drop-answer": S.AddToxic("account", "timeout", name="drop-answer", attributes={"timeout": 0}),
     "drop-request": S.AddToxic(
         "account", "limit_data", stream="upstream", name="drop-request", attributes={"bytes": 16}
@@ -66,12 +72,12 @@ PLAN = S.Scenario(
 MIN_AGE_S = safe_min_age_s(S.Scenario("plan", steps=tuple(FAULTS.values()), account_timeout_ms=TIMEOUT_MS))
 
 
-def traced(rule_function):
+def traced(rule_function: Callable[..., R]) -> Callable[..., R]:
     """A rule that records itself (its name and arguments) in the example's trace, and whose error is
     remembered as the failure of the story so far."""
 
     @functools.wraps(rule_function)
-    def run(self, **arguments):
+    def run(self: ChaosMachine, **arguments: object) -> R:
         self.trace.append((rule_function.__name__, tuple(sorted(arguments.items()))))
         self._check_record()
         try:
@@ -120,7 +126,7 @@ class ChaosMachine(RuleBasedStateMachine):
             raise
 
     # -- helpers -----------------------------------------------------------------------
-    def _do(self, *steps) -> None:
+    def _do(self, *steps: S.Step) -> None:
         if self.dry:
             self.steps += steps
             return
@@ -142,14 +148,14 @@ class ChaosMachine(RuleBasedStateMachine):
     # -- rules -------------------------------------------------------------------------
     @rule(target=transfers, amount=st.integers(1, 100))
     @traced
-    def new_transfer(self, amount):
+    def new_transfer(self, amount: int) -> Transfer:
         label = self._label()
         self._do(S.Send(label, amount=amount, timeout_s=self._timeout()))
         return (label, amount)
 
     @rule(t=transfers)
     @traced
-    def resend(self, t):
+    def resend(self, t: Transfer) -> None:
         if t[0] not in self.retired:
             self._do(S.Send(t[0], amount=t[1], timeout_s=self._timeout()))
 
@@ -157,14 +163,14 @@ class ChaosMachine(RuleBasedStateMachine):
     # on the replay, and a flaky replay is a wrong verdict.
     @rule(target=transfers, amount=st.integers(1, 100))
     @traced
-    def race_new(self, amount):
+    def race_new(self, amount: int) -> Transfer:
         label = self._label()
         self._do(S.Race(label, n=32, amount=amount, slots=self._slots()))
         return (label, amount)
 
     @rule(t=transfers)
     @traced
-    def race_resend(self, t):
+    def race_resend(self, t: Transfer) -> None:
         if t[0] not in self.retired:
             self._do(S.Race(t[0], n=32, amount=t[1], slots=self._slots()))
 
@@ -174,7 +180,7 @@ class ChaosMachine(RuleBasedStateMachine):
         amount=st.integers(1, 100),
     )
     @traced
-    def fault(self, name, amount):
+    def fault(self, name: str, amount: int) -> Transfer | MultipleResults[Transfer]:
         """A network or server fault (healed by heal), or SIGKILL of relay a and a restart on the same
         ledger, optionally while a new transfer is held at the account system."""
         if not self.dry:
@@ -199,7 +205,7 @@ class ChaosMachine(RuleBasedStateMachine):
 
     @rule()
     @traced
-    def second_relay(self):
+    def second_relay(self) -> None:
         """A second relay on the same ledger; races are split over both from then on.
 
         Relay b may still be up from an earlier example (it is reused, not restarted): the rule
@@ -218,14 +224,14 @@ class ChaosMachine(RuleBasedStateMachine):
 
     @rule()
     @traced
-    def heal(self):
+    def heal(self) -> None:
         self.active.clear()
         self._do(S.Heal())
 
     @precondition(lambda self: {"resolve", "reprocess", "purge"} <= set(self.context.stack.manifest.commands))
     @rule(command=st.sampled_from(["resolve", "reprocess", "purge"]))
     @traced
-    def batch(self, command):
+    def batch(self, command: str) -> None:
         """One batch run, with the arguments a careful operator uses."""
         if command == "resolve":
             if "held" in self.active:  # a held call is in transit: resolve must not meet it (contract §6)
@@ -244,7 +250,7 @@ class ChaosMachine(RuleBasedStateMachine):
 
     @rule(seconds=st.sampled_from([0.01, 0.05]))
     @traced
-    def wait(self, seconds):
+    def wait(self, seconds: float) -> None:
         self._do(S.Wait(seconds))
 
     # -- checks ------------------------------------------------------------------------
@@ -255,7 +261,7 @@ class ChaosMachine(RuleBasedStateMachine):
             self._recall(known)
 
     @invariant()
-    def one_call_one_debit_money_conserved(self):
+    def one_call_one_debit_money_conserved(self) -> None:
         if not self.trace:  # after the start (a failure there is remembered at ()); later, each rule checks
             self._check_record()
         if self.dry:
@@ -272,7 +278,7 @@ class ChaosMachine(RuleBasedStateMachine):
                 return
             self._fail(verdicts, "invariant after the last step", at_end=False)
 
-    def teardown(self):
+    def teardown(self) -> None:
         budget = self.context.budget
         if self.dry:
             if self.failed or sys.exc_info()[0] is not None:  # it ended already (a recall, a reject, an overrun)
@@ -280,6 +286,7 @@ class ChaosMachine(RuleBasedStateMachine):
             known = budget.failing_at_end(self.trace)
             if known is None:
                 budget.reject_unless_remembered(self.trace)
+            assert known is not None, "a story remembered as failing mid-way failed there (self.failed)"
             self._recall(known)
             return
         self.context.slowest_example_s = max(self.context.slowest_example_s, time.monotonic() - self.began)
@@ -309,7 +316,7 @@ class ChaosMachine(RuleBasedStateMachine):
         target(float(hit), label="faults that met a transfer")
         target(float(len(cells(self.runner.history))), label="coverage cells reached")
 
-    def _recall(self, known) -> None:
+    def _recall(self, known: Remembered) -> None:
         """Fail as a remembered story failed (this example's trace is that story's): its report is the last."""
         self.failed = True
         if known.story is not None:
@@ -322,7 +329,7 @@ class ChaosMachine(RuleBasedStateMachine):
     def _raise(error: BaseException) -> None:
         raise error  # one place: a failure and its recall share Hypothesis's idea of where it came from
 
-    def _fail(self, verdicts, where: str, at_end: bool) -> None:
+    def _fail(self, verdicts: list[Verdict], where: str, at_end: bool) -> None:
         self.failed = True
         ctx = self.context
         text = report(self.runner.history, verdicts, limit=2)
@@ -340,7 +347,7 @@ class ChaosMachine(RuleBasedStateMachine):
         ctx.budget.remember(self.trace, error, at_end, story=(ctx.last_report, tuple(self.steps), rules))
         self._raise(error)
 
-    def _scenario(self, rules) -> S.Scenario:
+    def _scenario(self, rules: list[str]) -> S.Scenario:
         """This example's steps as a scenario, to replay (and to read)."""
         relay = self.context.stack.manifest.name
         return S.Scenario(
@@ -352,7 +359,7 @@ class ChaosMachine(RuleBasedStateMachine):
             accounts=ACCOUNTS,
         )
 
-    def _write(self, rules) -> Path | None:
+    def _write(self, rules: list[str]) -> Path | None:
         ctx = self.context
         if ctx.found_dir is None:
             return None

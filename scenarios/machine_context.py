@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hypothesis import event
+from hypothesis import event, settings
 
 from relaychaos.engine.shrink_budget import ShrinkBudget
 from relaychaos.history import History
@@ -48,7 +48,7 @@ class Context:
         self.counts[what] += 1
         event(what)
 
-    def shrinking(self, settings) -> dict:
+    def shrinking(self, settings: settings) -> dict:
         """{shrunk, shrink_s, ...}: whether the first failure was shrunk to the end, and for how long.
 
         Called once the test is over. `shrink_s` is None when nothing was shrunk (no failure, or no

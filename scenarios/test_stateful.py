@@ -13,21 +13,32 @@ stops when a named scenario fails, and once its search is over counts only if ev
 scenario held; `--hunt` runs and counts it whatever they showed.
 """
 
+from __future__ import annotations
+
 import json
 
+import hypothesis
 import pytest
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import get_state_machine_test
 
 from relaychaos.engine.shrink_budget import ShrinkBudget
+from relaychaos.scenarios.fixture_shapes import Gate, Keep, MakeStack
 from relaychaos.scenarios.machine import ACCOUNTS, TIMEOUT_MS, bind, found_dir
 from relaychaos.scenarios.machine_context import Context
+from relaychaos.stack.world import Stack
 
 
 @pytest.mark.stateful
 def test_random_stories_keep_every_rule(
-    request, make_stack, relaychaos_budget, relaychaos_seed, relaychaos_shrink_s, relaychaos_keep, relaychaos_gate
-):
+    request: pytest.FixtureRequest,
+    make_stack: MakeStack,
+    relaychaos_budget: hypothesis.settings,
+    relaychaos_seed: int | None,
+    relaychaos_shrink_s: float,
+    relaychaos_keep: Keep,
+    relaychaos_gate: Gate,
+) -> None:
     try:
         relaychaos_gate.check()  # a named scenario has already failed: nothing starts
     except pytest.skip.Exception:
@@ -58,7 +69,15 @@ def test_random_stories_keep_every_rule(
         raise failure
 
 
-def _record(request, context, settings, seed, gate, keep, stack) -> None:
+def _record(
+    request: pytest.FixtureRequest,
+    context: Context,
+    settings: hypothesis.settings,
+    seed: int | None,
+    gate: Gate,
+    keep: Keep,
+    stack: Stack,
+) -> None:
     """The machine's account in the run's results: examples, the first failure, shrinking, or why it did not run."""
     print(context.statistics())
     kept = context.first_history or context.last_history

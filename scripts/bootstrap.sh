@@ -2,6 +2,10 @@
 # Install what relaychaos needs, once: a virtual environment with the project
 # in it (.venv) and the Toxiproxy server (tools/bin/toxiproxy-server).
 # Safe to run again: each step is skipped when its result is already there.
+#
+#   bash scripts/bootstrap.sh                everything (make bootstrap, make run, make test)
+#   bash scripts/bootstrap.sh --python-only  step 1 alone, the Python side: all that make lint and
+#                                            make check need (they start no process), no root, no apt
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -23,6 +27,21 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
   echo "$want" > "$stamp"
+fi
+
+# 1b. The import root for tools that read sys.path rather than run the editable install's import hook
+#     (pyright and editors, grimp and import-linter, pydeps, jedi): a .pth putting src/ on the path, where
+#     src/relaychaos is a committed link to harness/ and harness/fixtures, harness/reports, ... are committed
+#     links to the mapped folders (pyproject.toml, [tool.setuptools.package-dir]); Python imports the same
+#     files through it. A sandboxed relay may read the venv, so this .pth too, but not src/ or harness/ (as
+#     with the editable install's own .pth). Written again when the checkout moved.
+site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+if [ "$(cat "$site/relaychaos-checkout.pth" 2>/dev/null)" != "$root/src" ]; then
+  echo "$root/src" > "$site/relaychaos-checkout.pth"
+fi
+
+if [ "${1:-}" = --python-only ]; then
+  exit 0
 fi
 
 # 2. The sandbox's network tools (iproute2's `ip`, nftables' `nft`): each relay slot's network

@@ -24,6 +24,7 @@ from relaychaos.checkers.interface import REQUIRED_COLUMNS
 from relaychaos.fixtures.account_system.bank import MESSAGES
 from relaychaos.history import History
 from relaychaos.recorder import Recorder
+from relaychaos.records.header import HistoryHeader
 from relaychaos.stack.channel import transfer
 from relaychaos.tolerances import CURRENT, Tolerances
 
@@ -318,7 +319,7 @@ class HistoryBuilder:
         self.header["guids"] = {g: g for g in self.requests}
         now = [first]
         recorder = Recorder(clock=lambda: now[0])
-        recorder.scenario(**self.header)
+        recorder.scenario(HistoryHeader.from_builtins(self.header))
         for t, write in events:
             now[0] = t
             write(recorder)

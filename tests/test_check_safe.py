@@ -11,6 +11,7 @@ from relaychaos import checkers
 from relaychaos.checkers.rulebook import RULES, Rule
 from relaychaos.grading import rubric as rubrics
 from relaychaos.grading.score import Outcome, score
+from relaychaos.records.grade import GradeRecord, Verdict
 from relaychaos.reports.grade_summary import facts
 
 from .random_histories import random_history
@@ -64,19 +65,30 @@ def test_an_unknown_verdict_is_never_read_as_held():
 
 
 def test_a_rule_not_judged_costs_no_points_and_flags_the_grade_for_review():
-    unknown = {"rule": "one-account-call", "label": None, "summary": "unknown: ...", "clause": None, "unknown": True}
+    unknown = Verdict(rule="one-account-call", label=None, summary="unknown: ...", clause=None, unknown=True)
     outcomes = [
         Outcome("race-32-one-relay", "visible", "failed", [unknown]),
         Outcome("happy-path", "visible", "passed"),
     ]
     result = score(outcomes, rubrics.load())
-    assert result["score"] == 100 and result["review"] == ["race-32-one-relay: one-account-call"]
-    shown = facts({**result, "scenarios": [o.to_dict() for o in outcomes]})
+    assert result.score == 100 and result.review == ["race-32-one-relay: one-account-call"]
+    record = GradeRecord(
+        submission="s",
+        path="/s",
+        seed=0,
+        gradable=True,
+        max_score=100.0,
+        score=result.score,
+        items=result.items,
+        review=result.review,
+        scenarios=[o.to_run() for o in outcomes],
+    )
+    shown = facts(record)
     assert any(line.startswith("Flagged for review") and "one-account-call" in line for line in shown)
 
 
 def test_a_broken_rule_beside_an_unknown_one_still_costs_its_points():
-    unknown = {"rule": "balances", "label": None, "summary": "unknown: ...", "clause": None, "unknown": True}
-    broken = {"rule": "one-account-call", "label": "g1", "summary": "...", "clause": "3.claim-new"}
+    unknown = Verdict(rule="balances", label=None, summary="unknown: ...", clause=None, unknown=True)
+    broken = Verdict(rule="one-account-call", label="g1", summary="...", clause="3.claim-new")
     result = score([Outcome("race-32-one-relay", "visible", "failed", [unknown, broken])], rubrics.load())
-    assert result["score"] < 100 and result["review"] == ["race-32-one-relay: balances"]
+    assert result.score < 100 and result.review == ["race-32-one-relay: balances"]

@@ -13,6 +13,8 @@ from relaychaos.engine import scenario_file
 from relaychaos.engine.steps import AddToxic, Kill, Scenario, Send, WaitRow
 from relaychaos.grading import rubric as rubrics
 from relaychaos.grading.score import Outcome, score
+from relaychaos.records.grade import GradeRecord
+from relaychaos.records.results import LandingRecord
 from relaychaos.reports.grade_summary import facts
 from relaychaos.reports.results import NOT_EXERCISED, RunResults
 from relaychaos.run.chaos import ChaosResult, NotExercised
@@ -117,14 +119,15 @@ def test_a_scenario_whose_claim_missed_is_not_exercised_never_passed(tmp_path):
 
 def test_results_json_counts_a_scenario_not_exercised_apart_from_passed_and_failed():
     results = RunResults("relay.toml", "r")
-    landing = [{"claim": "c", "kind": "waited", "status": MISSED, "why": "gave up", "events": [3]}]
+    landing = [LandingRecord(claim="c", kind="waited", status=MISSED, why="gave up", events=[3])]
     results.add("s::t[a]", "call", "skipped", 1.0, "not exercised: scenario a ...", landing=landing)
     results.add("s::t[a]", "teardown", "passed", 0.0, None)
-    data = results.as_dict()
-    assert data["summary"][NOT_EXERCISED] == 1 and data["summary"]["passed"] == 0
-    assert (data["ok"], data["exercised"]) == (True, False)
-    assert data["scenarios"][0]["outcome"] == NOT_EXERCISED
-    assert data["scenarios"][0]["landing"] == landing
+    data = results.record()
+    assert data.summary.not_exercised == 1 and data.summary.passed == 0
+    assert (data.ok, data.exercised) == (True, False)
+    assert data.scenarios[0].outcome == NOT_EXERCISED
+    assert data.scenarios[0].landing == landing
+    assert data.to_builtins()["summary"][NOT_EXERCISED] == 1, "the file's key, as it always was"
 
 
 def test_a_claim_naming_a_step_or_guid_the_scenario_lacks_is_refused_when_written():
@@ -176,8 +179,19 @@ def test_the_scenarios_without_a_fault_are_the_ones_listed():
 
 def test_a_grade_with_a_scenario_not_exercised_is_flagged_for_review_never_silently_full_marks():
     result = score([Outcome("kill-before-account-call", "visible", NOT_EXERCISED)], rubrics.load())
-    assert result["review"] == ["kill-before-account-call: not exercised (its fault met nothing)"]
-    (line,) = [f for f in facts(result) if f.startswith("Flagged for review")]
+    assert result.review == ["kill-before-account-call: not exercised (its fault met nothing)"]
+    record = GradeRecord(
+        submission="s",
+        path="/s",
+        seed=0,
+        gradable=True,
+        max_score=100.0,
+        score=result.score,
+        items=result.items,
+        review=result.review,
+        scenarios=[],
+    )
+    (line,) = [f for f in facts(record) if f.startswith("Flagged for review")]
     assert "kill-before-account-call did not test anything" in line
 
 
@@ -213,11 +227,11 @@ def test_the_coverage_grid_marks_a_kill_that_met_a_sent_row():
 
 def test_results_json_lists_every_cell_with_the_scenarios_that_reached_it_and_none_not_exercised():
     results = RunResults("relay.toml", "r")
-    results.add("s::t[a]", "call", "passed", 1.0, None, cells=[("kill", "SENT")])
-    results.add("s::t[b]", "call", "skipped", 1.0, "not exercised: ...", cells=[("kill", "DONE")])
+    results.add("s::t[a]", "call", "passed", 1.0, None, cells=[["kill", "SENT"]])
+    results.add("s::t[b]", "call", "skipped", 1.0, "not exercised: ...", cells=[["kill", "DONE"]])
     for n in ("s::t[a]", "s::t[b]"):
         results.add(n, "teardown", "passed", 0.0, None)
-    grid = results.as_dict()["coverage"]
+    grid = results.record().coverage
     assert grid["kill"]["SENT"] == ["t[a]"] and grid["kill"]["DONE"] == [] and grid["purge running"]["FAILED"] == []
 
 

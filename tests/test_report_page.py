@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from relaychaos import checkers
+from relaychaos.records.results import VerdictRecord
 from relaychaos.reports import html
 from relaychaos.reports.results import RunResults
 
@@ -24,8 +25,9 @@ def make_run(run: Path, *, keep_histories: bool = True) -> Path:
     results = RunResults(str(run / "relay.toml"), "broken-relay")
     stories = {"double-debit": double_debit().build(), "happy": happy().build()}
     for name, history in stories.items():
-        verdicts = [{**v.to_dict(), "scenario": name} for v in checkers.check(history)]
-        outcome, message = ("failed", f"[{verdicts[0]['rule']}] GUID g1 ...") if verdicts else ("passed", None)
+        found = json.loads(json.dumps([{**v.to_dict(), "scenario": name} for v in checkers.check(history)]))
+        verdicts = [VerdictRecord.from_builtins(v) for v in found]
+        outcome, message = ("failed", f"[{verdicts[0].rule}] GUID g1 ...") if verdicts else ("passed", None)
         nodeid = f"scenarios/test_suite.py::test_scenario[{name}]"
         results.add(nodeid, "call", outcome, 1.5, message, verdicts)
         results.add(nodeid, "teardown", "passed", 0.0, None)  # a scenario is listed once it has finished

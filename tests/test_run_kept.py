@@ -126,6 +126,7 @@ def test_recheck_of_something_that_is_not_a_run_exits_2_naming_the_fix(tmp_path)
 
 def test_the_report_names_the_relay_by_its_manifest_name_not_its_folder(tmp_path):
     from relaychaos.plugin.results_recorder import manifest_name
+    from relaychaos.records.results import ResultsFile
     from relaychaos.reports.html import render
     from relaychaos.reports.results import RunResults
 
@@ -137,7 +138,7 @@ def test_the_report_names_the_relay_by_its_manifest_name_not_its_folder(tmp_path
     assert manifest_name(folder / "relay.toml") == "ledger-v2"
     results = RunResults(str(folder / "relay.toml"), manifest_name(folder / "relay.toml"))
     results.write(tmp_path / "results.json")
-    page = render(json.loads((tmp_path / "results.json").read_text()))
+    page = render(ResultsFile.from_json((tmp_path / "results.json").read_text()))
     assert "<title>relaychaos: ledger-v2</title>" in page and "relay manifests</title>" not in page
 
 

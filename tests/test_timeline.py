@@ -8,6 +8,7 @@ import re
 import pytest
 
 from relaychaos.history import History
+from relaychaos.records.results import ResultsFile, RuleScore, ScenarioResult
 from relaychaos.reports import plots, timeline
 from relaychaos.reports.timeline_model import build
 
@@ -112,13 +113,16 @@ def test_the_account_rate_plot_counts_debited_and_other_calls_apart():
 
 
 def test_the_score_sheet_shows_held_rules_and_bars_for_broken_ones():
-    results = {
-        "scenarios": [{}, {}, {}],
-        "rules": {
-            "one-debit": {"what": "at most one applied debit per GUID", "held": False, "broken_in": ["a", "b"]},
-            "balances": {"what": "balances", "held": True, "broken_in": []},
+    results = ResultsFile(
+        relay="relay.toml",
+        scenarios=[ScenarioResult(nodeid=f"t[{n}]", outcome="passed", duration_s=1.0) for n in "abc"],
+        rules={
+            "one-debit": RuleScore(
+                what="at most one applied debit per GUID", contract="", held=False, broken_in=["a", "b"]
+            ),
+            "balances": RuleScore(what="balances", contract="", held=True, broken_in=[]),
         },
-    }
+    )
     svg = plots.score_sheet_svg(results)
     assert "broken in 2 of 3 scenarios: a, b" in svg and "✓ held" in svg and svg.count("<rect") == 1
 

@@ -14,6 +14,7 @@ from relaychaos.checkers.facts import Facts, no_collection
 from relaychaos.checkers.rulebook import CAPABILITIES, RULES, Rule
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.events import Event
+from relaychaos.records.base import UNSET
 
 # The rule modules register their rules on import; their order here is the rule book's order.
 # isort: off
@@ -48,8 +49,8 @@ def check(history: Iterable[Event], provides: Collection[str] | None = None) -> 
     """
     with no_collection():
         facts = Facts(history)
-        if provides is None and "provides" in facts.scenario:
-            provides = facts.scenario["provides"]  # recorded by the run: what its relay offered
+        if provides is None and facts.header.provides is not UNSET:
+            provides = facts.header.provides  # recorded by the run: what its relay offered
         skipped = not_checked(provides)
         verdicts = [v for r in RULES.values() if r.id not in skipped for v in _judged(r, facts)]
     order = {rule: n for n, rule in enumerate(RULES)}

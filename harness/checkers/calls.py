@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Protocol
 
 from relaychaos.events import Event
 
@@ -159,3 +160,17 @@ class Batch:
     @property
     def wall(self) -> float:
         return self.invoke.value.get("wall", 0.0)
+
+
+class EndedBatch(Protocol):
+    """A Batch that ended and was given an argument: what Facts.batch_windows yields."""
+
+    command: str
+    invoke: Event
+    end: Event
+
+    @property
+    def argument(self) -> float: ...
+
+    @property
+    def wall(self) -> float: ...

@@ -48,7 +48,7 @@ class Run:
                 self.steps[n] = Step(n, e.value.get("step", ""), e, None)
             elif n in self.steps and self.steps[n].end is None:
                 self.steps[n] = Step(n, self.steps[n].text, self.steps[n].start, e)
-        self.guids: dict[str, str] = dict(facts.scenario.get("guids", {}))
+        self.guids: dict[str, str] = dict(facts.header.guids)
 
     def guid(self, label: str) -> str:
         if label not in self.guids:

@@ -200,12 +200,12 @@ CLAIM_KINDS: dict[str, type] = {
 KIND_OF = {cls: kind for kind, cls in CLAIM_KINDS.items()}
 
 
-def as_dict(claim) -> dict:
+def as_dict(claim: Claim) -> dict:
     """The claim as the history's header keeps it: `{"claim": kind, **fields}`."""
     return {"claim": KIND_OF[type(claim)], **asdict(claim)}
 
 
-def from_dict(data: dict):
+def from_dict(data: dict) -> Claim:
     """The claim a header (or a scenario file) names; ValueError saying what is wrong."""
     kind = data.get("claim")
     cls = CLAIM_KINDS.get(kind)  # type: ignore[arg-type]
@@ -222,12 +222,12 @@ def from_dict(data: dict):
         raise ValueError(f"claim {kind!r}: {e}") from None
 
 
-def steps_of(claim) -> tuple[int, ...]:
+def steps_of(claim: Claim) -> tuple[int, ...]:
     """The step numbers a claim names."""
     step = getattr(claim, "step", None)
     return tuple(getattr(claim, "steps", ())) + ((step,) if step is not None else ())
 
 
-def guids_of(claim) -> tuple[str, ...]:
+def guids_of(claim: Claim) -> tuple[str, ...]:
     """The GUID labels a claim names."""
     return tuple(getattr(claim, "guids", ())) + ((claim.guid,) if hasattr(claim, "guid") else ())

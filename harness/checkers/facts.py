@@ -16,14 +16,16 @@ import re
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
 from typing import cast
 
-from relaychaos.checkers.calls import Batch, ChannelCall
+from relaychaos.checkers.calls import Batch, ChannelCall, EndedBatch
 from relaychaos.checkers.faults import FaultState, FaultTimeline
 from relaychaos.events import BATCH_COMMANDS, REFUSED, Event, Op
+from relaychaos.records.base import UNSET
+from relaychaos.records.header import HistoryHeader
 from relaychaos.tolerances import Tolerances
 
 DEFINITE = {"0000", "B201", "B202", "B203", "E500"}  # the course contract's definite answers
@@ -32,10 +34,12 @@ KNOWN_CODES = DEFINITE | {"E400", "E901", "E902", "E903", "E904"}  # the course 
 _DIGITS = re.compile(r"(\d+)")
 _RUN_GUID = re.compile(r"[0-9a-f]{12}-[0-9a-f]{8}")  # the form of the run's GUIDs (engine.runner.Runner.guid)
 DISTURBING = (Op.KILL, Op.SERVER_FAULT, Op.ADD_TOXIC, Op.DISABLE_PROXY)  # faults that may change a first send's answer
+# the ops Facts._keep files away (a tuple: compared, never hashed, as an event's op may be anything)
+_KEPT = (Op.STEP, *BATCH_COMMANDS, Op.LEDGER_SNAPSHOT, Op.SCENARIO, Op.ACCOUNT_STATS, Op.LEDGER_SCHEMA, Op.TAMPERED)
 
 
 @contextmanager
-def no_collection():
+def no_collection() -> Iterator[None]:
     """The cyclic garbage collector paused: indexing a long history makes millions of objects and no cycles,
     and each of the collector's passes over them would be wasted time (a third of a check's)."""
     collecting = gc.isenabled()
@@ -125,34 +129,15 @@ class Facts:
         self._snapshot_at = [s.index for s in self.snapshots]
 
     def _fold(self, e: Event) -> None:
-        """Any event but a channel call's: batches, snapshots, the header, faults, and the GUIDs it names."""
+        """Any event but a channel call's: faults, what `_keep` keeps, the times asked about, the GUIDs it names."""
         f, v = e.f, e.value
         if e.process == "nemesis":
             self.faults.see(e)
-        if f == Op.STEP:
-            if e.type == "fail":
-                self.failed_steps.append(e)
-        elif f in BATCH_COMMANDS and "run" in v:
-            if e.type == "invoke":
-                self._open_batches[e.process] = batch = Batch(f, e, None)
-                self.batches.append(batch)
-            elif e.process in self._open_batches:
-                self._open_batches.pop(e.process).end = e
-        elif f == Op.LEDGER_SNAPSHOT and e.type == "ok":
-            self.snapshots.append(self._snapshot(e))
-        elif f == Op.LEDGER_SNAPSHOT and e.type == "fail":
-            self.schema_events.append(e)
-        elif f == Op.SCENARIO and self._header is None:
-            self.scenario = self._header = v
-        elif f == Op.GUID:
+        if f == Op.GUID:
             self._labels[v["guid"]] = v["label"]
             return  # not part of any GUID's timeline
-        elif f == Op.ACCOUNT_STATS:
-            self._stats = v["stats"]
-        elif f == Op.LEDGER_SCHEMA:
-            self.schema_events.append(e)
-        elif f == Op.TAMPERED:
-            self.tampered.append(e)
+        if f in _KEPT:
+            self._keep(e)
         if f in DISTURBING:
             self._times["disturbing"].append(e.time)
         if f in (Op.KILL, Op.HEAL):
@@ -172,6 +157,32 @@ class Facts:
             if not seen or seen[-1] != e.index:
                 seen.append(e.index)
 
+    def _keep(self, e: Event) -> None:
+        """An event of the kinds in _KEPT: failed steps, batches, snapshots, the header, the account system's
+        record, schema readings, tampering."""
+        f, v = e.f, e.value
+        if f == Op.STEP:
+            if e.type == "fail":
+                self.failed_steps.append(e)
+        elif f in BATCH_COMMANDS and "run" in v:
+            if e.type == "invoke":
+                self._open_batches[e.process] = batch = Batch(f, e, None)
+                self.batches.append(batch)
+            elif e.process in self._open_batches:
+                self._open_batches.pop(e.process).end = e
+        elif f == Op.LEDGER_SNAPSHOT and e.type == "ok":
+            self.snapshots.append(self._snapshot(e))
+        elif f == Op.LEDGER_SNAPSHOT and e.type == "fail":
+            self.schema_events.append(e)
+        elif f == Op.SCENARIO and self._header is None:
+            self.scenario = self._header = v
+        elif f == Op.ACCOUNT_STATS:
+            self._stats = v["stats"]
+        elif f == Op.LEDGER_SCHEMA:
+            self.schema_events.append(e)
+        elif f == Op.TAMPERED:
+            self.tampered.append(e)
+
     def _snapshot(self, e: Event) -> Event:
         """The snapshot as kept: each row unchanged since the snapshot before shares that one's row object and
         each GUID one string, so a long run's many snapshots of one ledger cost little more than its changes."""
@@ -188,18 +199,24 @@ class Facts:
         return list(self.history)
 
     @cached_property
+    def header(self) -> HistoryHeader:
+        """The history's header, typed (relaychaos.records.header); `scenario` is its plain value."""
+        return HistoryHeader.from_builtins(self.scenario, "a history's header")
+
+    @cached_property
     def tolerances(self) -> Tolerances:
         """The tolerances this history was recorded under (see relaychaos.tolerances)."""
-        return Tolerances.from_dict(self.scenario.get("tolerances"))
+        recorded = self.header.tolerances
+        return Tolerances.from_dict(recorded if recorded is not UNSET else None)
 
     @cached_property
     def timeout_ms(self) -> float:
-        return float(self.scenario.get("account_timeout_ms", 0))
+        return float(self.header.account_timeout_ms)
 
     @cached_property
     def labels(self) -> dict[str, str]:
         """Real GUID -> the scenario's label for it."""
-        out = {real: label for label, real in self.scenario.get("guids", {}).items()}
+        out = self.header.label_of()
         out.update(self._labels)
         return out
 
@@ -301,7 +318,9 @@ class Facts:
                     out.setdefault(guid, []).append(b.end.time)
         return out
 
-    def batch_windows(self, command: str):
+    def batch_windows(
+        self, command: str
+    ) -> Iterator[tuple[EndedBatch, float, dict[str, dict], dict[str, dict], float]]:
         """(batch, wall time it ended, ledger rows just before it, just after it, when the rows before were read)
         for each finished run of `command`."""
         for b in self.batches:
@@ -309,7 +328,8 @@ class Facts:
                 continue
             before, after = self.snapshots_around(b.invoke.index, b.end.index)
             if before and after:
-                yield b, b.end.value.get("wall", b.wall), before.value["rows"], after.value["rows"], before.time
+                ended = cast(EndedBatch, b)  # its end and argument were just seen
+                yield ended, b.end.value.get("wall", b.wall), before.value["rows"], after.value["rows"], before.time
 
     def lives(self, guid: str) -> list[list[dict]]:
         """The GUID's account calls, split where a purge deleted its DONE row as the contract lets it."""

@@ -27,7 +27,7 @@ def interface(facts: Facts) -> list[Verdict]:
     body that had no usable GUID may leave it out. A keyed service (the idempotency-key
     profile) answers with a status of its profile's table instead, and a verdict quotes it.
     """
-    if facts.scenario.get("profile") == "idempotency-key":
+    if facts.header.profile == "idempotency-key":
         return _keyed_interface(facts)
     for c in facts.channel:
         if not c.answered:

@@ -18,6 +18,7 @@ from relaychaos.checkers.claim_judges import JUDGES, Run, Unjudgeable
 from relaychaos.checkers.facts import Facts
 from relaychaos.checkers.rulebook import CAPABILITIES
 from relaychaos.events import Event, Op
+from relaychaos.records.base import UNSET
 
 LANDED, MISSED, UNKNOWN = "LANDED", "MISSED", "UNKNOWN"
 NOT_APPLICABLE = "N/A"  # the claim reads what this relay does not offer (CAPABILITIES): neither landed nor missed
@@ -63,7 +64,7 @@ ROW_NEEDS = {  # what a service's own table may lack, and how [ledger] maps it
 }
 
 
-def needs(claim) -> tuple[str, ...]:
+def needs(claim: C.Claim) -> tuple[str, ...]:
     """What the claim reads of the relay: a batch's rows by status alone need no times (`older=None`)."""
     if isinstance(claim, C.BatchMet) and claim.older is None:
         return ("ledger-status", "batch")
@@ -79,7 +80,7 @@ def judge(history: Iterable[Event] | Facts) -> list[Landing]:
     facts = history if isinstance(history, Facts) else Facts(history)
     run = Run(facts)
     out = [_waited(run, e) for e in run.events if e.f in (Op.WAIT_CALLS, Op.WAIT_ROW) and e.process == "runner"]
-    for raw in facts.scenario.get("claims", []):
+    for raw in facts.header.claims if facts.header.claims is not UNSET else []:
         try:
             claim = C.from_dict(raw)
         except ValueError as e:
@@ -96,8 +97,8 @@ def judge(history: Iterable[Event] | Facts) -> list[Landing]:
 def _lacking(facts: Facts, needs: tuple[str, ...]) -> str:
     """Why a claim needing `needs` cannot apply to the history's relay ('' when it can): its header's `provides`
     lacks one (a ledger whose snapshots showed the contract's rows is read, whatever the header says)."""
-    provides = facts.scenario.get("provides")
-    if provides is None:
+    provides = facts.header.provides
+    if provides is UNSET:
         return ""
     shown = {"ledger-rows": _rows_with(facts, "updated_at"), "ledger-attempts": _rows_with(facts, "attempts")}
     lacking = [n for n in needs if n not in provides and not shown.get(n)]
@@ -110,7 +111,7 @@ def _rows_with(facts: Facts, column: str) -> bool:
     return any(column in row for s in facts.snapshots for row in s.value["rows"].values())
 
 
-def _judged(run: Run, claim) -> Landing:
+def _judged(run: Run, claim: C.Claim) -> Landing:
     kind = C.KIND_OF[type(claim)]
     try:
         landed, why, events = JUDGES[type(claim)](run, claim)

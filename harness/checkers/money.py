@@ -198,7 +198,7 @@ def exactly_once(facts: Facts) -> list[Verdict]:
 )
 def balances(facts: Facts) -> list[Verdict]:
     """Final balances equal the initial ones moved once by every applied channel GUID, and sum the same."""
-    initial = dict(facts.scenario.get("accounts", {}))
+    initial = dict(facts.header.accounts)
     actual = facts.stats.get("balances", {})
     if not initial or not actual:
         return []

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from relaychaos.checkers.facts import Facts
     from relaychaos.checkers.verdict import Verdict
 
+Checker = Callable[["Facts"], "list[Verdict]"]  # a rule's checker: the history's facts -> its verdicts
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -33,7 +35,7 @@ class Rule:
     id: str
     text: str
     contract: tuple[str, ...]
-    check: Callable[[Facts], list[Verdict]]
+    check: Checker
     needs: tuple[str, ...] = ()  # what of the relay it reads beyond the money (CAPABILITIES); none: every profile
 
     @property
@@ -62,7 +64,9 @@ CAPABILITIES = {
 }
 
 
-def rule(rule_id: str, text: str, *, contract: tuple[str, ...], needs: tuple[str, ...] = ()):
+def rule(
+    rule_id: str, text: str, *, contract: tuple[str, ...], needs: tuple[str, ...] = ()
+) -> Callable[[Checker], Checker]:
     """Register the decorated checker as rule `rule_id`; every clause id must exist in the contract, and every
     need in CAPABILITIES."""
     if not contract:
@@ -73,7 +77,7 @@ def rule(rule_id: str, text: str, *, contract: tuple[str, ...], needs: tuple[str
     if unknown:
         raise ValueError(f"rule {rule_id!r} needs {unknown}, which are not capabilities ({', '.join(CAPABILITIES)})")
 
-    def register(check: Callable[[Facts], list[Verdict]]):
+    def register(check: Checker) -> Checker:
         if rule_id in RULES:
             raise ValueError(
                 f"rule {rule_id!r} is registered twice ({RULES[rule_id].check.__name__}, {check.__name__})"

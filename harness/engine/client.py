@@ -80,7 +80,7 @@ class Client:
         per_slot = [step.n // len(slots) + (i < step.n % len(slots)) for i in range(len(slots))]
         chans = [self.channel(slot, step.via_hub, None) for slot in slots]
 
-        async def go():  # on several relays, every copy is released in one turn, once every connection is open
+        async def go() -> None:  # on several relays, every copy is released in one turn, once every connection is open
             release, waiting = (asyncio.Event(), [len(chans)]) if len(chans) > 1 else (None, [0])
 
             def ready() -> None:

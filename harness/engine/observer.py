@@ -37,7 +37,7 @@ class Observer:
         except UNREADABLE:  # a missing table or column, a ledger that is not a regular file
             return None
 
-    def snapshot(self, after_step, kind: str) -> None:
+    def snapshot(self, after_step: int | str | None, kind: str) -> None:
         """Record the run's ledger rows after a step (or that they could not be read)."""
         try:
             rows = self.rows()
@@ -46,7 +46,7 @@ class Observer:
             return
         self.recorder.ledger_snapshot(after_step, kind, rows, time.time())
 
-    def audit(self, after_step) -> None:
+    def audit(self, after_step: int | str | None) -> None:
         """Record what of the stack (toxics, proxies, the account system's faults) is no longer as the harness
         set it; each change once, when first seen."""
         new = [c for c in self.stack.audit() if c not in self._tampering_seen]

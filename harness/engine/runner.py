@@ -32,6 +32,8 @@ from relaychaos.engine.operations import Operator
 from relaychaos.errors import HarnessError, RelayError
 from relaychaos.history import History
 from relaychaos.recorder import Recorder
+from relaychaos.records.base import UNSET, UnsetType
+from relaychaos.records.header import HistoryHeader, IncidentLabels
 from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.world import Stack
 from relaychaos.tolerances import CURRENT as TOLERANCES
@@ -120,7 +122,20 @@ class Runner:
         for step in sc.steps:
             for label in S.guids_of(step):
                 self.guid(label)
-        self.recorder.scenario(
+        self.recorder.scenario(self.header())
+        self.stack.supervisor.lock_delay_ms = sc.ledger_lock_delay_ms
+        if sc.ledger_lock_delay_ms and "ledger" in self.stack.proxies:  # a PostgreSQL ledger: its link is as slow
+            slow = S.AddToxic("ledger", "latency", name="slow_storage", attributes={"latency": sc.ledger_lock_delay_ms})
+            if not self.do(slow, "start"):
+                return False
+        return all(self.do(S.Start(slot), "start") for slot in sc.relays if slot not in self.stack.supervisor.relays)
+
+    def header(self) -> HistoryHeader:
+        """The history's header: what a saved history needs to be judged again on its own."""
+        sc = self.scenario
+        profile, provides = _profile(self.stack.manifest)
+        incident = {k: sc.incident.get(k) for k in ("guids", "broke", "rules")} if sc.incident else None
+        return HistoryHeader(
             name=sc.name,
             family=sc.family,
             description=sc.description,
@@ -132,20 +147,15 @@ class Runner:
             steps=[S.describe(s) for s in sc.steps],
             claims=[claims.as_dict(c) for c in sc.claims],
             relay=self.stack.manifest.name,
-            **_profile(self.stack.manifest),
+            profile=profile,
+            provides=provides,
             tag=self.tag,
             contract=contract.VERSION,
             tolerances=TOLERANCES.as_dict(),
-            **({"incident": {k: sc.incident.get(k) for k in ("guids", "broke", "rules")}} if sc.incident else {}),
+            incident=UNSET if incident is None else IncidentLabels.from_builtins(incident),
         )
-        self.stack.supervisor.lock_delay_ms = sc.ledger_lock_delay_ms
-        if sc.ledger_lock_delay_ms and "ledger" in self.stack.proxies:  # a PostgreSQL ledger: its link is as slow
-            slow = S.AddToxic("ledger", "latency", name="slow_storage", attributes={"latency": sc.ledger_lock_delay_ms})
-            if not self.do(slow, "start"):
-                return False
-        return all(self.do(S.Start(slot), "start") for slot in sc.relays if slot not in self.stack.supervisor.relays)
 
-    def do(self, step, n=None) -> bool:
+    def do(self, step: S.Step, n: int | str | None = None) -> bool:
         """Run one step, record it, snapshot the ledger; False when the run cannot go on."""
         for label in S.guids_of(step):
             self.guid(label)
@@ -160,7 +170,7 @@ class Runner:
         self.observe(step, n)
         return reached is not False  # a wait that gave up ends the steps: what follows would test nothing
 
-    def observe(self, step, n) -> None:
+    def observe(self, step: S.Step, n: int | str | None) -> None:
         """What is looked at after each step: the ledger, and whether the stack is as the harness set it."""
         self.observer.snapshot(n, S.kind(step))
         self.observer.audit(n)
@@ -188,10 +198,10 @@ def run_scenario(
     return Runner(stack, scenario, recorder, tag).run()
 
 
-def _profile(manifest: Manifest) -> dict:
+def _profile(manifest: Manifest) -> tuple[str | UnsetType, list[str] | UnsetType]:
     """What a course relay's header leaves out (it offers every capability); a relay of another profile or
     ledger records its profile and what it offers, so every later check of its history skips the same rules."""
     provides = manifest.profile.provides(manifest.commands)
     if manifest.profile.name == "course" and provides == frozenset(CAPABILITIES):
-        return {}
-    return {"profile": manifest.profile.name, "provides": sorted(provides)}
+        return UNSET, UNSET
+    return manifest.profile.name, sorted(provides)

@@ -209,14 +209,14 @@ STEP_KINDS: dict[str, type] = {
 KIND_OF = {cls: kind for kind, cls in STEP_KINDS.items()}
 
 
-def kind(step) -> str:
+def kind(step: Step) -> str:
     return KIND_OF[type(step)]
 
 
 _DEFAULTS: dict[type, tuple] = {}  # step class -> ((field name, default), ...), read once per class
 
 
-def changed_fields(step) -> dict:
+def changed_fields(step: Step) -> dict[str, object]:
     """The step's fields that differ from their defaults, by name: what a description or a file shows."""
     defaults = _DEFAULTS.get(type(step))
     if defaults is None:
@@ -232,12 +232,12 @@ def changed_fields(step) -> dict:
     return {name: value for name, default in defaults if (value := getattr(step, name)) != default}
 
 
-def describe(step) -> str:
+def describe(step: Step) -> str:
     """`send guid=g1 amount=20`: the kind and the fields that differ from their defaults."""
     return " ".join([kind(step)] + [f"{name}={value}" for name, value in changed_fields(step).items()])
 
 
-def guids_of(step) -> list[str]:
+def guids_of(step: Step) -> list[str]:
     """The GUID labels a step names."""
     out = [step.guid] if hasattr(step, "guid") else []
     for attr in ("e500_guids", "hold_guids", "guids"):

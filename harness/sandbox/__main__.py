@@ -40,6 +40,8 @@ else:  # run as a script under -I -S: the sibling modules, without importing the
     import logpump  # noqa: E402
     import seccomp  # noqa: E402
     import view  # noqa: E402
+if TYPE_CHECKING:
+    from types import FrameType
 
 LayerError = kernel.LayerError
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -51,7 +53,7 @@ def _say(text: str) -> None:
 
 
 # -- the layers of the relay's own process ---------------------------------------------------------
-def _ruleset(rules: dict | None):
+def _ruleset(rules: dict | None) -> landlock.Ruleset | None:
     """The Landlock ruleset of the plan, built while still root (paths are opened to be named)."""
     if not rules or not rules["abi"]:
         return None
@@ -153,21 +155,8 @@ def _spawn_relay(plan: dict, argv: list[str]) -> tuple[int, int | None]:
 
 def _supervise(relay: int, listener_fd: int | None, rules: dict | None, lock_delay_ms: int = 0) -> int:
     """Answer refusals, forward stop signals, reap; the relay's exit status once it has exited."""
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_r, False)
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-
-    def forward(sig, _frame):  # a group signal reached the relay already, unless it left the group
-        try:
-            if os.getpgid(relay) != os.getpgid(0):
-                os.kill(relay, sig)
-        except OSError:
-            pass
-
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, forward)
+    wake_r = _wake_on_signals()
+    _forward_stop_signals(relay)
     ports = {"bind": tuple(rules["bind"]), "connect": tuple(rules["connect"])} if rules else {}
     listener = (
         seccomp.Listener(listener_fd, _say, lock_delay_s=lock_delay_ms / 1000, **ports)
@@ -179,27 +168,64 @@ def _supervise(relay: int, listener_fd: int | None, rules: dict | None, lock_del
     if listener is not None:
         poller.register(listener.fd, select.POLLIN)
     while True:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return 1
-            if pid == 0:
-                break
-            if pid == relay:
-                return _exit_code(status)
+        status = _reaped(relay)
+        if status is not None:
+            return status
         for fd, _ in poller.poll(listener.timeout_ms() if listener is not None else None):
             if fd != wake_r:
                 assert listener is not None  # the only other fd polled is the listener's
                 listener.answer()
-                continue
-            try:
-                while os.read(wake_r, 512):
-                    pass
-            except BlockingIOError:
-                pass
+            else:
+                _drain(wake_r)
         if listener is not None:
             listener.release_due()
+
+
+def _wake_on_signals() -> int:
+    """A pipe every signal writes to (SIGCHLD among them), so a poll wakes when one arrives; its read end."""
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    return wake_r
+
+
+def _forward_stop_signals(relay: int) -> None:
+    """Stop signals sent to init are the relay's: sent on to it, unless it is in init's process group."""
+
+    def forward(sig: int, _frame: FrameType | None) -> None:  # a group signal reached the relay already
+        try:
+            if os.getpgid(relay) != os.getpgid(0):
+                os.kill(relay, sig)
+        except OSError:
+            pass
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, forward)
+
+
+def _reaped(relay: int) -> int | None:
+    """Reap every child that has exited (the relay's orphans are init's); the relay's exit status once it is one
+    of them (1 when no child is left), else None."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return 1
+        if pid == 0:
+            return None
+        if pid == relay:
+            return _exit_code(status)
+
+
+def _drain(fd: int) -> None:
+    """Read a non-blocking pipe until it is empty."""
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
 
 
 def _init(plan: dict, argv: list[str], go: int) -> None:

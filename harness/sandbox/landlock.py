@@ -46,7 +46,7 @@ class LandlockError(OSError):
     """A Landlock call the kernel refused (errno and which call)."""
 
 
-def _call(number: int, *args) -> int:
+def _call(number: int, *args: object) -> int:  # args: ctypes values, None or ints, as the syscall takes them
     result = _libc.syscall(ctypes.c_long(number), *args)
     if result < 0:
         err = ctypes.get_errno()

@@ -19,13 +19,13 @@ import secrets
 import shutil
 import site
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from relaychaos import paths
 from relaychaos.ports import port_range
 from relaychaos.sandbox import kernel, levels, slots
 from relaychaos.sandbox.cgroups import SlotCgroups
+from relaychaos.sandbox.folders import RelayFolders, WorkingCopy
 from relaychaos.sandbox.levels import Limits
 from relaychaos.sandbox.netns import SlotNetwork
 from relaychaos.sandbox.plan import Isolation, LogBudget, Plan, Rules, View
@@ -35,15 +35,6 @@ DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 COPY_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".venv", "node_modules/.cache")
 DEFAULT_LIMITS = Limits()  # frozen, so one shared default is safe
-
-
-@dataclass(frozen=True)
-class WorkingCopy:
-    """A relay's folder as its commands see it: `root`, the copy of the manifest's root folder, and `cwd`, the
-    manifest's folder within it (where every command runs, contract section 1)."""
-
-    root: Path
-    cwd: Path
 
 
 class Sandbox:
@@ -144,7 +135,7 @@ class Sandbox:
         return levels.describe(self.level())
 
     # -- the relay's folders ----------------------------------------------------------------
-    def working_copy(self, manifest) -> WorkingCopy:
+    def working_copy(self, manifest: RelayFolders) -> WorkingCopy:
         """A fresh copy of the relay's folder (Manifest.code), owned by the slot's uid; the folder itself when
         the sandbox is off. Isolated, the folder is copied once per sandbox (its pristine copy, which no relay
         can reach) and each working copy is an overlay on it: what a relay writes lands in a layer of its own,

@@ -38,6 +38,7 @@ import os
 import socket
 import struct
 import time
+from collections.abc import Callable
 
 AUDIT_ARCH_X86_64 = 0xC000003E
 X32_SYSCALL_BIT = 0x40000000
@@ -58,8 +59,7 @@ MSG_FASTOPEN, F_SETLEASE = 0x20000000, 1024
 LOCKS = (6, 7, 37, 38)  # fcntl F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW: a record lock taken or let go (SQLite's)
 SEND_FLAGS = {SENDTO: 3, SENDMSG: 2, SENDMMSG: 3}  # which argument holds the flags
 MIN_INET_ADDRLEN = 16  # sizeof(struct sockaddr_in); sockaddr_in6 is 28
-# Refused outright: number -> (name, errno).
-REFUSED = {
+REFUSED = {  # refused outright: number -> (name, errno)
     101: ("ptrace", errno.EPERM),
     310: ("process_vm_readv", errno.EPERM),
     311: ("process_vm_writev", errno.EPERM),
@@ -282,7 +282,7 @@ class Listener:
     def __init__(
         self,
         fd: int,
-        write,
+        write: Callable[[str], object],
         bind: tuple[int, ...] | None = None,
         connect: tuple[int, ...] = (),
         lock_delay_s: float = 0.0,

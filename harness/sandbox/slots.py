@@ -181,7 +181,7 @@ def ensure_user(user: str) -> tuple[int, int]:
     raise HarnessError(f"could not create the sandbox user {user}", fix="run with --sandbox off")
 
 
-def statuses(uid: int | None = None):
+def statuses(uid: int | None = None) -> Iterator[tuple[int, dict[str, str]]]:
     """(pid, fields of /proc/PID/status) of every live process (of real uid `uid`, if given); zombies left out."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():

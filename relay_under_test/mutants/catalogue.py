@@ -84,7 +84,7 @@ class MemoryLedger(Ledger):
         super().__init__(path)  # creates the table, so the harness can open it, and never writes it
         self.rows: dict[str, Row] = {}
 
-    def _put(self, guid: str, **changes) -> None:
+    def _put(self, guid: str, **changes: str | int | None) -> None:
         self.rows[guid] = Row(**{**self.rows[guid].__dict__, **changes, "updated_at": time.time()})
 
     def get(self, guid: str) -> Row | None:

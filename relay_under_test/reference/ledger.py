@@ -9,7 +9,11 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg.rows import TupleRow
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger (
@@ -130,7 +134,7 @@ class PostgresLedger(Ledger):
 class _Placeholders:
     """A psycopg connection taking SQLite's `?` placeholders."""
 
-    def __init__(self, conn):
+    def __init__(self, conn: psycopg.Connection[TupleRow]):
         self.conn = conn
 
     def execute(self, sql: str, params: Any = (), /) -> Any:

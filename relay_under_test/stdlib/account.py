@@ -6,6 +6,8 @@ Outcomes of a transfer call:
   ("UNKNOWN", None, reason) time-out, broken connection, unreadable answer
 """
 
+from __future__ import annotations
+
 import contextlib
 import http.client
 import json
@@ -13,10 +15,12 @@ import os
 import socket
 import threading
 import urllib.parse
-from typing import TypedDict
+from typing import TypedDict, cast
 
 # What one exchange came to: (phase, status, data, error), as _exchange returns it.
 Exchange = tuple[str, int | None, bytes | None, BaseException | None]
+# A transfer's four fields (contract section 3), as the relay took them from a request.
+Transfer = TypedDict("Transfer", {"guid": str, "from": str, "to": str, "amount": int})
 
 
 class _State(TypedDict):
@@ -26,16 +30,17 @@ class _State(TypedDict):
     result: Exchange | None
 
 
-def timeout_s():
+def timeout_s() -> float:
     return int(os.environ.get("ACCOUNT_TIMEOUT_MS", "2000")) / 1000
 
 
-def _target():
+def _target() -> tuple[str, int, str]:
     url = urllib.parse.urlsplit(os.environ["ACCOUNT_URL"])
-    return url.hostname, url.port or 80, url.path.rstrip("/")
+    host = cast(str, url.hostname)  # ACCOUNT_URL is http://HOST:PORT (contract section 1)
+    return host, url.port or 80, url.path.rstrip("/")
 
 
-def _exchange(method, path, body, deadline_s):
+def _exchange(method: str, path: str, body: bytes | None, deadline_s: float) -> Exchange:
     """One HTTP exchange in a worker thread, abandoned at the deadline.
 
     Returns (phase, status, data, error): phase is "answer", "not-sent",
@@ -48,7 +53,7 @@ def _exchange(method, path, body, deadline_s):
     state: _State = {"cancelled": False, "result": None}
     finished = threading.Event()
 
-    def work():
+    def work() -> None:
         try:
             try:
                 conn.connect()
@@ -85,7 +90,7 @@ def _exchange(method, path, body, deadline_s):
     return result
 
 
-def _abort(conn):
+def _abort(conn: http.client.HTTPConnection) -> None:
     sock = conn.sock
     if sock is not None:
         with contextlib.suppress(OSError):
@@ -93,7 +98,7 @@ def _abort(conn):
     conn.close()
 
 
-def transfer(fields):
+def transfer(fields: Transfer) -> tuple[str, str | None, str]:
     """POST /transfer with the four fields; returns (status, code, message)."""
     body = json.dumps(
         {"guid": fields["guid"], "from": fields["from"], "to": fields["to"], "amount": fields["amount"]}
@@ -105,15 +110,15 @@ def transfer(fields):
         return ("UNKNOWN", None, "no answer within ACCOUNT_TIMEOUT_MS")
     if phase == "broken":
         return ("UNKNOWN", None, f"connection broken: {error!r}")
-    answer = _json_object(data)
-    code = answer.get("code") if answer else None
+    answer = _json_object(data) or {}
+    code = answer.get("code")
     if not isinstance(code, str) or not code:
         return ("UNKNOWN", None, f"unreadable answer (HTTP {status})")
     message = answer.get("message")
     return ("DONE", code, message if isinstance(message, str) else "")
 
 
-def query(guid):
+def query(guid: str) -> tuple[str | None, str | None]:
     """GET /transfer/{guid}; returns ("found", code), ("not-found", None) or (None, None)."""
     path = "/transfer/" + urllib.parse.quote(guid, safe="")
     phase, status, data, _ = _exchange("GET", path, None, timeout_s())
@@ -122,14 +127,18 @@ def query(guid):
     answer = _json_object(data)
     if answer is None:
         return (None, None)
-    if status == 200 and answer.get("found") is True and isinstance(answer.get("code"), str):
-        return ("found", answer["code"])
+    code = answer.get("code")
+    if status == 200 and answer.get("found") is True and isinstance(code, str):
+        return ("found", code)
     if status == 404 and answer.get("found") is False:
         return ("not-found", None)
     return (None, None)
 
 
-def _json_object(data):
+def _json_object(data: bytes | None) -> dict[str, object] | None:
+    """The JSON object an answer's body holds; None when it holds none."""
+    if data is None:  # no answer: nothing to read
+        return None
     try:
         value = json.loads(data)
     except (ValueError, UnicodeDecodeError):

@@ -10,10 +10,13 @@ Each GUID is claimed in the SQLite ledger (committed) before the account call,
 so a GUID is sent at most once per claim, whichever process or thread asks.
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import os
 import re
+import sqlite3
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from . import account, ledger
+    from .account import Transfer
+    from .ledger import Row
 else:
     import account
     import ledger
@@ -31,11 +36,11 @@ GUID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_BODY = 1 << 20
 
 
-def answer(guid, code, message):
+def answer(guid: str | None, code: str | None, message: str) -> str:
     return json.dumps({"guid": guid, "code": code, "message": message})
 
 
-def parse_transfer(text):
+def parse_transfer(text: str) -> Transfer | None:
     """The request's four fields, or None when it is malformed."""
     try:
         body = json.loads(text)
@@ -53,7 +58,7 @@ def parse_transfer(text):
     return {"guid": guid, "from": body["from"], "to": body["to"], "amount": amount}
 
 
-def same_request(row, fields):
+def same_request(row: Row, fields: Transfer) -> bool:
     try:
         stored = ledger.stored_transfer(row["request"])
     except (ValueError, KeyError, TypeError):
@@ -61,7 +66,7 @@ def same_request(row, fields):
     return all(stored[k] == fields[k] and type(stored[k]) is type(fields[k]) for k in ("from", "to", "amount"))
 
 
-def send_and_record(conn, fields):
+def send_and_record(conn: sqlite3.Connection, fields: Transfer) -> str:
     """Call the account system for a GUID we hold as SENT; record, then answer."""
     guid = fields["guid"]
     try:
@@ -86,7 +91,7 @@ def send_and_record(conn, fields):
     return answer(guid, "E901", "outcome not recorded")
 
 
-def handle_transfer(conn, raw, fields):
+def handle_transfer(conn: sqlite3.Connection, raw: str, fields: Transfer) -> str:
     """The contract's table: what to do with a GUID given its ledger row."""
     guid = fields["guid"]
     for _ in range(10):
@@ -114,10 +119,10 @@ def handle_transfer(conn, raw, fields):
 class Handler(BaseHTTPRequestHandler):
     timeout = 60  # seconds a connection may sit idle mid-request
 
-    def log_message(self, format, *args):  # keep stderr quiet
+    def log_message(self, format: str, *args: object) -> None:  # keep stderr quiet
         pass
 
-    def reply(self, http_status, body):
+    def reply(self, http_status: int, body: str | bytes) -> None:
         data = body.encode() if isinstance(body, str) else body
         self.send_response(http_status)
         self.send_header("Content-Type", "application/json")
@@ -125,13 +130,13 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self):
+    def do_GET(self) -> None:
         if self.path == "/health":
             self.reply(200, json.dumps({"status": "ok"}))
         else:
             self.reply(404, json.dumps({"error": "not found"}))
 
-    def do_POST(self):
+    def do_POST(self) -> None:
         if self.path != "/transfer":
             self.reply(404, json.dumps({"error": "not found"}))
             return
@@ -147,7 +152,7 @@ class Handler(BaseHTTPRequestHandler):
         except UnicodeDecodeError:
             text = None
         fields = parse_transfer(text) if text is not None else None
-        if fields is None:
+        if text is None or fields is None:
             self.reply(400, answer(_guess_guid(text), "E400", "malformed request"))
             return
         try:
@@ -161,7 +166,9 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(200, body)
 
 
-def _guess_guid(text):
+def _guess_guid(text: str | None) -> str | None:
+    if text is None:  # not UTF-8: no GUID to read
+        return None
     try:
         guid = json.loads(text).get("guid")
     except Exception:
@@ -169,7 +176,7 @@ def _guess_guid(text):
     return guid if isinstance(guid, str) else None
 
 
-def serve(_args):
+def serve(_args: argparse.Namespace) -> None:
     ledger.init()
     host = os.environ.get("RELAY_HOST", "127.0.0.1")
     port = int(os.environ["RELAY_PORT"])
@@ -178,7 +185,7 @@ def serve(_args):
     server.serve_forever()
 
 
-def resolve(args):
+def resolve(args: argparse.Namespace) -> int:
     ledger.init()
     conn = ledger.connect()
     cutoff = time.time() - args.min_age
@@ -202,7 +209,7 @@ def resolve(args):
     return 0
 
 
-def reprocess(args):
+def reprocess(args: argparse.Namespace) -> int:
     ledger.init()
     conn = ledger.connect()
     rows = conn.execute(
@@ -213,20 +220,21 @@ def reprocess(args):
             if not ledger.claim_failed(conn, guid, args.max_attempts):
                 continue
             row = ledger.get(conn, guid)
+            assert row is not None  # claimed SENT just now, and purge deletes only DONE rows
             send_and_record(conn, ledger.stored_transfer(row["request"]))
         except Exception as exc:
             print(f"reprocess: {guid}: {exc!r}", file=sys.stderr)
     return 0
 
 
-def purge(args):
+def purge(args: argparse.Namespace) -> int:
     ledger.init()
     conn = ledger.connect()
     conn.execute("DELETE FROM ledger WHERE status = 'DONE' AND updated_at <= ?", (time.time() - args.retention,))
     return 0
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="relay.py", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve").set_defaults(func=serve)
