@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     import pytest
 
 TRUE, FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
-BUDGETS = ("quick", "nightly", "ci", "grade")  # relaychaos.engine.budget.BUDGETS, named here to load nothing
-SANDBOX_MODES = ("auto", "strict", "off")  # relaychaos.sandbox.policy.MODES
+BUDGETS = ("quick", "nightly", "ci", "grade")  # their settings: relaychaos.engine.budget, which checks it has these
+SANDBOX_MODES = ("auto", "strict", "off")  # relaychaos.sandbox.levels.MODES is this
 
 
 def _flag(text: str) -> bool:
@@ -63,6 +63,7 @@ class Option:
     help: str
     choices: tuple[str, ...] = ()
     metavar: str | None = field(default=None, compare=False)
+    default: Any = None  # what a run gets when no source gives a value (None: nothing; the budget decides)
 
     @property
     def dest(self) -> str:
@@ -111,6 +112,7 @@ SANDBOX = Option(
     "sandbox", "--sandbox", ("--sandbox",), "RELAYCHAOS_SANDBOX", "relaychaos_sandbox", _text,
     "how relay commands are contained: auto (all this machine offers, saying what it could not; the default), "
     "strict (refuse to run unless every layer can be had), off (a relay you trust)", choices=SANDBOX_MODES,
+    default="auto",
 )  # fmt: skip
 SANDBOX_LIMIT = Option(
     "sandbox_limit", "--sandbox-limit", ("--sandbox-limit",), "RELAYCHAOS_SANDBOX_LIMIT", None, _text,
@@ -121,7 +123,7 @@ SANDBOX_LIMIT = Option(
 HUNT = Option(
     "hunt", "--hunt", ("--relaychaos-hunt", "--hunt"), "RELAYCHAOS_HUNT", "relaychaos_hunt", _flag,
     "run the state machine's random stories even when a named scenario has already shown a bug (by default "
-    "they do not run then); for nightly jobs",
+    "they do not run then); for nightly jobs", default=False,
 )  # fmt: skip
 SHRINK_S = Option(
     "shrink_s", "--shrink-s", ("--relaychaos-shrink-s",), "RELAYCHAOS_SHRINK_S", "relaychaos_shrink_s", _seconds,
@@ -198,8 +200,8 @@ def resolve(
     environ: Mapping[str, str] | None = None,
     default: object = None,
 ) -> Any:
-    """The option's value: `given` (a command line), else `ini`, else the environment, else `default` (of the type the
-    option's parse gives, hence Any)."""
+    """The option's value: `given` (a command line), else `ini`, else the environment, else `default`, else the
+    option's own default (of the type the option's parse gives, hence Any)."""
     environ = os.environ if environ is None else environ
     if given is not None:
         return given
@@ -207,10 +209,7 @@ def resolve(
         return option.from_text(str(ini), f"ini value {option.ini} = {ini!r}")
     if environ.get(option.env, "").strip():
         return option.from_text(environ[option.env], f"{option.env}={environ[option.env]!r}")
-    return default
-
-
-DEFAULTS = {"sandbox": "auto", "hunt": False}  # what a command gets when no source gives a value
+    return option.default if default is None else default
 
 
 def resolve_all(args: argparse.Namespace) -> None:
@@ -218,7 +217,7 @@ def resolve_all(args: argparse.Namespace) -> None:
     default); ValueError naming the source and the fix for a bad value."""
     for o in COMMAND_OPTIONS:
         if hasattr(args, o.name):
-            setattr(args, o.name, resolve(o, getattr(args, o.name), default=DEFAULTS.get(o.name)))
+            setattr(args, o.name, resolve(o, getattr(args, o.name)))
 
 
 def from_pytest(config: pytest.Config, option: Option, default: object = None) -> Any:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 
 from relaychaos.grading import outcomes
 from relaychaos.grading.rubric import Cap, Item, Rubric
 from relaychaos.grading.run_one import CUT
-from relaychaos.grading.score import Outcome
+from relaychaos.grading.score import Outcome, Score
 from relaychaos.records.grade import GradeRecord, HarnessInfo, Stateful, Verdict
 
 RUBRIC = Rubric(
@@ -129,6 +130,21 @@ def record(
         graded_at="2026-12-01 10:00 UTC",
         harness=HarnessInfo(version="0.1.0"),
         folder=_folder(name),
+    )
+
+
+def scored(result: Score, outcomes: Sequence[Outcome] = ()) -> GradeRecord:
+    """The gradable record of a score (relaychaos.grading.score.score's result) and the outcomes it was given."""
+    return GradeRecord(
+        submission="s",
+        path="/s",
+        seed=0,
+        gradable=True,
+        max_score=100.0,
+        score=result.score,
+        items=result.items,
+        review=result.review,
+        scenarios=[o.to_run() for o in outcomes],
     )
 
 

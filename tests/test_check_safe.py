@@ -11,9 +11,10 @@ from relaychaos import checkers
 from relaychaos.checkers.rulebook import RULES, Rule
 from relaychaos.grading import rubric as rubrics
 from relaychaos.grading.score import Outcome, score
-from relaychaos.records.grade import GradeRecord, Verdict
+from relaychaos.records.grade import Verdict
 from relaychaos.reports.grade_summary import facts
 
+from .grade_records import scored
 from .random_histories import random_history
 
 
@@ -72,17 +73,7 @@ def test_a_rule_not_judged_costs_no_points_and_flags_the_grade_for_review():
     ]
     result = score(outcomes, rubrics.load())
     assert result.score == 100 and result.review == ["race-32-one-relay: one-account-call"]
-    record = GradeRecord(
-        submission="s",
-        path="/s",
-        seed=0,
-        gradable=True,
-        max_score=100.0,
-        score=result.score,
-        items=result.items,
-        review=result.review,
-        scenarios=[o.to_run() for o in outcomes],
-    )
+    record = scored(result, outcomes)
     shown = facts(record)
     assert any(line.startswith("Flagged for review") and "one-account-call" in line for line in shown)
 

@@ -13,13 +13,13 @@ from relaychaos.engine import scenario_file
 from relaychaos.engine.steps import AddToxic, Kill, Scenario, Send, WaitRow
 from relaychaos.grading import rubric as rubrics
 from relaychaos.grading.score import Outcome, score
-from relaychaos.records.grade import GradeRecord
 from relaychaos.records.results import LandingRecord
 from relaychaos.reports.grade_summary import facts
 from relaychaos.reports.results import NOT_EXERCISED, RunResults
 from relaychaos.run.chaos import ChaosResult, NotExercised
 from relaychaos.scenarios import ALL
 
+from .grade_records import scored
 from .history_builder import HistoryBuilder, row
 
 KILL = C.KilledBeforeCall("g1", step=2)
@@ -180,17 +180,7 @@ def test_the_scenarios_without_a_fault_are_the_ones_listed():
 def test_a_grade_with_a_scenario_not_exercised_is_flagged_for_review_never_silently_full_marks():
     result = score([Outcome("kill-before-account-call", "visible", NOT_EXERCISED)], rubrics.load())
     assert result.review == ["kill-before-account-call: not exercised (its fault met nothing)"]
-    record = GradeRecord(
-        submission="s",
-        path="/s",
-        seed=0,
-        gradable=True,
-        max_score=100.0,
-        score=result.score,
-        items=result.items,
-        review=result.review,
-        scenarios=[],
-    )
+    record = scored(result)
     (line,) = [f for f in facts(record) if f.startswith("Flagged for review")]
     assert "kill-before-account-call did not test anything" in line
 

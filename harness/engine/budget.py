@@ -42,6 +42,8 @@ COMMON: dict[str, Any] = dict(
 # Seconds of shrinking per failure, by budget. A CI run against a buggy relay ends within a minute on a
 # two-core machine (docs/performance.md): the named scenarios take about 20 s, an example up to a few.
 SHRINK_S: dict[str, float] = {"quick": 10.0, "ci": 10.0, "grade": 10.0, "nightly": 60.0}
+if tuple(BUDGETS) != options.BUDGETS or set(SHRINK_S) != set(BUDGETS):  # the names are options.BUDGETS' alone
+    raise ImportError(f"the budgets {tuple(BUDGETS)}, {tuple(SHRINK_S)} are not relaychaos.options.BUDGETS")
 
 
 def default_budget(environ: Mapping[str, str] | None = None) -> str:

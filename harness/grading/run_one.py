@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relaychaos import paths
+from relaychaos import options, paths
 from relaychaos.errors import HarnessError
+from relaychaos.grading import capacity
 from relaychaos.grading import outcomes as graded
 from relaychaos.grading.outcomes import STATEFUL
 from relaychaos.grading.rubric import Rubric
@@ -56,9 +57,9 @@ class Options:
 
     rubric: Rubric
     seed: int = 0
-    budget_s: float = 120.0
+    budget_s: float = capacity.BUDGET_S
     workers: int = 3
-    sandbox: str = "auto"
+    sandbox: str = options.SANDBOX.default
     sandbox_limit: str | None = None
     only: tuple[str, ...] = ()  # scenario names to run (all when empty)
     shrink_s: float | None = None  # the machine's failure is shrunk this long at most (None: the grade budget's 10 s);

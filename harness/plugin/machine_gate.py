@@ -183,7 +183,7 @@ def relaychaos_gate(request: pytest.FixtureRequest) -> Gate:
     return Gate(
         request.config.stash.get(_FOLDER, None),
         named,
-        bool(options.from_pytest(request.config, HUNT, default=False)),
+        bool(options.from_pytest(request.config, HUNT)),
     )
 
 

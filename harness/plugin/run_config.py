@@ -57,7 +57,7 @@ def budget_name(config: pytest.Config) -> str:
 
 def sandbox_choice(config: pytest.Config) -> tuple[str, str | None]:
     """(mode, limit overrides): each its option, ini value or environment variable; the mode auto by default."""
-    return value(config, options.SANDBOX, default="auto"), value(config, options.SANDBOX_LIMIT)
+    return value(config, options.SANDBOX), value(config, options.SANDBOX_LIMIT)
 
 
 def run_folder(config: pytest.Config) -> Path | None:

@@ -23,8 +23,6 @@ from relaychaos.stack import manifest as manifests
 from relaychaos.stack.api_profile import Profile
 from relaychaos.stack.manifest import Manifest
 
-DEFAULT_SANDBOX = "auto"  # the documented default: every layer this machine offers
-
 
 @dataclasses.dataclass(frozen=True)
 class RunDefinition:
@@ -69,11 +67,11 @@ class RunDefinition:
         limit = value(options.SANDBOX_LIMIT)
         return cls(
             relay=manifests.load(Path(str(relay)) if relay else paths.reference_relay()),
-            sandbox=str(value(options.SANDBOX, DEFAULT_SANDBOX)),
+            sandbox=str(value(options.SANDBOX)),  # auto unless asked: relaychaos.options.SANDBOX
             limits=Limits().with_overrides(str(limit) if limit else None),
             budget=str(value(options.BUDGET) or default_budget(environ)),
             seed=_int_or_none(value(options.SEED)),
-            hunt=bool(value(options.HUNT, False)),
+            hunt=bool(value(options.HUNT)),
             shrink_s=_float_or_none(value(options.SHRINK_S)),
             scenario_sets=scenario_sets,
             sandbox_limit=str(limit) if limit else None,

@@ -16,10 +16,11 @@ import os
 import platform
 from dataclasses import asdict, dataclass, replace
 
+from relaychaos import options
 from relaychaos.errors import SandboxError
 from relaychaos.sandbox import cgroups, landlock, netns
 
-MODES = ("auto", "strict", "off")
+MODES = options.SANDBOX_MODES
 LAYERS = (
     "uid",
     "mount",
@@ -148,7 +149,7 @@ def check(mode: str, lacks: dict[str, str]) -> None:
         )
 
 
-def probe(mode: str = "auto", limits: str | None = None) -> dict:
+def probe(mode: str, limits: str | None = None) -> dict:
     """The level a sandbox of this mode would enforce here, without claiming a slot (for results.json)."""
     lacks, abi = offered() if mode != "off" else ({}, 0)
     check(mode, lacks)

@@ -57,7 +57,7 @@ class Sandbox:
         self._pristines: dict[Path, Path] = {}  # a relay's folder -> its copy in the slot, under the overlays
 
     @classmethod
-    def create(cls, mode: str = "auto", limits: Limits = DEFAULT_LIMITS, log_budget: Path | None = None) -> Sandbox:
+    def create(cls, mode: str, limits: Limits = DEFAULT_LIMITS, log_budget: Path | None = None) -> Sandbox:
         """Probe the machine and claim a slot with every layer it offers; SandboxError when `strict` cannot be
         had. `log_budget` is the file counting the submission's log bytes (default: the slot's own)."""
         lacks, abi = levels.offered() if mode != "off" else ({}, 0)
