@@ -8,7 +8,7 @@ also pytest markers (`-m race`). Scenario files in regressions/ run with them
 
 from pathlib import Path
 
-from relaychaos.engine.steps import Scenario
+from relaychaos.engine.steps import Scenario, WaitCalls, WaitRow
 
 from . import basics, batch_jobs, crashes, faults, races
 
@@ -25,7 +25,7 @@ def claims_table() -> str:
     for name, s in sorted(ALL.items()):
         waits = (
             ["every wait reaches what it waits for"]
-            if any(type(x).__name__.startswith("Wait") for x in s.steps)
+            if any(isinstance(x, (WaitCalls, WaitRow)) for x in s.steps)  # the waits landing judges; not Wait(s)
             else []
         )
         said = [c.text() for c in s.claims] + waits

@@ -93,11 +93,11 @@ RULES_PAGE = ROOT / "docs" / "rules.md"  # the rules and coverage tables live th
 
 def test_the_docs_show_each_rule_with_its_contract_section():
     assert contract.rules_table(checkers.RULES) in RULES_PAGE.read_text(), (
-        "regenerate the rules table in docs/rules.md: python scripts/readme_tables.py"
+        "regenerate the rules table in docs/rules.md: .venv/bin/python scripts/readme_tables.py --write"
     )
 
 
 def test_the_docs_show_which_scenarios_exercise_each_sentence():
     assert contract.coverage_table(ALL.values(), checkers.RULES) in RULES_PAGE.read_text(), (
-        "regenerate the coverage table in docs/rules.md: python scripts/readme_tables.py"
+        "regenerate the coverage table in docs/rules.md: .venv/bin/python scripts/readme_tables.py --write"
     )

@@ -1,6 +1,7 @@
 """`relaychaos run` is the main job: a report folder, and an exit status CI can act on (0, 1, 2)."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -36,8 +37,10 @@ def test_the_reference_passes_and_the_run_folder_holds_results_and_junit(tmp_pat
     assert oct((tmp_path).stat().st_mode & 0o777) == "0o700", "the run folder is the harness's alone"
 
 
-def test_relay_base_is_caught_and_the_run_exits_1(tmp_path):
-    proc = run("--relay", str(BASE), "--out", str(tmp_path), "--", "-k", "happy-path or dropped-response-to-channel")
+def test_relay_base_named_in_the_environment_is_caught_and_the_run_exits_1(tmp_path):
+    """RELAYCHAOS_RELAY chooses the relay as --relay does (relaychaos.options.RELAY)."""
+    env = {**os.environ, "RELAYCHAOS_RELAY": str(BASE)}
+    proc = run("--out", str(tmp_path), "--", "-k", "happy-path or dropped-response-to-channel", env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     failed = [s for s in json.loads((tmp_path / "results.json").read_text())["scenarios"] if s["outcome"] == "failed"]
     assert [s["nodeid"].split("[")[1] for s in failed] == ["dropped-response-to-channel]"]

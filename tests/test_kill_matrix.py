@@ -38,7 +38,7 @@ def test_every_broken_relay_is_in_the_table():
 
 def test_the_docs_show_the_table():
     assert readme_table() in (ROOT / "docs" / "relays.md").read_text(), (
-        "regenerate the kill-matrix table in docs/relays.md: python scripts/readme_tables.py"
+        "regenerate the kill-matrix table in docs/relays.md: .venv/bin/python scripts/readme_tables.py --write"
     )
 
 

@@ -170,7 +170,10 @@ NO_FAULT = {  # named scenarios with no fault to land: the contract's answers, a
 
 @pytest.mark.parametrize("name", sorted(set(ALL) - NO_FAULT))
 def test_every_named_scenario_with_a_fault_claims_what_its_fault_must_meet(name):
-    assert ALL[name].claims, f"{name} injects a fault but claims nothing about what it meets"
+    assert ALL[name].claims, (
+        f"{name} claims nothing about what its fault meets; fix: declare its landing claims (Scenario.claims), "
+        "or, if it injects no fault, add it to NO_FAULT here"
+    )
 
 
 def test_the_scenarios_without_a_fault_are_the_ones_listed():
@@ -191,7 +194,7 @@ def test_docs_rules_lists_every_scenarios_claims_as_the_code_declares_them():
     from .conftest import ROOT
 
     assert claims_table() in (ROOT / "docs" / "rules.md").read_text(), (
-        "regenerate the landing-claims table in docs/rules.md: python scripts/readme_tables.py"
+        "regenerate the landing-claims table in docs/rules.md: .venv/bin/python scripts/readme_tables.py --write"
     )
 
 

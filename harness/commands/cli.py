@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from relaychaos import options, paths
+from relaychaos import options
 from relaychaos.commands import recheck, timeline
 from relaychaos.engine import scenario_file
 from relaychaos.errors import HarnessError
@@ -40,28 +40,29 @@ from relaychaos.run_folder import LOG_BUDGET
 from relaychaos.sandbox.levels import describe, probe
 from relaychaos.sandbox.policy import clear_abandoned
 from relaychaos.soak import command as soak
-from relaychaos.stack import manifest, toxiproxy_server
+from relaychaos.stack import toxiproxy_server
 
 # The suite's pytest configuration, written into each run folder: the run needs no checkout.
 
 
-def preflight(relay: Path, out: Path) -> None:
-    """Fail fast, with one message, on what would stop every scenario: the manifest, Toxiproxy."""
-    loaded = manifest.load(relay)
+def preflight(args: argparse.Namespace, out: Path) -> Path:
+    """Fail fast, with one message, on what would stop every scenario: the manifest (--relay, else RELAYCHAOS_RELAY,
+    else the bundled reference: the run definition's), Toxiproxy. The relay.toml to test."""
+    loaded = RunDefinition.build(vars(args)).relay
     for warning in loaded.warnings:
-        print(f"relaychaos: {relay}: {warning}", file=sys.stderr)
+        print(f"relaychaos: {loaded.path}: {warning}", file=sys.stderr)
     toxiproxy_server.acquire(out).close()
+    return loaded.path.resolve()
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    relay = Path(args.relay).resolve() if args.relay else paths.reference_relay()
     out = Path(args.out) if args.out else Path("runs") / time.strftime("%Y%m%d-%H%M%S")
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     os.chmod(out, 0o700)  # histories and logs: the harness's, not the relays'
     (out / LOG_BUDGET).unlink(missing_ok=True)  # this run's relay logs start from nothing
     try:
-        preflight(relay, out)
+        relay = preflight(args, out)
         sandbox_summary = describe(probe(args.sandbox, args.sandbox_limit))  # SandboxError: strict cannot be had
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
@@ -159,7 +160,7 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="relaychaos", description=__doc__, formatter_class=_formatter)
     sub = parser.add_subparsers(dest="command", required=True, title="commands")
     run = sub.add_parser("run", help="run the chaos suite against a relay and write a report")
-    run.add_argument("--relay", help="the relay.toml to test (default: the bundled reference relay)")
+    run.add_argument("--relay", help="the relay.toml to test (also RELAYCHAOS_RELAY; default: the bundled reference)")
     run.add_argument("--out", help="the run folder (default: runs/YYYYmmdd-HHMMSS)")
     run.add_argument("-n", "--workers", default="2", help="pytest-xdist workers; 0 runs in one process")
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments, after --")
@@ -168,11 +169,13 @@ def parser() -> argparse.ArgumentParser:
     options.add_to_argparse(replay, (options.SANDBOX, options.SANDBOX_LIMIT))
     run.set_defaults(func=cmd_run)
     replay.add_argument("file", help="the scenario file (YAML), e.g. an incident written down")
-    replay.add_argument("--relay", help="the relay.toml to replay it on (default: the bundled reference relay)")
+    replay.add_argument(
+        "--relay", help="the relay.toml to replay it on (also RELAYCHAOS_RELAY; default: the reference)"
+    )
     replay.add_argument("--out", help="where to keep the history and logs (default: runs/replay-YYYYmmdd-HHMMSS)")
     replay.add_argument("--limit", type=int, default=10, help="how many verdicts to print in full")
     replay.set_defaults(func=cmd_replay)
-    for module in (grading, soak, recheck, incidents, timeline):  # each command's parsers: imported lazily
+    for module in (grading, soak, recheck, incidents, timeline):  # each command's parsers (add_parsers)
         module.add_parsers(sub)
     return parser
 
