@@ -34,8 +34,9 @@ def a_graded_class(folder):
     records = class_of_records()
     gradebook.write(records, folder)
     for r in records:
-        (folder / "submissions" / r["folder"]).mkdir(parents=True)
-        (folder / "submissions" / r["folder"] / "report.html").write_text(student_page.html(r))
+        assert isinstance(r.folder, str), "every record of the class has its folder"
+        (folder / "submissions" / r.folder).mkdir(parents=True)
+        (folder / "submissions" / r.folder / "report.html").write_text(student_page.html(r))
     return records
 
 
@@ -56,8 +57,9 @@ def test_the_gradebook_opens_in_a_browser_with_a_grid_linking_to_every_students_
 @pytest.mark.process
 def test_a_students_page_opens_in_a_browser_with_its_rubric_and_incidents_and_wraps_long_lines(tmp_path):
     records = a_graded_class(tmp_path / "gradebook")
-    bob = next(r for r in records if r["submission"] == "bob")  # two items lost, three incidents
-    bob = tmp_path / "gradebook" / "submissions" / bob["folder"] / "report.html"
+    bob_record = next(r for r in records if r.submission == "bob")  # two items lost, three incidents
+    assert isinstance(bob_record.folder, str)
+    bob = tmp_path / "gradebook" / "submissions" / bob_record.folder / "report.html"
     shot = tmp_path / "student.png"
     page = browser.load(
         bob.as_uri(),

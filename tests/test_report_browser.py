@@ -9,6 +9,7 @@ import json
 import pytest
 
 from relaychaos import checkers
+from relaychaos.records.results import VerdictRecord
 from relaychaos.reports import html
 from relaychaos.reports.results import RunResults
 
@@ -113,7 +114,10 @@ def test_a_real_race_on_a_check_then_insert_relay_draws_its_timeline_in_the_brow
         "failed",
         1.0,
         result.report(),
-        [{**v.to_dict(), "scenario": scenario.name} for v in result.verdicts],
+        [
+            VerdictRecord.from_builtins(json.loads(json.dumps({**v.to_dict(), "scenario": scenario.name})))
+            for v in result.verdicts
+        ],
     )
     results.add(nodeid, "teardown", "passed", 0.0, None)
     results.write(run / "results.json")

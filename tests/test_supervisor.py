@@ -11,17 +11,23 @@ import time
 import pytest
 
 from relaychaos.errors import RelayError
+from relaychaos.sandbox.policy import Sandbox
 from relaychaos.stack import manifest
 from relaychaos.stack.supervisor import Supervisor
 
 from .conftest import BASE, REFERENCE
 
 pytestmark = pytest.mark.stack  # real relay processes
+OFF = Sandbox.create("off")  # the supervisor's own behaviour, on the bundled relays; tests/test_sandbox.py has the rest
 
 
 def supervisor(path, tmp_path):
     return Supervisor(
-        manifest.load(path), workdir=tmp_path / "run", account_url="http://127.0.0.1:9", account_timeout_ms=300
+        manifest.load(path),
+        workdir=tmp_path / "run",
+        account_url="http://127.0.0.1:9",
+        account_timeout_ms=300,
+        sandbox=OFF,
     )
 
 
@@ -167,9 +173,10 @@ def test_no_relay_outlives_a_harness_that_is_killed(tmp_path):
     script = textwrap.dedent(f"""
         import pathlib, sys, time
         from relaychaos.stack import manifest
+        from relaychaos.sandbox.policy import Sandbox
         from relaychaos.stack.supervisor import Supervisor
         sup = Supervisor(manifest.load({str(BASE)!r}), workdir=pathlib.Path({str(tmp_path)!r}),
-                         account_url="http://127.0.0.1:9", account_timeout_ms=300)
+                         account_url="http://127.0.0.1:9", account_timeout_ms=300, sandbox=Sandbox.create("off"))
         print(sup.start().child.pid, flush=True)
         time.sleep(600)
     """)
