@@ -43,11 +43,6 @@ class RunDefinition:
         """How the relay is spoken to: the course contract, or a keyed service's API ([api], [downstream])."""
         return self.relay.profile
 
-    @property
-    def ledger_kind(self) -> str:
-        """Where the relay keeps its ledger: sqlite (the course contract's file) or postgresql."""
-        return self.relay.profile.ledger.kind
-
     @classmethod
     def build(
         cls,
@@ -76,11 +71,6 @@ class RunDefinition:
             scenario_sets=scenario_sets,
             sandbox_limit=str(limit) if limit else None,
         )
-
-    def for_relay(self, relay: Path | Manifest) -> RunDefinition:
-        """The same run against another relay (a command given several, a test's derived relay)."""
-        loaded = relay if isinstance(relay, Manifest) else manifests.load(relay)
-        return dataclasses.replace(self, relay=loaded)
 
 
 def _int_or_none(value: object) -> int | None:
