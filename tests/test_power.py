@@ -1,9 +1,10 @@
 """The power check: the stateful machine, knowing nothing of the relay it faces, finds the bugs that
 need an interleaving, and shrinks each to a scenario file of at most 10 steps that replays the verdict.
 
-The budget here is one CI can afford (derandomized, so each run searches the same way, and shrinking
-stops after SHRINK_S seconds as the harness's --shrink-s does: a story of at most 10 steps is what
-stateful_step_count draws, and shrinking only makes it shorter); benchmarks/stateful_speed.py measures the search at the nightly profile's budget.
+The budget here is one CI can afford: derandomized, so each run searches the same way; shrinking stops
+after SHRINK_S seconds, as the harness's --shrink-s does (a story of at most 10 steps is what
+stateful_step_count draws, and shrinking only makes it shorter). benchmarks/stateful_speed.py measures
+the search at the nightly profile's budget.
 """
 
 import time
