@@ -30,6 +30,7 @@ from relaychaos.reports.grade_summary import sandbox_parts
 from relaychaos.reports.html_text import escaped
 from relaychaos.reports.results import RunResults
 from relaychaos.reports.timeline_model import build, verdict_groups
+from relaychaos.words import Words
 
 STYLE = """
 body { font: 15px/1.5 system-ui, sans-serif; margin: 2em auto; max-width: 76em; color: #222; padding: 0 1em; }
@@ -135,7 +136,7 @@ def _plots(sc: Scenario) -> str:
     return f"<div class=plots>{plots.latency_svg(model, 520, 200)}{plots.account_rate_svg(model, 520, 200)}</div>"
 
 
-def _verdict_list(entry: ScenarioResult) -> str:
+def _verdict_list(entry: ScenarioResult, words: Words) -> str:
     """The verdicts by rule: its sentence and clause once, then one line per GUID."""
     by_rule: dict[str, list[dict]] = {}
     for g in verdict_groups(_verdicts(entry), {}):
@@ -144,7 +145,7 @@ def _verdict_list(entry: ScenarioResult) -> str:
     for rule, groups in by_rule.items():
         lines = []
         for g in groups:
-            who = f"GUID <code>{escaped(g['guid'])}</code>" if g["guid"] else "the run"
+            who = f"{words.key} <code>{escaped(g['guid'])}</code>" if g["guid"] else "the run"
             more = f" <i>(and {g['count'] - 1} more like it)</i>" if g["count"] > 1 else ""
             lines.append(f"<li>{who}: {escaped(g['summary'])}{more}</li>")
         items.append(
@@ -154,14 +155,14 @@ def _verdict_list(entry: ScenarioResult) -> str:
     return f"<ul class=verdicts>{''.join(items)}</ul>" if items else ""
 
 
-def failing_card(sc: Scenario) -> str:
+def failing_card(sc: Scenario, words: Words) -> str:
     """A failing scenario in full: its verdicts, links, plots, and the incident report as text."""
     e = sc.entry
     out = [
         f"<section class=card id='{escaped(sc.name)}'><h3><code>{escaped(sc.name)}</code> "
         f"<span class={escaped(e.outcome)}>{escaped(e.outcome)}</span> "
         f"<small>({e.duration_s:.1f} s)</small> {sc.links()}</h3>",
-        _verdict_list(e),
+        _verdict_list(e, words),
     ]
     if sc.has_history:
         out.append(_plots(sc))
@@ -193,7 +194,8 @@ def _header(results: ResultsFile) -> list[str]:
     return [
         f"<!doctype html><html lang=en><meta charset=utf-8><title>relaychaos: {escaped(results.relay_name)}</title>",
         f"<style>{STYLE}</style>",
-        f"<h1>relaychaos report: relay <code>{escaped(results.relay_name)}</code> — "
+        f"<h1>relaychaos report: {Words.of(results.profile, results.commands).relay} "
+        f"<code>{escaped(results.relay_name)}</code> — "
         f"<span class={'held' if results.ok else 'broken'}>{verdict}</span></h1>",
         f"<p class=lede>Manifest <code>{escaped(results.relay)}</code>; run started {when}{took}. Scenarios: "
         f"{s.passed} passed, {s.failed} failed, {s.error} could not run, {missed} not exercised (every "
@@ -274,7 +276,8 @@ def render(results: ResultsFile, run_dir: Path | None = None, problems: list[str
     failing = [sc for sc in scenarios if sc.failed]
     if failing:
         out.append(f"<h2>What broke ({len(failing)} scenario{'s' if len(failing) != 1 else ''})</h2>")
-        out += [failing_card(sc) for sc in failing]
+        words = Words.of(results.profile, results.commands)
+        out += [failing_card(sc, words) for sc in failing]
     out += _not_exercised(scenarios)
     out.append(grid_html(results.coverage))
     out += _every_scenario(scenarios)

@@ -18,6 +18,9 @@ from relaychaos.checkers.verdict import Verdict
 from relaychaos.contract import CLAUSES
 from relaychaos.history import Event, History
 from relaychaos.records.base import UNSET
+from relaychaos.words import Words
+
+COURSE = Words()
 
 
 class Events(Protocol):
@@ -44,13 +47,16 @@ def report(history: History, verdicts: list[Verdict], limit: int = 5) -> str:
     if header.description:
         head.append(f"  scenario: {header.description}")
     production = header.incident.guids if header.incident is not UNSET else None
-    shown = [render(v, history, facts.account_calls, facts.start, facts.labels, production) for v in verdicts[:limit]]
+    shown = [
+        render(v, history, facts.account_calls, facts.start, facts.labels, production, facts.words)
+        for v in verdicts[:limit]
+    ]
     more = [f"... and {len(verdicts) - limit} more"] if len(verdicts) > limit else []
     return "\n\n".join(["\n".join(head)] + shown + more)
 
 
-def describe_event(e: Event) -> str:
-    """One line saying what an event was, in words (incident reports and timeline pages)."""
+def describe_event(e: Event, words: Words = COURSE) -> str:
+    """One line saying what an event was, in the relay's profile's words (incident reports and timeline pages)."""
     v = e.value
     if e.f == "transfer":
         if e.type == "invoke":
@@ -62,7 +68,7 @@ def describe_event(e: Event) -> str:
                 f"channel sends {req.get('amount')} {req.get('from')}→{req.get('to')}, attempt {v.get('attempt')}{race}"
             )
         if e.type == "ok":
-            return f"channel gets HTTP {v.get('status')} code {v.get('code')}"
+            return f"channel gets {words.answer(v.get('status'), v.get('code'))}"
         return f"channel gets no answer: {v.get('error')}"
     if e.process == "nemesis":
         if e.f == "add-toxic":
@@ -72,19 +78,19 @@ def describe_event(e: Event) -> str:
     if e.f in ("start", "kill") and "slot" in v:
         slot = v["slot"]
         if e.type == "fail":
-            return f"relay {slot} failed to {e.f}: {str(v.get('error', '')).splitlines()[0]}"
+            return f"{words.relay} {slot} failed to {e.f}: {str(v.get('error', '')).splitlines()[0]}"
         return {
-            "start": f"relay {slot} started (serve, pid {v.get('pid')})",
-            "kill": f"relay {slot} killed with SIGKILL",
-        }.get(e.f, f"relay {slot} {e.f}")
+            "start": f"{words.relay} {slot} started (serve, pid {v.get('pid')})",
+            "kill": f"{words.relay} {slot} killed with SIGKILL",
+        }.get(e.f, f"{words.relay} {slot} {e.f}")
     if "run" in v and "command" in v:
         if e.type == "invoke":
             return f"{' '.join(v.get('argv', [])[-3:])} starts"
-        return f"{e.f} ends with status {v.get('returncode')}"
+        return f"{words.command(e.f)} ends with status {v.get('returncode')}"
     if e.f == "step":
         return f"step {v.get('n')}: {v.get('step')}"
     if e.f == "wait-calls":
-        return f"harness waits until the account system has received {v.get('wanted')} call(s): {v.get('calls')}"
+        return f"harness waits until the {words.downstream} has received {v.get('wanted')} call(s): {v.get('calls')}"
     if e.f == "wait-row":
         return f"harness waits until the ledger row is {v.get('wanted')}: {v.get('status')}"
     return f"{e.process} {e.type} {e.f}"
@@ -110,12 +116,19 @@ def _ledger_moves(guid: str, history: Events) -> list[tuple[float, str]]:
 TIMELINE_LINE = re.compile(r"^  (?:\+\s*-?\d+\.\d+s  |\.\.\. \d+ more \.\.\.$)")
 
 
-def timeline(verdict: Verdict, history: Events, account_calls: list[dict], start: float, limit: int = 40) -> list[str]:
+def timeline(
+    verdict: Verdict,
+    history: Events,
+    account_calls: list[dict],
+    start: float,
+    limit: int = 40,
+    words: Words = COURSE,
+) -> list[str]:
     """The verdict's events and account calls, in time order, as lines `+0.123s  what happened`."""
     entries: list[tuple[float, str]] = []
     for i in verdict.events:
         e = history[i]
-        entries.append((e.time, f"#{e.index:<4} {describe_event(e)}"))
+        entries.append((e.time, f"#{e.index:<4} {describe_event(e, words)}"))
     by_seq = {c["seq"]: c for c in account_calls}
     for seq in verdict.calls:
         c = by_seq.get(seq)
@@ -127,12 +140,14 @@ def timeline(verdict: Verdict, history: Events, account_calls: list[dict], start
         entries.append(
             (
                 c["received_at"],
-                f"acct#{seq:<2} account system receives the transfer (relay's ledger row at that moment: {row})",
+                f"acct#{seq:<2} {words.downstream} receives the transfer ({words.relay}'s ledger row at that moment: "
+                f"{row})",
             )
         )
         if c.get("answered_at") is not None:
             what = "applied: debited" if c.get("applied") else "nothing applied"
-            entries.append((c["answered_at"], f"acct#{seq:<2} account system answers {c.get('code')} ({what})"))
+            said = words.downstream_answer(c.get("code"))
+            entries.append((c["answered_at"], f"acct#{seq:<2} {words.downstream} answers {said} ({what})"))
     if verdict.guid is not None:
         entries += _ledger_moves(verdict.guid, history)
     entries.sort(key=lambda x: x[0])
@@ -149,9 +164,10 @@ def render(
     start: float,
     labels: dict[str, str] | None = None,
     production: dict[str, str] | None = None,
+    words: Words = COURSE,
 ) -> str:
-    """An incident report: rule, GUID, what went wrong, and the timeline."""
-    who = "the run" if verdict.guid is None else f"GUID {verdict.guid}"
+    """An incident report: rule, GUID (or key), what went wrong, and the timeline."""
+    who = "the run" if verdict.guid is None else f"{words.key} {verdict.guid}"
     label = (labels or {}).get(verdict.guid or "")
     in_production = (production or {}).get(label or "")  # an imported incident's GUID behind the label
     named = f"scenario label {label}" + (f", production GUID {in_production}" if in_production else "")
@@ -164,7 +180,7 @@ def render(
     elif cited:
         lines.append(f"  contract {cited.cite()}")
     lines.append(f"  what happened: {verdict.summary}")
-    tl = timeline(verdict, history, account_calls, start)
+    tl = timeline(verdict, history, account_calls, start, words=words)
     if tl:
         lines.append("  timeline (seconds since the scenario started):")
         lines += tl

@@ -39,6 +39,7 @@ from relaychaos.records.results import (
     Summary,
     VerdictRecord,
 )
+from relaychaos.words import Words
 
 __all__ = ["NOT_EXERCISED", "Kept", "RunResults", "ScenarioResult"]
 NOT_EXERCISED = "not exercised"  # the outcome of a scenario whose rules held but whose fault met nothing
@@ -68,6 +69,7 @@ class RunResults:
     provides: list[str] | None = None  # what the relay offers the rules (Profile.provides); None: everything
     rechecked: Rechecked | None = None  # what relaychaos recheck last did
     unfinished: list[str] = field(default_factory=list)  # as a loaded file named them
+    words: Words = field(default_factory=Words)  # the relay's profile's words, for what the rules say
 
     def add(
         self,
@@ -126,7 +128,7 @@ class RunResults:
                 broken.setdefault(v.rule, set()).add(v.scenario if v.scenario is not UNSET and v.scenario else s.nodeid)
         return {
             rule.id: RuleScore(
-                what=rule.text,
+                what=self.words.say(rule.text),
                 contract=rule.sections,
                 held=None if rule.id in skipped else rule.id not in broken,
                 broken_in=sorted(broken.get(rule.id, ())),
@@ -175,7 +177,11 @@ class RunResults:
     def record(self) -> ResultsFile:
         """The results JSON's content: what `write` writes, and what the reports read of a loaded file."""
         done = RunResults(
-            self.relay, self.relay_name, scenarios={s.nodeid: s for s in self.done()}, provides=self.provides
+            self.relay,
+            self.relay_name,
+            scenarios={s.nodeid: s for s in self.done()},
+            provides=self.provides,
+            words=self.words,
         )
         summary = done.summary()
         unfinished = sorted(set(self.unfinished) | (set(self.scenarios) - self.finished))
@@ -197,6 +203,8 @@ class RunResults:
             coverage=done.coverage(),
             scenarios=list(done.scenarios.values()),
             provides=UNSET if self.provides is None else self.provides,
+            profile=UNSET if self.words.course else self.words.profile,
+            commands=dict(self.words.commands) or UNSET,
             unfinished=unfinished or UNSET,
         )
 
@@ -228,6 +236,7 @@ class RunResults:
             read.provides if read.provides is not UNSET else None,
             read.rechecked if read.rechecked is not UNSET else None,
             read.unfinished if read.unfinished is not UNSET else [],
+            Words.of(read.profile, read.commands),
         )
 
     @classmethod

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 GUID = re.compile(r"\b[0-9a-f]{12}-[0-9a-f]{8}\b")
-LABELLED = re.compile(r"GUID (\S+) \(scenario label ([^)]+)\)")
+LABELLED = re.compile(r"(GUID|key) (\S+) \(scenario label ([^)]+)\)")  # a course GUID, a keyed service's key
 WORKER_LINE = re.compile(r"^\[gw\d+\] \S+ -- Python .*$\n?", re.M)
 HISTORY_LINE = re.compile(r"^\s*history: .*$\n?", re.M)
 SLOT_COPY = re.compile(r"/run/relaychaos/slot-\d+/relays/[0-9a-f]+/")
@@ -41,7 +41,7 @@ def clean(text: str | None, labels: dict[str, str] | None = None, places: dict[s
     labels = labels or {}
     out = WORKER_LINE.sub("", text)
     out = HISTORY_LINE.sub("", out)
-    out = LABELLED.sub(lambda m: f"GUID {m.group(2)}", out)
+    out = LABELLED.sub(lambda m: f"{m.group(1)} {m.group(3)}", out)
     out = GUID.sub(lambda m: labels.get(m.group(0), "<guid>"), out)
     for folder, shown in sorted((places or {}).items(), key=lambda kv: -len(kv[0])):
         if folder and folder != "/":

@@ -126,8 +126,13 @@ def channel_boxes(facts: Facts, end: float) -> list[Box]:
         parts = invoke.process.split("-")
         hub = f"→{parts[1]} " if len(hubs) > 1 and len(parts) > 1 else ""
         who = facts.labels.get(c.guid or "", c.guid or "raw")
-        answer = c.code or (c.status and f"HTTP {c.status}") or ("no answer" if completion else "pending")
-        text = [describe_event(invoke)] + ([describe_event(completion)] if completion else [])
+        if c.code and not facts.words.course:
+            answer = f"HTTP {c.status}" if c.status else c.code
+        else:
+            answer = c.code or (c.status and f"HTTP {c.status}") or ("no answer" if completion else "pending")
+        if not answer:
+            answer = "no answer" if completion else "pending"
+        text = [describe_event(invoke, facts.words)] + ([describe_event(completion, facts.words)] if completion else [])
         out.append(
             Box(
                 "channel",
@@ -152,14 +157,16 @@ def account_boxes(facts: Facts, end: float) -> list[Box]:
         outcome = "info" if c.get("answered_at") is None else "ok" if c.get("applied") else "fail"
         who = facts.labels.get(c.get("guid") or "", c.get("guid") or "?")
         req = c.get("request") or {}
+        w = facts.words
         text = (
-            f"account system receives {req.get('amount')} {req.get('from')}→{req.get('to')} "
-            f"(relay's ledger row: {c.get('ledger_status') or 'none'}); answers {c.get('code') or 'nothing'}"
+            f"{w.downstream} receives {req.get('amount')} {req.get('from')}→{req.get('to')} "
+            f"({w.relay}'s ledger row: {c.get('ledger_status') or 'none'}); "
+            f"answers {w.downstream_answer(c.get('code'))}"
             f"{' (debited)' if c.get('applied') else ''}"
         )
         out.append(
             Box(
-                "account system",
+                w.downstream,
                 t0,
                 t1,
                 outcome,
@@ -179,14 +186,14 @@ def batch_boxes(facts: Facts, end: float) -> list[Box]:
         e = b.end
         outcome = "open" if e is None else "info" if e.value.get("timed_out") else "ok" if e.type == "ok" else "fail"
         args = " ".join(str(a) for a in b.invoke.value.get("argv", [])[-2:])
-        text = [describe_event(b.invoke)] + ([describe_event(e)] if e else ["(never ended)"])
+        text = [describe_event(b.invoke, facts.words)] + ([describe_event(e, facts.words)] if e else ["(never ended)"])
         out.append(
             Box(
                 "batch runs",
                 b.invoke.time - facts.start,
                 (e.time - facts.start) if e else end,
                 outcome,
-                f"#{b.invoke.value.get('run')} {b.command} {args}",
+                f"#{b.invoke.value.get('run')} {facts.words.command(b.command)} {args}",
                 "\n".join(text),
                 (b.invoke.index,) + ((e.index,) if e else ()),
             )
@@ -230,11 +237,11 @@ def relay_marks(facts: Facts) -> tuple[list[Mark], list[Box]]:
         lane, t = f"relay {slot}", e.time - facts.start
         if e.f == "start":
             kind = "start" if e.type == "ok" else "start-failed"
-            marks.append(Mark(lane, t, kind, describe_event(e), (e.index,)))
+            marks.append(Mark(lane, t, kind, describe_event(e, facts.words), (e.index,)))
             if e.type == "ok":
                 up[slot] = e
         elif e.f == "kill":
-            marks.append(Mark(lane, t, "kill", describe_event(e), (e.index,)))
+            marks.append(Mark(lane, t, "kill", describe_event(e, facts.words), (e.index,)))
             if (started := up.pop(slot, None)) is not None:
                 spans.append(_serving(lane, started, t, facts.start))
     end = facts.events[-1].time - facts.start if facts.events else 0.0
@@ -254,7 +261,9 @@ def _serving(lane: str, started: Event, t1: float, start: float) -> Box:
     )
 
 
-def _fault_labels(state: FaultState, labels: dict[str, str]) -> dict[tuple[str, ...], tuple[str, str]]:
+def _fault_labels(
+    state: FaultState, labels: dict[str, str], downstream: str = "account system"
+) -> dict[tuple[str, ...], tuple[str, str]]:
     """The faults in force, each keyed, with (label, side)."""
     out: dict[tuple[str, ...], tuple[str, str]] = {}
     for proxy, toxics in state.toxics.items():
@@ -267,9 +276,9 @@ def _fault_labels(state: FaultState, labels: dict[str, str]) -> dict[tuple[str, 
     for proxy in state.disabled:
         out[("down", proxy)] = (f"{proxy} proxy disabled", state.sides.get(proxy) or _side(proxy))
     for guid in state.held:
-        out[("held", guid)] = (f"account system holds {labels.get(guid, guid)}", "server")
+        out[("held", guid)] = (f"{downstream} holds {labels.get(guid, guid)}", "server")
     if state.delay_ms:
-        out[("delay",)] = (f"account system delays answers {state.delay_ms:g} ms", "server")
+        out[("delay",)] = (f"{downstream} delays answers {state.delay_ms:g} ms", "server")
     return out
 
 
@@ -289,7 +298,7 @@ def fault_windows(facts: Facts, end: float) -> tuple[list[Window], list[Mark]]:
             continue
         t = e.time - facts.start
         state.apply(e)
-        now = _fault_labels(state, facts.labels)
+        now = _fault_labels(state, facts.labels, facts.words.downstream)
         for key in [k for k in open_ if k not in now]:
             w = open_.pop(key)
             w.t1, w.events = t, w.events + [e.index]
@@ -298,7 +307,7 @@ def fault_windows(facts: Facts, end: float) -> tuple[list[Window], list[Mark]]:
                 open_[key] = Window(t, end, label, side, [e.index], guids=[key[1]] if key[0] == "held" else [])
                 windows.append(open_[key])
         if e.f not in ("add-toxic", "remove-toxic", "disable-proxy", "enable-proxy"):
-            marks.append(Mark("faults", t, "nemesis", describe_event(e), (e.index,)))
+            marks.append(Mark("faults", t, "nemesis", describe_event(e, facts.words), (e.index,)))
     return windows, marks
 
 
@@ -356,7 +365,7 @@ def build(history: History, verdicts: list[Verdict] | None = None) -> Model:
     windows, nemesis_marks = fault_windows(facts, end)
     marks, spans = relay_marks(facts)
     marks += nemesis_marks + [
-        Mark("steps", e.time - facts.start, "tampered", describe_event(e), (e.index,))
+        Mark("steps", e.time - facts.start, "tampered", describe_event(e, facts.words), (e.index,))
         for e in facts.events
         if e.f == "tampered"
     ]
@@ -369,14 +378,14 @@ def build(history: History, verdicts: list[Verdict] | None = None) -> Model:
         + account_boxes(facts, end)
     )
     relays = sorted({b.lane for b in spans} | {m.lane for m in marks if m.lane.startswith("relay ")})
-    order = ["faults", "steps", "channel", *relays, "batch runs", "ledger", "account system"]
+    order = ["faults", "steps", "channel", *relays, "batch runs", "ledger", facts.words.downstream]
     rows = {"faults": pack(windows)}
     for lane in order[1:]:
         rows[lane] = pack([b for b in boxes if b.lane == lane])
     lanes = [
         (lane, rows[lane])
         for lane in order
-        if lane in ("faults", "channel", "account system")
+        if lane in ("faults", "channel", facts.words.downstream)
         or any(b.lane == lane for b in boxes)
         or any(m.lane == lane for m in marks)
     ]

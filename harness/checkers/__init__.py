@@ -8,6 +8,7 @@ compose independent checks over one recorded history.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Iterable
 
 from relaychaos.checkers.facts import Facts, no_collection
@@ -15,6 +16,7 @@ from relaychaos.checkers.rulebook import CAPABILITIES, RULES, Rule
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.events import Event
 from relaychaos.records.base import UNSET
+from relaychaos.words import Words
 
 # The rule modules register their rules on import; their order here is the rule book's order.
 # isort: off
@@ -52,9 +54,15 @@ def check(history: Iterable[Event], provides: Collection[str] | None = None) -> 
         if provides is None and facts.header.provides is not UNSET:
             provides = facts.header.provides  # recorded by the run: what its relay offered
         skipped = not_checked(provides)
-        verdicts = [v for r in RULES.values() if r.id not in skipped for v in _judged(r, facts)]
+        words = facts.words  # each verdict says what happened in its relay's profile's words
+        verdicts = [_spoken(v, words) for r in RULES.values() if r.id not in skipped for v in _judged(r, facts)]
     order = {rule: n for n, rule in enumerate(RULES)}
     return sorted(verdicts, key=lambda v: (order.get(v.rule, len(order)), facts.guid_order(v.guid)))
+
+
+def _spoken(verdict: Verdict, words: Words) -> Verdict:
+    """The verdict as its relay's profile says it (relaychaos.words); a course relay's unchanged."""
+    return verdict if words.course else dataclasses.replace(verdict, summary=words.say(verdict.summary))
 
 
 def _judged(rule: Rule, facts: Facts) -> list[Verdict]:

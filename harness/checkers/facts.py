@@ -27,6 +27,7 @@ from relaychaos.events import BATCH_COMMANDS, REFUSED, Event, Op
 from relaychaos.records.base import UNSET
 from relaychaos.records.header import HistoryHeader
 from relaychaos.tolerances import Tolerances
+from relaychaos.words import Words
 
 DEFINITE = {"0000", "B201", "B202", "B203", "E500"}  # the course contract's definite answers
 ANY_DEFINITE = DEFINITE | {REFUSED}  # and a keyed service's definite refusal: what every profile's rules read
@@ -202,6 +203,12 @@ class Facts:
     def header(self) -> HistoryHeader:
         """The history's header, typed (relaychaos.records.header); `scenario` is its plain value."""
         return HistoryHeader.from_builtins(self.scenario, "a history's header")
+
+    @cached_property
+    def words(self) -> Words:
+        """How the history's relay names what the history records in the contract's words (relaychaos.words)."""
+        h = self.header
+        return Words.of(h.profile, h.commands)
 
     @cached_property
     def tolerances(self) -> Tolerances:

@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from relaychaos import contract
+from relaychaos import contract, words
 from relaychaos.checkers import claims
 from relaychaos.checkers.rulebook import CAPABILITIES
 from relaychaos.engine import final_phase
@@ -149,6 +149,7 @@ class Runner:
             relay=self.stack.manifest.name,
             profile=profile,
             provides=provides,
+            commands=words.own_commands(self.stack.manifest.profile.name, self.stack.manifest.commands) or UNSET,
             tag=self.tag,
             contract=contract.VERSION,
             tolerances=TOLERANCES.as_dict(),

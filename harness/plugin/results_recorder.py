@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from relaychaos.words import Words
 
 
 class ResultsRecorder:
@@ -21,6 +25,7 @@ class ResultsRecorder:
 
         self.results, self.out = RunResults(str(relay), manifest_name(relay), sandbox=sandbox), out
         self.results.provides = relay_provides(relay)
+        self.results.words = relay_words(relay)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         from relaychaos.records.results import LandingRecord, MachineAccount, VerdictRecord  # lazy (relaychaos.plugin)
@@ -80,6 +85,20 @@ def manifest_name(relay: Path) -> str:
         return manifest.load(relay).name
     except (HarnessError, OSError):
         return relay.parent.name
+
+
+def relay_words(relay: Path) -> Words:
+    """How the relay's profile names what the rules say (relaychaos.words); a manifest that cannot be read: the
+    course's (the run stops on it anyway)."""
+    from relaychaos.errors import HarnessError  # lazy (relaychaos.plugin)
+    from relaychaos.stack import manifest  # lazy (relaychaos.plugin)
+    from relaychaos.words import Words, own_commands  # lazy (relaychaos.plugin)
+
+    try:
+        loaded = manifest.load(relay)
+    except (HarnessError, OSError):
+        return Words()
+    return Words.of(loaded.profile.name, own_commands(loaded.profile.name, loaded.commands))
 
 
 def relay_provides(relay: Path) -> list[str] | None:

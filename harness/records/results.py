@@ -152,4 +152,6 @@ class ResultsFile(Record, kw_only=True):
     coverage: dict[str, dict[str, list[str]]] = {}  # fault -> row state -> the scenarios that reached it
     scenarios: list[ScenarioResult] = []
     provides: list[str] | UnsetType = UNSET  # what the relay offers the rules, when less than everything
+    profile: str | UnsetType = UNSET  # a relay of another profile than the course's (its words: relaychaos.words)
+    commands: dict[str, str] | UnsetType = UNSET  # a keyed service's batch commands in its own words
     unfinished: list[str] | UnsetType = UNSET  # scenarios started but not finished (a run cut short)

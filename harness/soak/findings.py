@@ -19,6 +19,7 @@ from relaychaos.checkers.verdict import Verdict
 from relaychaos.history import Event, header, iter_events
 from relaychaos.reports.incident import render
 from relaychaos.soak.session import SoakResult
+from relaychaos.words import Words
 
 SUSTAINED_SHARE = 0.95  # achieved at least this share of the rate asked: the rate was sustained
 FOCUS_BEFORE_S, FOCUS_AFTER_S = 2.0, 1.0
@@ -103,7 +104,8 @@ def incidents(shown: Excerpt, verdicts: list[Verdict], limit: int) -> str:
         f"soak {head.name} against relay '{head.relay}': {len(verdicts)} "
         f"violation(s) of {len({v.rule for v in verdicts})} rule(s)\n  {head.description}"
     ]
-    parts += [render(_focused(v, shown, calls), shown, calls, start) for v in verdicts[:limit]]
+    words = Words.of(head.profile, head.commands)
+    parts += [render(_focused(v, shown, calls), shown, calls, start, words=words) for v in verdicts[:limit]]
     if len(verdicts) > limit:
         parts.append(f"... and {len(verdicts) - limit} more (verdicts.json holds them all)")
     return "\n\n".join(parts) + "\n"
