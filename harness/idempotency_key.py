@@ -2,11 +2,14 @@
 
 The rows follow the IETF draft "The Idempotency-Key HTTP Header Field" (draft-ietf-httpapi-
 idempotency-key-header, "Error Scenarios") and Stripe's "Idempotent requests"; docs/production-api.md
-quotes their sentences. The channel reads answers by it (relaychaos.stack.speech) and the
-`interface` rule judges a keyed service's answers against it.
+quotes their sentences. The channel reads answers by it (relaychaos.stack.speech); the `interface`
+rule judges a keyed service's answers against it, and `answer-codes` and `e903-at-once` name its
+statuses in their verdicts.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from relaychaos.events import REFUSED
 
@@ -29,6 +32,13 @@ ANSWERS = (
 def code(status: int) -> str | None:
     """The contract's word for a keyed service's status (None: outside the table, e.g. 1xx or 3xx)."""
     return next((word for low, high, word, _ in ANSWERS if low <= status <= high), None)
+
+
+def statuses(words: Iterable[str]) -> str:
+    """The statuses that carry these contract words, in the table's order: `2xx or 5xx`, `409`, `another 4xx`."""
+    spans = {(200, 299): "2xx", (401, 499): "another 4xx", (500, 599): "5xx"}
+    wanted = set(words)
+    return " or ".join(spans.get((lo, hi), str(lo)) for lo, hi, word, _ in ANSWERS if word in wanted)
 
 
 def table() -> str:

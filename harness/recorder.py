@@ -218,8 +218,15 @@ class Recorder:
     def ledger_unreadable(self, after_step: int | str | None, kind: str, error: str) -> Event:
         return self._add("observer", "fail", Op.LEDGER_SNAPSHOT, after_step=after_step, kind=kind, error=error)
 
-    def ledger_schema(self, columns: list[str], error: str | None) -> Event:
-        return self._add("observer", "ok", Op.LEDGER_SCHEMA, columns=columns, error=error)
+    def ledger_schema(
+        self, columns: list[str], error: str | None, table: str | None = None, required: list[str] | None = None
+    ) -> Event:
+        """The ledger table's columns (or why they could not be read); `table` a PostgreSQL ledger's table, and
+        `required` the columns a keyed service's [ledger] maps (absent: the contract's, §4)."""
+        where: dict[str, str | list[str]] = {"table": table} if table is not None else {}
+        if required is not None:
+            where["required"] = required
+        return self._add("observer", "ok", Op.LEDGER_SCHEMA, columns=columns, error=error, **where)
 
     def account_stats(self, stats: dict) -> Event:
         """The account system's own log of every call it received, and the balances: the ground truth."""

@@ -18,7 +18,7 @@ import itertools
 import json
 from collections.abc import Callable
 
-from relaychaos import contract
+from relaychaos import contract, idempotency_key
 from relaychaos.checkers.claims import as_dict
 from relaychaos.checkers.interface import REQUIRED_COLUMNS
 from relaychaos.fixtures.account_system.bank import MESSAGES
@@ -94,6 +94,9 @@ class HistoryBuilder:
         self.calls: list[dict] = []
         self.balances: dict[str, int] | None = None  # None: derived from the applied calls, as the bank does
         self.columns, self.schema_error = list(REQUIRED_COLUMNS), None
+        self.schema_table: str | None = None  # a PostgreSQL ledger's table (None: the SQLite file's)
+        self.schema_required: list[str] | None = None  # the columns a keyed service's [ledger] maps
+        self.queries: list[dict] = []  # the query API's answers (bank.Bank.queried)
         self._procs, self._batches, self._steps = itertools.count(), itertools.count(1), itertools.count(1)
 
     def at(self, at: float, write: Callable[[Recorder], object]) -> None:
@@ -146,6 +149,8 @@ class HistoryBuilder:
                 code = None
             status = status if status is not None else (400 if code == "E400" else 200)
             code = code if isinstance(code, str) else None
+            if self.header.get("profile") == "idempotency-key":
+                code = idempotency_key.code(status)  # a keyed service's answer is read from its status
             self.at(
                 answered_at,
                 lambda r: r.transfer_answered(process, guid, attempt, status=status, code=code, body=body, **wire),
@@ -201,6 +206,7 @@ class HistoryBuilder:
             "guids": guids,
             "calls": calls,
             "faults": {},
+            **({"queries": self.queries} if self.queries else {}),
         }
 
     def snapshot(
@@ -219,9 +225,16 @@ class HistoryBuilder:
         rows = {g: {**row_, "guid": g} for g, row_ in (rows or {}).items()}
         self.at(at, lambda r: r.ledger_snapshot(n, kind, rows, at if wall is None else wall))
 
-    def schema(self, columns: list[str], error: str | None = None) -> None:
-        """The ledger's columns as the runner finally reads them (replaces the default: all required)."""
-        self.columns, self.schema_error = columns, error
+    def schema(
+        self, columns: list[str], error: str | None = None, table: str | None = None, required: list[str] | None = None
+    ) -> None:
+        """The ledger's columns as the runner finally reads them (replaces the default: all required); `table` and
+        `required` as a PostgreSQL ledger's reading records them (a keyed service: the columns [ledger] maps)."""
+        self.columns, self.schema_error, self.schema_table, self.schema_required = columns, error, table, required
+
+    def query(self, guid: str, at: float, found: bool) -> None:
+        """The account system's query API answered about the GUID (found, or not found)."""
+        self.queries.append({"guid": guid, "at": at, "found": found})
 
     def step(self, n: int, text: str, start: float, end: float | None) -> None:
         """Step n of the scenario ran from `start` to `end` (None: it never ended)."""
@@ -324,7 +337,7 @@ class HistoryBuilder:
             now[0] = t
             write(recorder)
         now[0] = last
-        recorder.ledger_schema(self.columns, self.schema_error)
+        recorder.ledger_schema(self.columns, self.schema_error, self.schema_table, self.schema_required)
         recorder.account_stats(self._stats())
         return recorder.history
 

@@ -90,6 +90,30 @@ def test_a_duplicate_arriving_just_earlier_than_that_is_judged():
     return duplicated(2 * TOL.e903_at_once_s, first_answer=TOL.e903_window_s + EPS)
 
 
+def duplicate_while_held(took: float) -> History:
+    """g1's call held by the harness from -0.19 until released at took + 0.15, once the duplicate written at 0.0
+    had its E903 `took` later; ACCOUNT_TIMEOUT_MS 10 s (the race scenarios holding a call)."""
+    h = story(ms=10000)
+    h.server_fault(at=-0.3, hold_guids=["g1"])
+    h.send("g1", at=-0.2, answered_at=took + 0.16)
+    h.account_call("g1", -0.19, took + 0.15)
+    h.send("g1", at=0.0, answered_at=took, code="E903")
+    h.at(took + 0.15, lambda r: r.released(["g1"]))
+    return h.build()
+
+
+# A call the harness holds is released only once the duplicates are answered: what waiting would have taken is the
+# relay's time-out (10 s from the claim), not the release the duplicates' own answers brought about.
+@holds("e903-at-once")
+def test_a_duplicate_answered_e903_while_its_call_is_held_is_judged_against_the_relays_time_out():
+    return duplicate_while_held(0.45)
+
+
+@breaks("e903-at-once", "g1")
+def test_a_duplicate_answered_e903_while_held_later_than_its_share_of_the_time_out_breaks():
+    return duplicate_while_held(TOL.e903_wait_share * (10.0 - 0.2) + EPS)
+
+
 @holds("e903-at-once")
 def test_a_duplicate_arriving_when_the_relay_may_have_given_up_on_the_call_is_not_judged():
     return duplicated(1.52, code="0000", ms=600)

@@ -34,13 +34,19 @@ def test_the_money_rules_apply_to_every_profile_and_every_ledger():
             assert not MONEY & set(skipped), (api.profile, ledger.kind)
 
 
-def test_a_keyed_service_on_postgres_is_judged_on_money_answers_and_write_before_send():
+def test_a_keyed_service_on_postgres_is_judged_on_money_answers_and_its_ledgers_statuses():
     offered = Profile(api=KEYED, ledger=Ledger(kind="postgresql")).provides(SERVE)
     judged = set(RULES) - set(checkers.not_checked(offered))
     assert judged == MONEY | {
         "exactly-once",
         "write-before-send",
+        "ledger-agrees",
+        "transitions",
+        "ledger-schema",
         "done-replay",
+        "e903-at-once",
+        "answer-codes",
+        "malformed-no-effect",
         "interface",
         "answered-in-time",
         "tampering",
@@ -50,14 +56,17 @@ def test_a_keyed_service_on_postgres_is_judged_on_money_answers_and_write_before
 
 def test_a_black_box_service_leaves_the_ledger_rules_not_checked_and_says_why():
     skipped = checkers.not_checked(Profile(api=KEYED, ledger=Ledger(kind="none")).provides(SERVE))
-    assert skipped["write-before-send"].startswith("not checked: the rule reads the status of a key's ledger row")
-    assert "(there is no ledger to read)" in skipped["write-before-send"]
-    assert "which this relay does not have" in skipped["batch-runs"]
+    assert skipped["write-before-send"].startswith('not checked: there is no ledger to read (ledger = "none")')
+    assert '[ledger] kind = "postgresql", table, key, status, statuses' in skipped["write-before-send"]
+    assert skipped["batch-runs"] == (
+        "not checked: there is no batch command ([commands] resolve, reprocess or purge = [...] in relay.toml)"
+    )
 
 
 def test_a_course_relay_without_batch_jobs_leaves_their_rules_not_checked():
     skipped = checkers.not_checked(Profile().provides(commands=()))
-    assert set(skipped) == {r.id for r in RULES.values() if "batch" in r.needs}
+    batch = {"batch-command", "resolve", "reprocess", "purge"}
+    assert set(skipped) == {r.id for r in RULES.values() if batch & set(r.needs)}
 
 
 def test_a_rule_not_checked_gives_no_verdict_even_on_a_history_that_would_break_it():

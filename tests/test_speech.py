@@ -84,3 +84,51 @@ def test_the_channel_speaks_the_keyed_profile_and_records_the_contracts_words():
     assert all(body["parties"] == {"debtor": "alice", "creditor": "bob"} for _, _, body in seen)
     sent = [e for e in recorder.history if e.type == "invoke"]
     assert all(e.value["request"] == T for e in sent), "the history keeps the transfer as the contract spells it"
+
+
+@pytest.mark.parametrize(
+    "raw, key, body",
+    [
+        (
+            '{"guid": "k1", "from": "alice", "to": "bob"}',
+            "k1",
+            {"currency": "EUR", "parties": {"debtor": "alice", "creditor": "bob"}},
+        ),
+        (
+            '{"guid": "k1", "from": 7, "to": "bob", "amount": 1}',
+            "k1",
+            {"amount": 1, "currency": "EUR", "parties": {"debtor": 7, "creditor": "bob"}},
+        ),
+        (
+            '{"guid": " k1", "from": "alice", "to": "bob", "amount": 1}',
+            None,
+            {"amount": 1, "currency": "EUR", "parties": {"debtor": "alice", "creditor": "bob"}},
+        ),
+        (
+            '{"guid": "k1", "from": "alice", "to": "bob", "amount": 1, "extra": 1}',
+            "k1",
+            {"amount": 1, "currency": "EUR", "parties": {"debtor": "alice", "creditor": "bob"}, "extra": 1},
+        ),
+    ],
+    ids=[
+        "a-missing-field-left-out",
+        "a-wrong-type-kept",
+        "a-guid-the-contract-refuses-becomes-no-key",
+        "extra-fields-on-top",
+    ],
+)
+def test_a_malformed_course_body_goes_to_a_keyed_service_malformed_the_same_way_in_its_shape(raw, key, body):
+    req = Keyed(API).raw(raw.encode(), "k1")
+    assert (req.method, req.path, req.headers.get("Idempotency-Key"), json.loads(req.body)) == (
+        "POST",
+        "/payments",
+        key,
+        body,
+    )
+
+
+@pytest.mark.parametrize("raw", [b"", b"not json", b"[]"])
+def test_a_body_that_is_not_a_json_object_goes_to_a_keyed_service_as_it_is_with_the_steps_key(raw):
+    req = Keyed(API).raw(raw, "k1")
+    assert (req.path, req.headers["Idempotency-Key"], req.body) == ("/payments", "k1", raw)
+    assert Course().raw(raw, "k1") == type(req)("POST", "/transfer", raw)

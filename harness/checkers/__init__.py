@@ -9,10 +9,10 @@ compose independent checks over one recorded history.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from relaychaos.checkers.facts import Facts, no_collection
-from relaychaos.checkers.rulebook import CAPABILITIES, RULES, Rule
+from relaychaos.checkers.rulebook import CAPABILITIES, RENAMED, RULES, Rule
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.events import Event
 from relaychaos.records.base import UNSET
@@ -23,18 +23,30 @@ from relaychaos.words import Words
 from relaychaos.checkers import money, ledger_rules, answers, interface  # noqa: F401, E402
 # isort: on
 
-__all__ = ["CAPABILITIES", "RULES", "Rule", "Verdict", "check", "not_checked", "notes"]
+__all__ = ["CAPABILITIES", "RULES", "Rule", "Verdict", "check", "not_checked", "notes", "partly_checked"]
 
 
 def not_checked(provides: Collection[str] | None = None) -> dict[str, str]:
-    """rule id -> why it is not checked on a relay offering `provides` (None: everything; see CAPABILITIES)."""
+    """rule id -> why it is not checked on a relay offering `provides` (None: everything; see CAPABILITIES): what
+    to map or add, e.g. "not checked: map `attempts` in [ledger] (...)"."""
+    return _lacking(provides, lambda r: r.needs, "not checked: ")
+
+
+def partly_checked(provides: Collection[str] | None = None) -> dict[str, str]:
+    """rule id -> the part of it a relay offering `provides` leaves unjudged, and what to map (Rule.partly)."""
+    return _lacking(provides, lambda r: r.partly, "partly checked: ")
+
+
+def _lacking(provides: Collection[str] | None, reads: Callable[[Rule], tuple[str, ...]], said: str) -> dict[str, str]:
     if provides is None:
         return {}
-    return {
-        r.id: "not checked: the rule " + "; and ".join(CAPABILITIES[n] for n in r.needs if n not in provides)
-        for r in RULES.values()
-        if any(n not in provides for n in r.needs)
-    }
+    offered = set(provides).union(*(RENAMED.get(n, ()) for n in provides))  # an older history's names too
+    out = {}
+    for r in RULES.values():
+        lacking = [CAPABILITIES[n].missing for n in reads(r) if n not in offered]
+        if lacking:
+            out[r.id] = said + "; and ".join(lacking)
+    return out
 
 
 def check(history: Iterable[Event], provides: Collection[str] | None = None) -> list[Verdict]:

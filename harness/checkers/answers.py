@@ -4,18 +4,28 @@ Every expected answer is an `Expectation` citing the contract clause that fixes 
 where the situation does not fix the answer (a resend, a race, a fault in front of
 the relay, a call slow enough that the relay may rightly have timed out), nothing
 is expected and every answer the contract allows is accepted.
+
+A keyed service (the idempotency-key profile) is judged by the same situations and its own
+table (relaychaos.idempotency_key: the channel recorded its statuses in the contract's words):
+409 for a duplicate of a key in flight, 422 only for a key reused with another payload, 400
+for a malformed request, 2xx or another 4xx where the contract fixes a definite answer, and
+5xx where it fixes E901; its verdicts name the key, the status and the PSP.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from relaychaos import idempotency_key
 from relaychaos.checkers.calls import ChannelCall
 from relaychaos.checkers.facts import ANY_DEFINITE, DEFINITE, Facts
 from relaychaos.checkers.rulebook import rule
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.contract import clause
-from relaychaos.events import Op
+from relaychaos.events import REFUSED, Op
+
+KEYED = "idempotency-key"  # the profile whose answers are HTTP statuses (relaychaos.idempotency_key)
+KEYED_WORDS = frozenset(word for _, _, word, _ in idempotency_key.ANSWERS)  # what a keyed answer can be read as
 
 
 @dataclass(frozen=True)
@@ -33,8 +43,16 @@ class Expectation:
     def http(self) -> int:
         return 400 if self.codes == {"E400"} else 200
 
-    def allows(self, c: ChannelCall) -> bool:
-        return c.code in self.codes and c.status == self.http
+    def allows(self, c: ChannelCall, keyed: bool = False) -> bool:
+        """Whether the answer is one of these codes (a keyed service: its status carries one, by its table)."""
+        return c.code in self.codes and (keyed or c.status == self.http)
+
+    def shown(self, keyed: bool) -> str:
+        """The answers allowed, as the profile's table names them."""
+        if keyed:
+            return idempotency_key.statuses(self.codes)
+        codes = "one of " + "/".join(sorted(self.codes)) if len(self.codes) > 1 else next(iter(self.codes))
+        return f"HTTP {self.http} {codes}"
 
 
 @rule(
@@ -72,11 +90,20 @@ def done_replay(facts: Facts) -> list[Verdict]:
     "e903-at-once",
     "a duplicate of a GUID being sent gets E903 at once, without waiting",
     contract=("3.e903",),
-    needs=("contract-codes",),
+    needs=("answers",),
 )
 def e903_at_once(facts: Facts) -> list[Verdict]:
-    """A duplicate that reached the relay while its GUID was certainly being sent gets E903 at once."""
+    """A duplicate that reached the relay while its GUID was certainly being sent gets E903 at once.
+
+    "At once" is within e903_at_once_s, or within e903_wait_share of what waiting would have
+    taken: until the account system answered the call, or, while the harness held the call
+    (which it releases only once the duplicates have their answers), until the relay's time-out.
+    A keyed service's in-flight answer is 409 (the IETF draft), read as E903. A duplicate the
+    relay did not answer before the channel gave up waited too, unless the relay was killed
+    meanwhile.
+    """
     tol = facts.tolerances
+    keyed = facts.header.profile == KEYED
     for guid in facts.channel_guids:
         chan = facts.channel_for(guid)
         for call in facts.calls_for(guid):
@@ -88,7 +115,7 @@ def e903_at_once(facts: Facts) -> list[Verdict]:
             for d in chan:
                 if (
                     d is claimants[-1]
-                    or not d.answered
+                    or not (d.answered or d.end_type == "info")
                     or not d.timing_judged
                     or d.request != facts.channel_guids[guid]
                 ):
@@ -102,27 +129,41 @@ def e903_at_once(facts: Facts) -> list[Verdict]:
                 ):
                     continue
                 took = done - t
-                # at once: within e903_at_once_s, or well before what waiting would have taken (a slow machine)
-                limit = max(tol.e903_at_once_s, tol.e903_wait_share * (min(answered, deadline) - t))
+                # at once: within e903_at_once_s, or well before what waiting would have taken (a slow machine):
+                # until the account system's answer, or, while the harness holds the call (and releases it only
+                # once the duplicates are answered), until the relay's own time-out
+                held = guid in facts.faults_at(done).held
+                limit = max(
+                    tol.e903_at_once_s, tol.e903_wait_share * ((deadline if held else min(answered, deadline)) - t)
+                )
+                if not d.answered and (took <= limit or facts.happened(Op.KILL, t, done)):
+                    continue  # cut off early (not a wait), or the relay was killed meanwhile
                 if d.code != "E903" or took > limit:
-                    return [
-                        Verdict(
-                            "e903-at-once",
-                            guid,
-                            f"a duplicate reached the relay while this GUID was being "
-                            f"sent, and was answered {d.code} after {took:.3f} s; it should get E903 within "
-                            f"{round(limit, 3):g} s, without waiting for the account system",
-                            facts.events_for(guid),
-                            facts.call_seqs(guid),
-                            clause="3.e903",
-                        )
-                    ]
+                    return [_waited(facts, guid, d, took, limit, keyed)]
     return []
+
+
+def _waited(facts: Facts, guid: str, d: ChannelCall, took: float, limit: float, keyed: bool) -> Verdict:
+    """The e903-at-once verdict on a duplicate `d`, in its profile's words."""
+    at_once = f"{round(limit, 3):g} s"
+    if keyed:
+        how = f"was answered HTTP {d.status}" if d.answered else "had no answer when the channel gave up"
+        text = (
+            f"a duplicate reached the service while this key's PSP call was in flight, and {how} after "
+            f"{took:.3f} s; it should get 409 within {at_once}, without waiting for the PSP"
+        )
+    else:
+        how = f"was answered {d.code}" if d.answered else "had no answer when the channel gave up"
+        text = (
+            f"a duplicate reached the relay while this GUID was being sent, and {how} after {took:.3f} s; "
+            f"it should get E903 within {at_once}, without waiting for the account system"
+        )
+    return Verdict("e903-at-once", guid, text, facts.events_for(guid), facts.call_seqs(guid), clause="3.e903")
 
 
 def expected(facts: Facts, c: ChannelCall, earlier: bool) -> Expectation | None:
     """What the contract fixes as the answer to this call, or None where it fixes nothing; `earlier`: whether
-    the channel sent this request for this GUID before."""
+    the channel sent this request for this GUID before. A keyed service's: `expected_keyed`."""
     if c.malformed:
         return Expectation(frozenset({"E400"}), "3.malformed", "a malformed request")
     first_request = facts.channel_guids.get(c.guid) if c.guid is not None else None
@@ -130,6 +171,42 @@ def expected(facts: Facts, c: ChannelCall, earlier: bool) -> Expectation | None:
         return Expectation(frozenset({"E904"}), "3.e904", "a GUID already used for a different request")
     if earlier or _overlapping(facts, c):
         return None  # a resend, or racing another call of the GUID: which one claims it is not fixed
+    return _first_send(facts, c)
+
+
+def expected_keyed(facts: Facts, c: ChannelCall, earlier: bool) -> Expectation:
+    """What a keyed service's table allows as the answer to this call, in the contract's words (its statuses
+    read by relaychaos.idempotency_key): where the situation fixes no answer, any but 422, which is only for a
+    key reused with another payload."""
+    if c.malformed:
+        return Expectation(
+            frozenset({"E400"}),
+            "3.malformed",
+            "a malformed request (no key, a body that is not a JSON object, a missing field or a wrong value)",
+        )
+    first_request = facts.channel_guids.get(c.guid) if c.guid is not None else None
+    if c.request != first_request:
+        # while the key's first request is in flight, 409 says as truly that nothing new was done
+        codes = {"E904", "E903"} if _overlapping(facts, c) else {"E904"}
+        return Expectation(frozenset(codes), "3.e904", "a key already used with another payload")
+    not_reused = Expectation(KEYED_WORDS - {"E904"}, "3.e904", "a request with its key's first payload")
+    if earlier or _overlapping(facts, c):
+        return not_reused
+    fixed = _first_send(facts, c)
+    if fixed is None:
+        return not_reused
+    if fixed.codes == {"E902"}:  # the table has no "definitely not sent": unknown, or refused and replayed
+        return Expectation(frozenset({"E901", REFUSED}), "3.refused", fixed.why.replace("account system", "PSP"))
+    if fixed.codes == {"E901"}:
+        return Expectation(fixed.codes, "3.in-doubt", fixed.why)
+    codes = {"0000", REFUSED}
+    if any(a.get("code") == "E500" for a in facts.calls_for(str(c.guid))):
+        codes.add("E901")  # the PSP's 500: whether it executed, a service cannot know
+    return Expectation(frozenset(codes), "3.definite", "a first send of a new key with no fault anywhere")
+
+
+def _first_send(facts: Facts, c: ChannelCall) -> Expectation | None:
+    """What the contract fixes for a first send of a new GUID, by the faults in force, or None."""
     faults = facts.faults_at(c.invoked_at)
     if faults.channel_side:
         return None
@@ -187,12 +264,14 @@ def _extra_fields_refused(c: ChannelCall) -> bool:
 
 @rule(
     "answer-codes",
-    "the relay's answer codes follow the contract's table",
+    "the relay's answer codes follow the contract's table (a keyed service: its profile's table)",
     contract=("3.malformed", "3.e904", "3.definite", "3.refused", "3.in-doubt", "3.unknown"),
-    needs=("contract-codes",),
+    needs=("answers",),
 )
 def answer_codes(facts: Facts) -> list[Verdict]:
-    """Answers follow the contract's table where the situation fixes the code."""
+    """Answers follow the contract's table where the situation fixes the code; a keyed service's follow its
+    profile's table, and a 2xx (executed) comes only once the PSP executed a call of the key."""
+    keyed = facts.header.profile == KEYED
     out = []
     seen: dict[str, list[dict | None]] = {}  # GUID -> the distinct requests sent for it so far
     for c in facts.channel:
@@ -200,22 +279,55 @@ def answer_codes(facts: Facts) -> list[Verdict]:
         earlier = any(r == c.request for r in requests)
         if not earlier:
             requests.append(c.request)
-        want = expected(facts, c, earlier)
-        if not c.answered or want is None or want.allows(c) or _extra_fields_refused(c):
+        if not c.answered or _extra_fields_refused(c):
             continue
-        shown = "one of " + "/".join(sorted(want.codes)) if len(want.codes) > 1 else next(iter(want.codes))
+        if keyed and c.code == "0000" and facts.has_stats and not _executed_before(facts, c):
+            out.append(_never_executed(facts, c))
+            continue
+        want = expected_keyed(facts, c, earlier) if keyed else expected(facts, c, earlier)
+        if want is None or want.allows(c, keyed):
+            continue
+        if keyed:
+            text = (
+                f"the service answered HTTP {c.status}, but for {want.why} {idempotency_key.SOURCE} "
+                f"allows {want.shown(keyed)}"
+            )
+        else:
+            text = (
+                f"the relay answered HTTP {c.status} {c.code}, but for {want.why} the contract says {want.shown(keyed)}"
+            )
         out.append(
             Verdict(
                 "answer-codes",
                 c.guid,
-                f"the relay answered HTTP {c.status} {c.code}, but for {want.why} "
-                f"the contract says HTTP {want.http} {shown}",
+                text,
                 facts.events_for(c.guid) if c.guid else c.events,
                 facts.call_seqs(c.guid) if c.guid else (),
                 clause=want.clause,
             )
         )
     return out
+
+
+def _executed_before(facts: Facts, c: ChannelCall) -> bool:
+    """Whether the account system had received a call of this call's GUID that it applied, before the answer."""
+    end = c.completed_at if c.completed_at is not None else float("inf")
+    return any(a.get("applied") and a["received_at"] <= end for a in facts.calls_for(str(c.guid)))
+
+
+def _never_executed(facts: Facts, c: ChannelCall) -> Verdict:
+    """A keyed service's 2xx for a key the PSP had not executed: the payment never happened."""
+    sent = facts.calls_for(str(c.guid))
+    what = f"none of its {len(sent)} PSP call(s) was executed" if sent else "no PSP call of this key was ever made"
+    return Verdict(
+        "answer-codes",
+        c.guid,
+        f"the service answered HTTP {c.status} (executed), but when it answered {what}; a 2xx says the payment "
+        f"executed ({idempotency_key.SOURCE})",
+        facts.events_for(str(c.guid)),
+        facts.call_seqs(str(c.guid)),
+        clause="3.definite",
+    )
 
 
 @rule(

@@ -76,22 +76,33 @@ def _keyed_interface(facts: Facts) -> list[Verdict]:
 
 @rule(
     "ledger-schema",
-    "the ledger has the contract's table and columns, and can be read",
+    "the ledger has the contract's table and columns (a keyed service's: those [ledger] maps), and can be read",
     contract=("4.schema", "4.readers"),
-    needs=("ledger-rows",),
+    needs=("ledger-status",),
 )
 def ledger_schema(facts: Facts) -> list[Verdict]:
+    """The table the run read at its end has the columns it must (the contract's, §4; of a keyed service's own
+    table, those relay.toml's [ledger] maps: `required`), and every snapshot could be read."""
     out = []
     for e in facts.schema_events:
         if e.f == Op.LEDGER_SCHEMA:
-            missing = [c for c in REQUIRED_COLUMNS if c not in e.value.get("columns", [])]
+            if facts.header.profile == "idempotency-key" and "required" not in e.value:
+                continue  # an older history's reading of a keyed service: not its own table's
+            required = e.value.get("required") or REQUIRED_COLUMNS
+            missing = [c for c in required if c not in e.value.get("columns", [])]
             if missing:
                 why = e.value.get("error") or "the table exists"
+                table, mapped = e.value.get("table"), " [ledger] maps" if "required" in e.value else ""
+                where = (
+                    "the ledger at LEDGER_PATH lacks table `ledger` or its columns"
+                    if table is None
+                    else f"the ledger's table `{table}` lacks the columns{mapped}"
+                )
                 out.append(
                     Verdict(
                         "ledger-schema",
                         None,
-                        f"the ledger at LEDGER_PATH lacks table `ledger` or its columns {', '.join(missing)} ({why})",
+                        f"{where} {', '.join(missing)} ({why})",
                         (e.index,),
                         clause="4.schema",
                     )
@@ -110,7 +121,12 @@ def ledger_schema(facts: Facts) -> list[Verdict]:
     return out
 
 
-@rule("batch-runs", "resolve, reprocess and purge run through and exit 0", contract=("1.batch-exit",), needs=("batch",))
+@rule(
+    "batch-runs",
+    "resolve, reprocess and purge (those the relay has) run through and exit 0",
+    contract=("1.batch-exit",),
+    needs=("batch-command",),
+)
 def batch_runs(facts: Facts) -> list[Verdict]:
     """A batch command exits 0 when it ran through; one killed at its time limit never did.
 

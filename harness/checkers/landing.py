@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from relaychaos.checkers import claims as C
 from relaychaos.checkers.claim_judges import JUDGES, Run, Unjudgeable
 from relaychaos.checkers.facts import Facts
-from relaychaos.checkers.rulebook import CAPABILITIES
+from relaychaos.checkers.rulebook import CAPABILITIES, RENAMED
 from relaychaos.events import Event, Op
 from relaychaos.records.base import UNSET
 
@@ -52,22 +52,17 @@ class Landing:
 # relay that does not offer it the claim is not applicable (a keyed service's own ledger table, say).
 NEEDS: dict[type, tuple[str, ...]] = {
     C.KilledBeforeCall: ("ledger-status",),
-    C.Queried: ("batch",),
-    C.HeldThrough: ("batch",),
-    C.BatchMet: ("ledger-rows", "batch"),
-    C.AttemptsAtCap: ("ledger-attempts", "batch"),
-}
-ROW_NEEDS = {  # what a service's own table may lack, and how [ledger] maps it
-    "ledger-rows": "reads a row's age, which this relay's ledger does not show (map its time column: [ledger] "
-    "updated_at)",
-    "ledger-attempts": "reads a row's attempts, which this relay's ledger does not show (map them: [ledger] attempts)",
+    C.Queried: ("batch-command",),
+    C.HeldThrough: ("batch-command",),
+    C.BatchMet: ("ledger-times", "batch-command"),
+    C.AttemptsAtCap: ("ledger-attempts", "reprocess"),
 }
 
 
 def needs(claim: C.Claim) -> tuple[str, ...]:
     """What the claim reads of the relay: a batch's rows by status alone need no times (`older=None`)."""
     if isinstance(claim, C.BatchMet) and claim.older is None:
-        return ("ledger-status", "batch")
+        return ("ledger-status", "batch-command")
     return NEEDS.get(type(claim), ())
 
 
@@ -100,9 +95,12 @@ def _lacking(facts: Facts, needs: tuple[str, ...]) -> str:
     provides = facts.header.provides
     if provides is UNSET:
         return ""
-    shown = {"ledger-rows": _rows_with(facts, "updated_at"), "ledger-attempts": _rows_with(facts, "attempts")}
-    lacking = [n for n in needs if n not in provides and not shown.get(n)]
-    return "; and ".join(f"not applicable: the claim {ROW_NEEDS.get(n) or CAPABILITIES[n]}" for n in lacking)
+    offered = set(provides).union(*(RENAMED.get(n, ()) for n in provides))  # an older history's names too
+    shown = {"ledger-times": _rows_with(facts, "updated_at"), "ledger-attempts": _rows_with(facts, "attempts")}
+    lacking = [n for n in needs if n not in offered and not shown.get(n)]
+    return "; and ".join(
+        f"not applicable: the claim reads {CAPABILITIES[n].reads}: {CAPABILITIES[n].missing}" for n in lacking
+    )
 
 
 def _rows_with(facts: Facts, column: str) -> bool:

@@ -1,9 +1,16 @@
 """Checkers of the ledger: write before send, agreement with the account system, legal transitions,
-convergence, and the batch jobs' own limits (min-age, retention, attempt cap)."""
+convergence, and the batch jobs' own limits (min-age, retention, attempt cap).
+
+Each rule needs only what it reads (relaychaos.checkers.CAPABILITIES): a row's status, its last change,
+its attempts, and the batch commands whose runs it judges. So a keyed service's own table, read through
+relay.toml's [ledger] mapping (its statuses in the contract's words), is judged by every rule whose columns
+it maps, as the course's table is.
+"""
 
 from __future__ import annotations
 
 from relaychaos.checkers.facts import Facts
+from relaychaos.checkers.row_agreement import course_disagreement, keyed_disagreement
 from relaychaos.checkers.rulebook import rule
 from relaychaos.checkers.verdict import Verdict
 
@@ -16,6 +23,14 @@ ANY_STEP = {
     "FAILED": {"SENT", "DONE", "UNKNOWN"},
 }
 BY_RESOLVE = {"UNKNOWN": {"DONE", "FAILED"}, "SENT": {"DONE", "FAILED"}, "RECEIVED": {"DONE", "FAILED"}}
+# where a keyed service's serve may move an UNKNOWN row once the PSP's query API answered about its key
+# (docs/production-api.md, "Asked before resending"): settled as found, or claimed again and sent
+BY_ASKING = {"SENT", "DONE", "FAILED"}
+
+
+def _keyed(facts: Facts) -> bool:
+    """Whether the history's relay is a keyed service (the idempotency-key profile)."""
+    return facts.header.profile == "idempotency-key"
 
 
 @rule(
@@ -64,26 +79,16 @@ def write_before_send(facts: Facts) -> list[Verdict]:
     "ledger-agrees",
     "the ledger's status and code agree with what the account system did",
     contract=("3.definite", "3.refused", "5.resolve-found", "5.resolve-404"),
-    needs=("ledger-rows",),
+    needs=("ledger-status",),
+    partly=("ledger-answer",),
 )
 def ledger_agrees(facts: Facts) -> list[Verdict]:
-    out = []
+    """Each final row's status (and, where the ledger keeps one, its answer) agrees with the account system's
+    record of the GUID: DONE with the code it answered, FAILED only for what it never received (a keyed
+    service: never executed, as its query answered)."""
+    keyed, out = _keyed(facts), []
     for guid, row in facts.final_rows.items():
-        calls = facts.calls_for(guid)
-        debits = sum(1 for c in calls if c.get("applied"))
-        first = calls[0].get("code") if calls else None
-        status, code = row.get("status"), row.get("resp_code")
-        problem, cited = None, "3.definite"
-        if status == "DONE" and first is None:
-            problem = f"the ledger says DONE with {code}, but the account system never processed this GUID"
-        elif status == "DONE" and code != first:
-            problem = f"the ledger says DONE with {code}, but the account system answered {first}"
-        elif status == "FAILED" and calls:
-            cited = "5.resolve-404"
-            problem = (
-                f"the ledger says FAILED (definitely not sent), but the account system received it "
-                f"{len(calls)} time(s) and debited it {debits} time(s)"
-            )
+        problem, cited = (keyed_disagreement if keyed else course_disagreement)(facts, guid, row)
         if problem:
             out.append(
                 Verdict("ledger-agrees", guid, problem, facts.events_for(guid), facts.call_seqs(guid), clause=cited)
@@ -95,11 +100,14 @@ def ledger_agrees(facts: Facts) -> list[Verdict]:
     "transitions",
     "ledger statuses move only along the contract's transitions",
     contract=("3.unknown", "3.done-replay", "5.purge-keeps", "5.reprocess-not-unknown"),
-    needs=("ledger-rows",),
+    needs=("ledger-status",),
 )
 def transitions(facts: Facts) -> list[Verdict]:
-    """Between consecutive snapshots, each row moves only along the contract's transitions."""
+    """Between consecutive snapshots, each row moves only along the contract's transitions (a keyed service's
+    statuses in the contract's words). A keyed service may also settle or send again an UNKNOWN key once its
+    PSP's query API answered about it (query before resending)."""
     out, flagged = [], set()
+    asked = _first_queries(facts) if _keyed(facts) else {}
     for before, after in zip(facts.snapshots, facts.snapshots[1:], strict=False):
         kind = after.value.get("kind")
         rows0, rows1 = before.value["rows"], after.value["rows"]
@@ -113,6 +121,8 @@ def transitions(facts: Facts) -> list[Verdict]:
                 allowed |= BY_RESOLVE.get(s0, set())
             if kind == "purge" and s0 == "DONE":
                 allowed.add(None)
+            if s0 == "UNKNOWN" and asked.get(guid, after.time + 1) <= after.time:
+                allowed |= BY_ASKING
             if s1 not in allowed:
                 flagged.add(guid)
                 via = f"during step {after.value.get('after_step')} ({kind})"
@@ -132,6 +142,17 @@ def transitions(facts: Facts) -> list[Verdict]:
     return out
 
 
+def _first_queries(facts: Facts) -> dict[str, float]:
+    """GUID -> when the account system's query API first answered about it (the account system's clock, which
+    is the history's: both monotonic)."""
+    out: dict[str, float] = {}
+    for q in facts.stats.get("queries", []):
+        guid = q.get("guid")
+        if isinstance(guid, str) and guid not in out:
+            out[guid] = q["at"]
+    return out
+
+
 def _broken_clause(before: str | None, after: str | None, kind: str | None) -> str:
     """The contract sentence a forbidden move breaks."""
     if after is None:
@@ -147,9 +168,13 @@ def _broken_clause(before: str | None, after: str | None, kind: str | None) -> s
     "converged",
     "after the final heal, resolve and reprocess, no row is left SENT or UNKNOWN",
     contract=("5.resolve-asks", "5.resolve-found", "5.resolve-404"),
-    needs=("ledger-rows", "batch"),
+    needs=("ledger-status", "resolve", "reprocess"),
 )
 def converged(facts: Facts) -> list[Verdict]:
+    """No row is undecided once the final phase (relaychaos.engine.final_phase) has run resolve, reprocess and
+    resolve again. It needs both commands: resolve settles what the account system executed (DONE) and what it
+    never did (FAILED), and reprocess sends the FAILED again; a relay without one (a keyed service that leaves
+    a key its PSP never executed UNKNOWN until the client retries it) cannot be told to converge."""
     return [
         Verdict(
             "converged",
@@ -168,14 +193,14 @@ def converged(facts: Facts) -> list[Verdict]:
     "purge-retention",
     "purge deletes the DONE rows at least --retention old, and no younger ones",
     contract=("5.purge",),
-    needs=("ledger-rows", "batch"),
+    needs=("ledger-times", "purge"),
 )
 def purge_retention(facts: Facts) -> list[Verdict]:
     out = []
     tol = facts.tolerances
     for b, end_wall, rows0, rows1, _ in facts.batch_windows("purge"):
         for guid, row in rows0.items():
-            if row.get("status") != "DONE":
+            if row.get("status") != "DONE" or row.get("updated_at") is None:  # a time the table left empty
                 continue
             age = end_wall - row["updated_at"]
             if guid not in rows1 and age < b.argument - tol.clock_slack_s:
@@ -213,19 +238,17 @@ def purge_retention(facts: Facts) -> list[Verdict]:
     "resolve-min-age",
     "resolve leaves rows younger than --min-age alone",
     contract=("5.resolve-min-age",),
-    needs=("ledger-rows", "batch"),
+    needs=("ledger-times", "resolve"),
 )
 def resolve_min_age(facts: Facts) -> list[Verdict]:
     out = []
     for b, end_wall, rows0, rows1, _ in facts.batch_windows("resolve"):
         for guid, row in rows0.items():
+            if row.get("status") != "UNKNOWN" or row.get("updated_at") is None:  # a time the table left empty
+                continue
             new = rows1.get(guid, {}).get("status")
             age = end_wall - row["updated_at"]
-            if (
-                row.get("status") == "UNKNOWN"
-                and new != "UNKNOWN"
-                and age < b.argument - facts.tolerances.clock_slack_s
-            ):
+            if new != "UNKNOWN" and age < b.argument - facts.tolerances.clock_slack_s:
                 out.append(
                     Verdict(
                         "resolve-min-age",
@@ -245,7 +268,7 @@ def resolve_min_age(facts: Facts) -> list[Verdict]:
     "resolve-keeps-unanswered",
     "resolve leaves a row as it is when its query fails or times out",
     contract=("5.resolve-query-fails",),
-    needs=("ledger-rows", "batch"),
+    needs=("ledger-status", "resolve"),
 )
 def resolve_keeps_unanswered(facts: Facts) -> list[Verdict]:
     """While the query API cannot answer (account proxy down, or answers held), resolve changes no row."""
@@ -256,7 +279,8 @@ def resolve_keeps_unanswered(facts: Facts) -> list[Verdict]:
         for guid, row in rows0.items():
             after = rows1.get(guid)
             if row.get("status") == "UNKNOWN" and (after or {}).get("status") != "UNKNOWN":
-                now = "deleted" if after is None else f"{after['status']} (code {after.get('resp_code')})"
+                code = f" (code {after['resp_code']})" if after and after.get("resp_code") is not None else ""
+                now = "deleted" if after is None else f"{after['status']}{code}"
                 out.append(
                     Verdict(
                         "resolve-keeps-unanswered",
@@ -281,7 +305,8 @@ def _queries_cannot_answer(facts: Facts, t0: float, t1: float) -> bool:
     "malformed-no-effect",
     "a malformed request (or one refused with E400) leaves no ledger row and makes no account call",
     contract=("3.malformed",),
-    needs=("ledger-rows", "contract-codes"),
+    needs=("answers",),
+    partly=("ledger-status",),  # no ledger row: judged where the ledger is read; no account call: everywhere
 )
 def malformed_no_effect(facts: Facts) -> list[Verdict]:
     """For GUIDs the channel only ever sent malformed or had refused with E400: no row, no account call.
@@ -318,7 +343,12 @@ def malformed_no_effect(facts: Facts) -> list[Verdict]:
     return out
 
 
-@rule("attempt-cap", "reprocess stops at --max-attempts", contract=("5.reprocess",), needs=("ledger-rows", "batch"))
+@rule(
+    "attempt-cap",
+    "reprocess stops at --max-attempts",
+    contract=("5.reprocess",),
+    needs=("ledger-attempts", "reprocess"),
+)
 def attempt_cap(facts: Facts) -> list[Verdict]:
     out = []
     for b, _, rows0, rows1, since in facts.batch_windows("reprocess"):
@@ -327,6 +357,7 @@ def attempt_cap(facts: Facts) -> list[Verdict]:
             later = rows1.get(guid, {})
             if (
                 row.get("status") == "FAILED"
+                and isinstance(row.get("attempts"), int)
                 and row["attempts"] >= cap
                 and later.get("attempts", 0) > row["attempts"]
                 and not _resent_by_channel(facts, guid, since, b.end.time)

@@ -13,7 +13,6 @@ import psycopg
 
 from relaychaos.engine import steps as S
 from relaychaos.recorder import Recorder
-from relaychaos.stack import ledger_file
 from relaychaos.stack.world import Stack
 
 UNREADABLE = (sqlite3.Error, psycopg.Error)  # a ledger that cannot be read: SQLite's, or PostgreSQL's
@@ -55,13 +54,10 @@ class Observer:
             self.recorder.tampered(after_step, new)
 
     def schema(self) -> None:
-        """Record the ledger table's columns (contract §4), or why they could not be read."""
-        try:
-            cols = ledger_file.columns(self.stack.ledger_path)
-        except sqlite3.Error as e:
-            self.recorder.ledger_schema([], str(e))
-        else:
-            self.recorder.ledger_schema(cols, None)
+        """Record the ledger table's columns (contract §4; a keyed service's: with those its [ledger] maps), or why
+        they could not be read."""
+        read = self.stack.ledger_columns()
+        self.recorder.ledger_schema(read.columns, read.error, read.table, read.required)
 
     def account_stats(self) -> dict:
         """Record the account system's own log of calls and the balances: the ground truth."""

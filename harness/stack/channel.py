@@ -134,10 +134,11 @@ class Channel:
         return await self._post(process, guid, attempt, self.speech.request(request))
 
     async def send_raw(self, body: bytes, *, guid: str | None = None) -> Outcome:
-        """POST a body verbatim (a malformed request, say), recorded like any other call."""
+        """Send a body as the contract spells it (a malformed request, say), in the relay's profile (Speech.raw:
+        a keyed service gets it in its own shape, malformed the same way), recorded like any other call."""
         process = self._process()
         self.recorder.transfer_sent(process, guid, 1, raw=body.decode(errors="replace"))
-        return await self._post(process, guid, 1, HttpRequest("POST", "/transfer", body))
+        return await self._post(process, guid, 1, self.speech.raw(body, guid))
 
     async def _post(self, process: str, guid: str | None, attempt: int, request: HttpRequest) -> Outcome:
         """The request itself and the recording of its completion."""

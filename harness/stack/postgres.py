@@ -208,6 +208,19 @@ def mapping_problem(url: str, table: str, columns: tuple[str, ...]) -> str | Non
         return " ".join(str(e).split())
 
 
+def columns(url: str, table: str) -> list[str]:
+    """The columns of `table` in the database at `url`, in order, read in a read-only session (psycopg.Error when
+    the table cannot be read)."""
+    import psycopg  # lazy: only a PostgreSQL ledger needs psycopg
+    from psycopg import sql  # lazy: only a PostgreSQL ledger needs psycopg
+
+    query = sql.SQL("SELECT * FROM {} LIMIT 0").format(sql.Identifier(*table.split(".")))
+    options = "-c default_transaction_read_only=on -c statement_timeout=5000"
+    with psycopg.connect(url, autocommit=True, connect_timeout=5, options=options) as conn:
+        cur = conn.execute(query)
+        return [d.name for d in cur.description or ()]
+
+
 def rows(
     url: str, table: str, key: str, suffix: str | None = None, columns: tuple[str, ...] | None = None
 ) -> dict[str, dict]:
