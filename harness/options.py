@@ -156,6 +156,9 @@ TOXIPROXY_LOG_LEVEL = _environment(
 TOXIPROXY_IMAGE = _environment("toxiproxy_image", "RELAYCHAOS_TOXIPROXY_IMAGE", _text, "the Docker route's image")
 DOCKER_HOST = _environment("docker_host", "DOCKER_HOST", _text, "the Docker daemon's address")
 FOUND_DIR = _environment("found_dir", "RELAYCHAOS_FOUND_DIR", _text, "where shrunk stories are written as files")
+PATH = _environment(
+    "path", "PATH", _text, "where a relay's programs are found with the sandbox off (after this Python's)"
+)
 ENVIRONMENT: tuple[Option, ...] = (
     CI,
     PORTS,
@@ -166,7 +169,7 @@ ENVIRONMENT: tuple[Option, ...] = (
     TOXIPROXY_LOG_LEVEL,
     TOXIPROXY_IMAGE,
 )
-ENVIRONMENT += (DOCKER_HOST, FOUND_DIR)
+ENVIRONMENT += (DOCKER_HOST, FOUND_DIR, PATH)
 
 
 def environment(option: Option, default: Any = None, environ: Mapping[str, str] | None = None) -> Any:

@@ -1,9 +1,9 @@
-"""Run a bundled Python relay from its own folder: `python ../run.py reference serve`, `python ../../run.py
-mutants NAME serve`.
+"""Run a bundled Python relay from this folder: `python run.py reference serve`, `python run.py mutants NAME
+serve`.
 
 The Python relays of this folder share code (every mutant is the reference with one bug), so
-each manifest names this folder as its `root`: a sandbox copies it whole, and nothing of the
-harness is needed. The folder is imported as the package `relay_under_test`, whatever its
+each manifest names this folder as its `root`: the commands run here, a sandbox copies it whole,
+and nothing of the harness is needed. The folder is imported as the package `relay_under_test`, whatever its
 name on disk, and the relay's module runs as `__main__` with the remaining arguments.
 """
 

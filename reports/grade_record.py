@@ -20,7 +20,8 @@ fields (* required; the others have the defaults in brackets when missing):
     timed_out          the wall budget ran out: the results are partial [false]
     sandbox            the sandbox level, as results.json of a run has it (mode, enforced, ...) [{}]
     rubric             {"name", "version", "path" (its file name), "max_score"} [{}]
-    score*, max_score* the total: the sum of the items' points, bounded by `cap`
+    score*, max_score* the total: the sum of the items' points, bounded by `cap`, out of the sum of their
+                       max_points (the rubric's total less the items not checked on the relay)
     cap                the rubric's cap that bounded the total: {at_most, why, rules, broken_in, lost} [null]
     items*             one entry per rubric item (a behaviour) and scenario set:
         item, title        the item's id and the behaviour as a student reads it
@@ -31,6 +32,8 @@ fields (* required; the others have the defaults in brackets when missing):
         held_in, scenarios how many of its scenarios in the set it held in, of how many
         broken_in          the scenarios that showed it broken [[]]
         failures           per such scenario: {incident (the incident's id), why (one line per verdict)} [[]]
+        not_checked        why nothing could judge the item on this relay (its profile; a command it lacks):
+                           0 of 0 points, neither held nor lost [absent]
     incidents          one per scenario that did not hold: {id, scenario, set, outcome, rules, text
                        (the incident report, with its timeline)} [[]]
     review             "<scenario>: <rule>" for each rule the harness could not judge (its checker

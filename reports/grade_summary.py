@@ -113,6 +113,13 @@ def facts(record: GradeRecord, shown: Shown = SETS) -> list[str]:
             "Flagged for review: " + ", ".join(missed) + " did not test anything (its fault did not meet the "
             "transfer it aims at; no points were taken or given for it). An instructor will look at this grade."
         )
+    unchecked = [i for i in record.items if i.not_checked is not UNSET]
+    if unchecked and record.gradable:
+        out.append(
+            "Not checked on this relay, so neither held nor lost (0 of 0 points; the score is out of the rest): "
+            + "; ".join(f"{i.title} ({i.not_checked})" for i in unchecked)
+            + "."
+        )
     if record.timed_out:
         not_run = sum(1 for s in record.scenarios if s.outcome == "not-run")
         out.append(

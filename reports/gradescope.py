@@ -47,7 +47,7 @@ def results(record: GradeRecord, *, leaderboard: bool = True) -> GradescopeResul
         output_format="md",
         visibility="visible",
         stdout_visibility="hidden",
-        tests=[test(record, item, numbers) for item in record.items],
+        tests=[test(record, item, numbers) for item in record.items if item.not_checked is UNSET],  # the rest: facts
         leaderboard=[board] if leaderboard else UNSET,
     )
 

@@ -29,7 +29,8 @@ from relaychaos.reports.coverage_grid import grid_html
 from relaychaos.reports.grade_summary import sandbox_parts
 from relaychaos.reports.html_text import escaped
 from relaychaos.reports.results import RunResults
-from relaychaos.reports.timeline_model import build, verdict_groups
+from relaychaos.reports.timeline_model import build
+from relaychaos.reports.verdict_groups import verdict_groups
 from relaychaos.words import Words
 
 STYLE = """
@@ -139,7 +140,7 @@ def _plots(sc: Scenario) -> str:
 def _verdict_list(entry: ScenarioResult, words: Words) -> str:
     """The verdicts by rule: its sentence and clause once, then one line per GUID."""
     by_rule: dict[str, list[dict]] = {}
-    for g in verdict_groups(_verdicts(entry), {}):
+    for g in verdict_groups(_verdicts(entry), {}, words):
         by_rule.setdefault(g["rule"], []).append(g)
     items = []
     for rule, groups in by_rule.items():
@@ -202,9 +203,18 @@ def _header(results: ResultsFile) -> list[str]:
         f"rule held, but a fault met nothing), {s.skipped} skipped.</p>",
         f"<div class=tiles>{tiles}</div>",
         sandbox_line(results.sandbox),
+        env_line(results.relay_env if results.relay_env is not UNSET else {}),
         partial_line(results),
         random_stories_line(results.random_stories),
     ]
+
+
+def env_line(env: dict[str, str]) -> str:
+    """The relay's own variables ([env] of its relay.toml), values shown: they are its configuration, not secrets."""
+    if not env:
+        return ""
+    pairs = ", ".join(f"<code>{escaped(k)}={escaped(v)}</code>" for k, v in sorted(env.items()))
+    return f"<p class=lede>The relay's own environment ([env] of its relay.toml), given to every command: {pairs}.</p>"
 
 
 def _not_exercised(scenarios: list[Scenario]) -> list[str]:

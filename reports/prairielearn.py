@@ -21,6 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from relaychaos.atomic import write_text
+from relaychaos.records.base import UNSET
 from relaychaos.records.grade import GradeRecord, ItemEntry
 from relaychaos.records.platforms import PrairieLearnResults, PrairieLearnTest
 
@@ -52,7 +53,7 @@ def results(record: GradeRecord, *, reveal_hidden: bool = False) -> PrairieLearn
         score=round(score, 6),
         message=" ".join([head, *partial]),
         output="\n\n".join(["\n".join([head, *facts]), *incidents]),
-        tests=[test(record, item, item.set in shown) for item in record.items],
+        tests=[test(record, item, item.set in shown) for item in record.items if item.not_checked is UNSET],
     )
 
 

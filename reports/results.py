@@ -70,6 +70,7 @@ class RunResults:
     rechecked: Rechecked | None = None  # what relaychaos recheck last did
     unfinished: list[str] = field(default_factory=list)  # as a loaded file named them
     words: Words = field(default_factory=Words)  # the relay's profile's words, for what the rules say
+    relay_env: dict[str, str] = field(default_factory=dict)  # [env] of its relay.toml: config, shown as it is
 
     def add(
         self,
@@ -206,6 +207,7 @@ class RunResults:
             profile=UNSET if self.words.course else self.words.profile,
             commands=dict(self.words.commands) or UNSET,
             unfinished=unfinished or UNSET,
+            relay_env=self.relay_env or UNSET,
         )
 
     def write(self, path: Path) -> None:
@@ -237,6 +239,7 @@ class RunResults:
             read.rechecked if read.rechecked is not UNSET else None,
             read.unfinished if read.unfinished is not UNSET else [],
             Words.of(read.profile, read.commands),
+            read.relay_env if read.relay_env is not UNSET else {},
         )
 
     @classmethod

@@ -11,6 +11,7 @@ is the instructor's to hand out, after the due date or with the hidden scenarios
 
 from __future__ import annotations
 
+from relaychaos.records.base import UNSET
 from relaychaos.records.grade import GradeRecord, Incident
 from relaychaos.reports.html_text import escaped
 
@@ -56,6 +57,12 @@ def items_table(record: GradeRecord) -> str:
             for w in f.why
         )
         label = "" if item.set == "visible" else f" ({item.set.replace('_', ' ')} scenarios)"
+        if item.not_checked is not UNSET:
+            rows.append(
+                f"<tr class=unchecked><td>{escaped(item.title)}</td><td class=num>not checked</td>"
+                f"<td><code>{escaped(', '.join(item.rules))}</code></td><td>{escaped(item.not_checked)}</td></tr>"
+            )
+            continue
         rows.append(
             f"<tr class={'lost' if lost else 'kept'}><td>{escaped(item.title)}{escaped(label)}</td>"
             f"<td class=num>{num(item.points)} / {num(item.max_points)}</td>"

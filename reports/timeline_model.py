@@ -16,14 +16,13 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from relaychaos import checkers
-from relaychaos.checkers import RULES
 from relaychaos.checkers.calls import ChannelCall
 from relaychaos.checkers.facts import Facts, FaultState
 from relaychaos.checkers.verdict import Verdict
-from relaychaos.contract import CLAUSES
 from relaychaos.history import Event, History
 from relaychaos.reports.incident import describe_event
 from relaychaos.reports.timeline_incident import annotate, ledger_boxes
+from relaychaos.reports.verdict_groups import verdict_groups
 
 # How each completion reads: a relay's E901 says "outcome unknown", like an unanswered call.
 INDETERMINATE_CODES = {"E901"}
@@ -126,12 +125,9 @@ def channel_boxes(facts: Facts, end: float) -> list[Box]:
         parts = invoke.process.split("-")
         hub = f"→{parts[1]} " if len(hubs) > 1 and len(parts) > 1 else ""
         who = facts.labels.get(c.guid or "", c.guid or "raw")
-        if c.code and not facts.words.course:
-            answer = f"HTTP {c.status}" if c.status else c.code
-        else:
-            answer = c.code or (c.status and f"HTTP {c.status}") or ("no answer" if completion else "pending")
-        if not answer:
-            answer = "no answer" if completion else "pending"
+        answer = c.code or (c.status and f"HTTP {c.status}") or ("no answer" if completion else "pending")
+        if c.code and c.status and not facts.words.course:  # a keyed service's answer: its HTTP status
+            answer = f"HTTP {c.status}"
         text = [describe_event(invoke, facts.words)] + ([describe_event(completion, facts.words)] if completion else [])
         out.append(
             Box(
@@ -326,34 +322,6 @@ def _event_dict(e: Event, start: float) -> dict:
     }
 
 
-def verdict_groups(verdicts: list[Verdict], labels: dict[str, str]) -> list[dict]:
-    """The verdicts as the page lists them: one entry per rule and GUID (its events and calls merged, `count`
-    saying how many verdicts), with the rule's sentence, the clause and the first verdict's summary."""
-    out: dict[tuple, dict] = {}
-    for v in verdicts:
-        key = (v.rule, v.guid)
-        if key in out:
-            g = out[key]
-            g["count"] += 1
-            g["events"] = sorted(set(g["events"]) | set(v.events))
-            g["calls"] = sorted(set(g["calls"]) | set(v.calls))
-            continue
-        rule = RULES.get(v.rule)
-        cited = CLAUSES.get(v.clause or (rule.contract[0] if rule else ""))
-        out[key] = {
-            "rule": v.rule,
-            "text": rule.text if rule else "",
-            "clause": cited.cite() if cited else "",
-            "guid": v.guid,
-            "label": labels.get(v.guid or "", ""),
-            "summary": v.summary,
-            "events": list(v.events),
-            "calls": list(v.calls),
-            "count": 1,
-        }
-    return list(out.values())
-
-
 def build(history: History, verdicts: list[Verdict] | None = None) -> Model:
     """The timeline of one history; verdicts default to what the checkers find in it."""
     facts = Facts(history)
@@ -392,7 +360,7 @@ def build(history: History, verdicts: list[Verdict] | None = None) -> Model:
     named = {i for items in (boxes, marks, verdicts, windows) for item in items for i in item.events}
     events = {i: _event_dict(history[i], facts.start) for i in sorted(named)}
     calls = {c["seq"]: {**c, "t": round(c["received_at"] - facts.start, 6)} for c in facts.account_calls}
-    groups = verdict_groups(verdicts, facts.labels)
+    groups = verdict_groups(verdicts, facts.labels, facts.words)
     preselected = annotate(boxes, groups, facts)
     return Model(
         {k: v for k, v in facts.scenario.items() if k != "tolerances"},

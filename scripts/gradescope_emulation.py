@@ -83,8 +83,8 @@ def lay_out(submission: Path, root: Path) -> None:
 
     A student uploads one self-contained folder. A bundled relay whose relay.toml names a `root`
     above it (the Python relays share relay_under_test/run.py) is laid out as such a folder: that
-    root's files (without the Go and Java relays), and a relay.toml at its top whose commands name
-    the same files from there."""
+    root's files (without the Go and Java relays), and a relay.toml at its top with the same commands
+    (a manifest's commands run in its `root`)."""
     manifest = submission / "relay.toml"
     data = tomllib.loads(manifest.read_text()) if manifest.is_file() else {}
     if "root" not in data:
@@ -94,13 +94,8 @@ def lay_out(submission: Path, root: Path) -> None:
         shutil.copytree(
             code, root / "submission", symlinks=True, ignore=shutil.ignore_patterns("go", "java", "__pycache__")
         )
-
-        def moved(arg: str) -> str:
-            path = (submission / arg).resolve()
-            return str(path.relative_to(code)) if path.is_relative_to(code) and path.exists() else arg
-
-        lines = [f"name = {json.dumps(data['name'])}", "[commands]"]
-        lines += [f"{k} = {json.dumps([moved(a) for a in v])}" for k, v in data["commands"].items()]
+        lines = [f"name = {json.dumps(data['name'])}", "[commands]"]  # they run in `root`: its top, here
+        lines += [f"{k} = {json.dumps(v)}" for k, v in data["commands"].items()]
         lines += ["[limits]"] + [f"{k} = {json.dumps(v)}" for k, v in data.get("limits", {}).items()]
         (root / "submission" / "relay.toml").write_text("\n".join(lines) + "\n")
     (root / "results").mkdir(parents=True, exist_ok=True)

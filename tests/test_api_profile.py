@@ -194,3 +194,63 @@ def test_a_service_table_may_map_its_time_and_attempts_columns_for_the_age_and_a
     assert ledger.columns == ("key", "status", "changed", "tries")
     bad = SERVICE.replace('unknown = "UNKNOWN" }', 'unknown = "UNKNOWN" }\nupdated_at = "changed at"')
     assert "[ledger] updated_at must name a column" in problems_of(tmp_path, bad)
+
+
+ANSWERS = """
+[downstream.answers.applied]
+id = "/transfer_id"
+status = "/state"
+status_value = "accepted"
+[downstream.answers.found]
+amount = "/amount"
+payer = "/debtor_account"
+payee = "/creditor_account"
+copy = { "/currency" = "/currency" }
+"""
+
+
+def test_the_psps_answers_are_described_as_fully_as_its_requests(tmp_path):
+    down = manifest.load(write(tmp_path, SERVICE.replace("[ledger]", ANSWERS + "\n[ledger]"))).profile.downstream
+    assert (down.applied_answer.id, down.applied_answer.status, down.applied_answer.status_value) == (
+        "/transfer_id",
+        "/state",
+        "accepted",
+    )
+    assert down.found_answer.body("tr_3", "k1", {"amount": 7, "from": "a", "to": "b"}, {"currency": "EUR"}) == {
+        "id": "tr_3",
+        "status": "executed",
+        "reference": "k1",
+        "amount": 7,
+        "debtor_account": "a",
+        "creditor_account": "b",
+        "currency": "EUR",
+    }
+
+
+def test_left_out_the_answers_are_todays_and_the_query_answers_as_the_transfer_does(tmp_path):
+    down = manifest.load(write(tmp_path, SERVICE)).profile.downstream
+    assert down.applied_answer.body("tr_1", "k1", None, None) == {"id": "tr_1", "status": "executed", "reference": "k1"}
+    only_applied = SERVICE.replace("[ledger]", '[downstream.answers.applied]\nid = "/tid"\n\n[ledger]')
+    down = manifest.load(write(tmp_path, only_applied)).profile.downstream
+    assert down.found_answer == down.applied_answer and down.found_answer.id == "/tid"
+
+
+def test_an_answer_copying_a_field_the_request_does_not_have_is_found_before_anything_starts(tmp_path):
+    text = problems_of(
+        tmp_path, SERVICE.replace("[ledger]", ANSWERS.replace('= "/currency" }', '= "/ccy" }') + "[ledger]")
+    )
+    assert (
+        "[downstream.answers.found] copy '/currency' points at a field [downstream.example] does not have: "
+        "'/ccy': no 'ccy' there"
+    ) in text
+    assert "fix: correct it as listed" in text
+
+
+def test_an_answer_pointer_must_be_a_pointer_and_have_a_place_of_its_own(tmp_path):
+    text = problems_of(tmp_path, SERVICE.replace("[ledger]", ANSWERS.replace('"/amount"', '"amount"') + "[ledger]"))
+    assert '[downstream.answers.found] amount must be a JSON pointer into the answer (starting with "/"' in text
+    clash = ANSWERS.replace('payer = "/debtor_account"', 'payer = "/amount/payer"')
+    text = problems_of(tmp_path, SERVICE.replace("[ledger]", clash + "[ledger]"))
+    assert "[downstream.answers.found] puts amount at '/amount' and payer at '/amount/payer'" in text
+    text = problems_of(tmp_path, SERVICE.replace("[ledger]", "[downstream.answers]\nfund = {}\n[ledger]"))
+    assert "unknown key `fund` in [downstream.answers] (known: applied, found)" in text

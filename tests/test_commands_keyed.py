@@ -1,10 +1,11 @@
 """Every command that starts a stack runs a keyed service as it runs a course relay.
 
-replay, soak and incident verify put their stacks together from the run definition
-(relaychaos.run.definition, relaychaos.run.services), as the pytest plugin does: the account
-system in the shape the relay calls ([downstream]: the course contract or a PSP), PostgreSQL for a
-ledger kept there, the sandbox at the run's level. recheck and timeline read what they wrote.
-payments_go is the bundled keyed service (Idempotency-Key, PostgreSQL, a PSP).
+run (the pytest plugin), replay, soak and incident verify put their stacks together from the run
+definition (relaychaos.run.definition, relaychaos.run.services): the account system in the shape
+the relay calls ([downstream]: the course contract or a PSP), PostgreSQL for a ledger kept there,
+the sandbox at the run's level. recheck and timeline read what they wrote. grade scores a keyed
+service in its own profile: what it cannot be judged by is "not checked", neither held nor lost.
+payments_go is the bundled keyed service (Idempotency-Key, PostgreSQL, a PSP; no reprocess).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from relaychaos.records.grade import GradeRecord
+from relaychaos.records.results import ResultsFile
 
 from .conftest import REFERENCE, ROOT
 
@@ -77,11 +81,56 @@ def test_incident_verify_replays_an_imported_story_and_says_it_did_not_reproduce
 def test_a_story_that_runs_a_batch_command_the_service_lacks_is_refused_before_anything_starts(
     tmp_path: Path,
 ) -> None:
-    imported = relaychaos(
-        "incident", "import", ROOT / "examples" / "incidents" / "oom-early-resolve", "--out", tmp_path, "--no-shrink"
-    )
-    assert imported.returncode == 0, imported.stdout + imported.stderr
-    proc = relaychaos("replay", tmp_path / "story.yaml", "--relay", PAYMENTS_GO, "--out", tmp_path / "r")
+    story = ROOT / "scenarios" / "regressions" / "reprocess-resent-timeouts.yaml"  # payments_go has no reprocess
+    proc = relaychaos("replay", story, "--relay", PAYMENTS_GO, "--out", tmp_path / "r")
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "runs resolve, which relay 'payments-go' does not have" in proc.stderr
+    assert "runs reprocess, which relay 'payments-go' does not have" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.stack
+def test_run_tests_a_keyed_service_through_the_pytest_plugin_and_says_what_it_could_not_judge(tmp_path: Path) -> None:
+    proc = relaychaos(
+        "run", "--relay", PAYMENTS_GO, "--out", tmp_path, "-n", "0",
+        "--", "-k", "happy-path or reprocess-same-guid", "-m", "not stateful",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"relay 'payments-go' (idempotency-key profile); commands run in {PAYMENTS_GO.parent}" in proc.stdout
+    results = ResultsFile.from_json((tmp_path / "results.json").read_text())
+    assert results.relay_name == "payments-go" and results.summary.passed == 1 and results.summary.skipped == 1
+    skipped = next(s for s in results.scenarios if s.outcome == "skipped")
+    assert "reprocess-same-guid" in skipped.nodeid and "runs reprocess" in (skipped.message or "")
+    assert results.rules["attempt-cap"].held is None and results.rules["attempt-cap"].not_checked
+    assert results.rules["one-debit"].held is True
+    assert (tmp_path / "report.html").stat().st_size > 0
+
+
+@pytest.mark.stack
+def test_grade_scores_a_keyed_service_in_its_own_profile_and_counts_what_it_cannot_be_judged_by_neither_way(
+    tmp_path: Path,
+) -> None:
+    proc = relaychaos(
+        "grade", PAYMENTS_GO.parent, "--out", tmp_path, "--workers", "1",
+        "--scenarios", "happy-path,reprocess-same-guid,dropped-response-downstream",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (folder,) = (tmp_path / "submissions").iterdir()
+    record = GradeRecord.from_json((folder / "grade.json").read_text())
+    assert record.gradable and record.problems() == []
+    items = {i.item: i for i in record.items}
+    # attempt-cap: its one rule needs reprocess; reprocess-same-guid: its every scenario runs reprocess
+    for unjudged in ("attempt-cap", "reprocess-same-guid"):
+        assert "reprocess" in str(items[unjudged].not_checked), items[unjudged]
+        assert not str(items[unjudged].not_checked).startswith("Skipped"), "the reason as a student reads it"
+        assert (items[unjudged].points, items[unjudged].max_points) == (0.0, 0.0)
+    assert record.max_score == 100 - 3 - 5, "the total is out of the items checked"
+    assert items["unknown-never-resent"].max_points == 10 and items["unknown-never-resent"].held_in == 1
+    assert record.score == sum(i.points for i in record.items) == record.max_score, "a correct service"
+    outcomes = {s.name: s.outcome for s in record.scenarios}
+    assert outcomes == {
+        "happy-path": "passed",
+        "dropped-response-downstream": "passed",
+        "reprocess-same-guid": "skipped",
+    }
+    student = (folder / "report.html").read_text()
+    assert "Not checked on this relay" in student and "not checked" in student

@@ -164,6 +164,27 @@ def test_what_the_time_budget_cut_off_costs_every_item_it_is_among_and_a_machine
     assert score(skipped, RUBRIC).score == 100
 
 
+def test_an_item_whose_every_rule_the_relay_cannot_be_judged_by_is_not_checked_neither_held_nor_lost():
+    unchecked = {"done-replay": "not checked: only a course relay answers with the contract's codes"}
+    result = score(held("a", "b"), RUBRIC, unchecked)
+    entry = next(e for e in result.items if e.item == "done-replay")
+    assert (entry.points, entry.max_points) == (0, 0) and entry.not_checked == unchecked["done-replay"]
+    assert result.score == result.max_score == 96, "the total is out of the items checked"
+    mixed = score(held("a"), RUBRIC, {"malformed-no-effect": "not checked: ..."})  # answer-codes is judged still
+    assert next(e for e in mixed.items if e.item == "answer-codes").max_points == 5 and mixed.max_score == 100
+
+
+def test_an_item_whose_scenarios_were_all_skipped_for_a_command_the_relay_lacks_is_not_checked():
+    lacks = "not run: scenario min-age-trap runs resolve, which relay 'x' does not have"
+    outcomes = held("happy-path") + [Outcome("min-age-trap", "visible", "skipped", relay_lacks=lacks)]
+    result = score(outcomes, RUBRIC)
+    entry = next(e for e in result.items if e.item == "resolve-min-age")
+    assert entry.not_checked == lacks and (entry.points, entry.max_points) == (0, 0)
+    assert result.score == result.max_score == 95
+    narrowed = score(held("happy-path"), RUBRIC)  # a run narrowed to a few scenarios: nothing showed it broken
+    assert next(e for e in narrowed.items if e.item == "resolve-min-age").max_points == 5
+
+
 def test_an_item_s_points_are_split_across_sets_by_weight_and_each_set_scored_on_its_own():
     outcomes = held("a", "b") + [Outcome("h", "hidden", "failed", [v("done-replay")])]
     result = score(outcomes, RUBRIC)

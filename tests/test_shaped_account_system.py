@@ -1,11 +1,13 @@
 """The account system in a team's PSP's shape: its paths, JSON and status codes, as deliberately not idempotent
 as the course's, and recorded in the same history (the service's key is the call's GUID)."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import requests
 
+from relaychaos.fixtures.account_system.shape import Answer
 from relaychaos.stack.account_system import AccountSystem
 from relaychaos.stack.api_profile import Downstream
 
@@ -91,3 +93,43 @@ def test_the_key_may_travel_in_a_header(tmp_path):
         assert answer.status_code == 201 and system.stats()["guids"]["h1"]["debits"] == 1
     finally:
         system.close()
+
+
+def test_the_query_answers_in_the_declared_shape_with_the_transfer_as_the_service_sent_it(tmp_path):
+    found = Answer(
+        id="/data/0/id",
+        status="/data/0/state",
+        status_value="settled",
+        key="/data/0/end_to_end_id",
+        fields={"amount": "/data/0/amount/value", "payer": "/data/0/debtor", "payee": "/data/0/creditor"},
+        copy={"/data/0/amount/currency": "/currency"},
+    )
+    applied = Answer(id="/transfer_id", status="/state", status_value="accepted", key="/ref")
+    system = AccountSystem.start(tmp_path, replace(PSP, applied_answer=applied, found_answer=found))
+    try:
+        system.reset(accounts={"alice": 100, "bob": 0})
+        answer = pay(system, "k1", amount=30)
+        assert answer.status_code == 201 and answer.json() == {"transfer_id": "tr_1", "state": "accepted", "ref": "k1"}
+        pay(system, "k1", amount=5)  # still not idempotent: applied again, the query reports the first
+        got = requests.get(system.url + "/v1/transfers", params={"reference": "k1"}, timeout=5)
+        assert got.status_code == 200 and got.json() == {
+            "data": [
+                {
+                    "id": "tr_1",
+                    "state": "settled",
+                    "end_to_end_id": "k1",
+                    "amount": {"value": 30, "currency": "EUR"},
+                    "debtor": "alice",
+                    "creditor": "bob",
+                }
+            ]
+        }
+        assert system.stats()["guids"]["k1"]["debits"] == 2
+    finally:
+        system.close()
+
+
+def test_left_undeclared_both_answers_are_the_id_status_and_reference(psp):
+    assert pay(psp, "k1").json() == {"id": "tr_1", "status": "executed", "reference": "k1"}
+    got = requests.get(psp.url + "/v1/transfers", params={"reference": "k1"}, timeout=5)
+    assert got.json() == {"id": "tr_1", "status": "executed", "reference": "k1"}

@@ -25,7 +25,8 @@ from pathlib import Path
 from relaychaos import options
 from relaychaos.commands import recheck, timeline
 from relaychaos.engine import scenario_file
-from relaychaos.errors import HarnessError
+from relaychaos.engine.budget import BUDGETS, SHRINK_S
+from relaychaos.errors import HarnessError, ManifestError
 from relaychaos.grading import command as grading
 from relaychaos.incidents import command as incidents
 from relaychaos.incidents.verify import replay_notes
@@ -40,19 +41,61 @@ from relaychaos.run_folder import LOG_BUDGET
 from relaychaos.sandbox.levels import describe, probe
 from relaychaos.sandbox.policy import clear_abandoned
 from relaychaos.soak import command as soak
-from relaychaos.stack import toxiproxy_server
+from relaychaos.stack import postgres, toxiproxy_server
+from relaychaos.stack.manifest import Manifest
 
 # The suite's pytest configuration, written into each run folder: the run needs no checkout.
 
 
-def preflight(args: argparse.Namespace, out: Path) -> Path:
+def preflight(args: argparse.Namespace, out: Path) -> Manifest:
     """Fail fast, with one message, on what would stop every scenario: the manifest (--relay, else RELAYCHAOS_RELAY,
-    else the bundled reference: the run definition's), Toxiproxy. The relay.toml to test."""
+    else the bundled reference: the run definition's), every problem in it, each command's program and its [ledger]
+    url (exit 2), Toxiproxy. The relay to test."""
     loaded = RunDefinition.build(vars(args)).relay
     for warning in loaded.warnings:
         print(f"relaychaos: {loaded.path}: {warning}", file=sys.stderr)
+    url = loaded.profile.ledger.url  # the team's own database: every scenario would meet it unreachable
+    why = postgres.unreachable(url) if url else None
+    if why:
+        raise ManifestError(
+            f"[ledger] url cannot be reached: {why}",
+            where=str(loaded.path),
+            fix="start that database (or correct the url), or leave `url` out and the harness starts one",
+        )
     toxiproxy_server.acquire(out).close()
-    return loaded.path.resolve()
+    return loaded
+
+
+def relay_line(relay: Manifest) -> str:
+    """The run header's account of the relay: its manifest, where its commands run and, when it has any, its own
+    variables ([env]) with their values (its configuration, not secrets)."""
+    line = (
+        f"relaychaos: relay '{relay.name}' ({relay.profile.name} profile); commands run in {relay.where_commands_run}"
+    )
+    if relay.env:
+        line += "; its own environment ([env]): " + " ".join(f"{k}={v}" for k, v in sorted(relay.env.items()))
+    return line
+
+
+BUDGET_USE = {
+    "quick": "local work: the default",
+    "ci": "the default when CI is set; derandomized, the same stories on every run",
+    "grade": "what `relaychaos grade` runs: the stories drawn from RELAYCHAOS_SEED",
+    "nightly": "a deeper search, e.g. with --hunt",
+}
+
+
+def _run_epilog() -> str:
+    """`relaychaos run --help`'s last part: the budgets, set in the environment (run has no flag for them)."""
+    lines = [f"budgets of the state machine's random stories: RELAYCHAOS_BUDGET={'|'.join(options.BUDGETS)}"]
+    lines += ["(the environment, or `relaychaos run -- --relaychaos-budget NAME`; run has no flag of its own)"]
+    for name in options.BUDGETS:
+        b = BUDGETS[name]
+        lines.append(
+            f"  {name:8} {b['max_examples']} stories of up to {b['stateful_step_count']} steps, "
+            f"{SHRINK_S[name]:g} s of shrinking a failure: {BUDGET_USE[name]}"
+        )
+    return "\n".join(lines)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -62,13 +105,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     os.chmod(out, 0o700)  # histories and logs: the harness's, not the relays'
     (out / LOG_BUDGET).unlink(missing_ok=True)  # this run's relay logs start from nothing
     try:
-        relay = preflight(args, out)
+        loaded = preflight(args, out)
         sandbox_summary = describe(probe(args.sandbox, args.sandbox_limit))  # SandboxError: strict cannot be had
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2
+    relay = loaded.path
     argv = _suite_argv(args, relay, out)
-    print(f"relaychaos: running the suite against {relay} -> {out}\nrelaychaos: {sandbox_summary}", flush=True)
+    print(f"relaychaos: running the suite against {relay} -> {out}", flush=True)
+    print(f"{relay_line(loaded)}\nrelaychaos: {sandbox_summary}", flush=True)
     rc, interrupted, mid_line = run_suite(argv, out)
     clear_abandoned()  # the sandbox slots of workers killed before they could close them
     results = out / "results.json"
@@ -159,7 +204,12 @@ def parser() -> argparse.ArgumentParser:
     """The whole command line: every command's parser, registered on `sub`; --help lists each with its help line."""
     parser = argparse.ArgumentParser(prog="relaychaos", description=__doc__, formatter_class=_formatter)
     sub = parser.add_subparsers(dest="command", required=True, title="commands")
-    run = sub.add_parser("run", help="run the chaos suite against a relay and write a report")
+    run = sub.add_parser(
+        "run",
+        help="run the chaos suite against a relay and write a report",
+        epilog=_run_epilog(),
+        formatter_class=_formatter,
+    )
     run.add_argument("--relay", help="the relay.toml to test (also RELAYCHAOS_RELAY; default: the bundled reference)")
     run.add_argument("--out", help="the run folder (default: runs/YYYYmmdd-HHMMSS)")
     run.add_argument("-n", "--workers", default="2", help="pytest-xdist workers; 0 runs in one process")

@@ -8,13 +8,14 @@ pids, sandbox folders or worker names; so a regrade writes the same words.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from relaychaos.atomic import write_text
 from relaychaos.grading.rubric import Rubric
-from relaychaos.grading.score import Outcome, Score, score
+from relaychaos.grading.score import EMPTY, Outcome, Score, score
 from relaychaos.grading.submissions import Submission
 from relaychaos.history import iter_events
 from relaychaos.records.base import UNSET
@@ -88,7 +89,7 @@ def record(
         "seed": seed,
         "gradable": True,
         "rubric": rubric.describe(),
-        "max_score": rubric.max_score,
+        "max_score": scored.max_score,
         "harness": harness(),
         "graded_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "score": scored.score,
@@ -109,9 +110,12 @@ def harness() -> HarnessInfo:
         return HarnessInfo(version="unknown")
 
 
-def scored(outcomes: list[Outcome], rubric: Rubric) -> tuple[Score, list[ScenarioRun]]:
-    """The record's score, items, cap, incidents and review for these outcomes, and its scenarios."""
-    return score(outcomes, rubric), [o.to_run() for o in outcomes]
+def scored(
+    outcomes: list[Outcome], rubric: Rubric, unchecked: Mapping[str, str] = EMPTY
+) -> tuple[Score, list[ScenarioRun]]:
+    """The record's score, items, cap, incidents and review for these outcomes, and its scenarios; `unchecked`:
+    the rules the relay's profile cannot be judged by (relaychaos.grading.score.score)."""
+    return score(outcomes, rubric, unchecked), [o.to_run() for o in outcomes]
 
 
 def zero(rubric: Rubric) -> Score:
@@ -135,7 +139,7 @@ def zero(rubric: Rubric) -> Score:
         )
         for i in rubric.items
     ]
-    return Score(0.0, items, None, [], [])
+    return Score(0.0, items, None, [], [], rubric.max_score)
 
 
 def save(rec: GradeRecord, out: Path) -> GradeRecord:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from relaychaos import options, paths
+from relaychaos.checkers import not_checked
 from relaychaos.errors import HarnessError
 from relaychaos.grading import capacity
 from relaychaos.grading import outcomes as graded
@@ -214,7 +215,8 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
         return graded.save(_no_grade(sub, opts, no_grade.error, out, harness_failed=True, **common), out)
     if no_grade is not None:
         common |= {"gradable": False, "error": no_grade.error}
-    return graded.save(graded.record(sub, opts.rubric, opts.seed, *graded.scored(outcomes, opts.rubric), **common), out)
+    scored = graded.scored(outcomes, opts.rubric, unchecked(manifest))
+    return graded.save(graded.record(sub, opts.rubric, opts.seed, *scored, **common), out)
 
 
 def _no_grade(sub: Submission, opts: Options, error: str, out: Path, **fields: Any) -> GradeRecord:
@@ -318,7 +320,7 @@ def provisional(sub: Submission, opts: Options, done: list[ScenarioResult], elap
         sub,
         opts.rubric,
         opts.seed,
-        *graded.scored(outcomes, opts.rubric),
+        *graded.scored(outcomes, opts.rubric, unchecked(sub.manifest) if sub.manifest else {}),
         timed_out=True,
         execution_time_s=round(elapsed_s, 2),
         notes=["partial: the grading run was still going when these results were written"],
@@ -336,5 +338,18 @@ def _outcomes(ran: Ran, opts: Options, sub: Submission, out: Path) -> list[Outco
             skipped = name == STATEFUL and ran.machine_why
             result.append(Outcome(name, set_name, "skipped" if skipped else "not-run", cut=not skipped))
             continue
-        result.append(graded.outcome(name, set_name, s, out, places))
+        o = graded.outcome(name, set_name, s, out, places)
+        if o.outcome == "skipped" and name != STATEFUL:  # the suite skips what runs a command the relay lacks
+            o.relay_lacks = (o.message or "").removeprefix("Skipped: ") or "the relay lacks a command the scenario runs"
+        result.append(o)
     return result
+
+
+def unchecked(path: Path) -> dict[str, str]:
+    """The rules the relay of manifest `path` cannot be judged by, each with why (its profile: a keyed service's
+    ledger and answers, the batch commands it lacks); nothing for a course relay on its SQLite ledger."""
+    try:
+        loaded = manifest.load(path)
+    except HarnessError:
+        return {}
+    return not_checked(loaded.profile.provides(loaded.commands))

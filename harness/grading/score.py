@@ -7,13 +7,15 @@ item_for(R, S). A scenario that could not run (`error`) or that the wall budget 
 the relay would not start (`serve-ready` broken) against the items that name it (not by "*")
 and the item holding `serve-ready`: the other scenarios show the rest.
 Scenarios skipped on purpose (`skipped`, or the stateful machine not run because a named
-scenario had already shown a bug) count for nothing. An item's points are split across the
-visibility sets in proportion to the weight of its scenarios in each (an item no scenario run
-exercises, as in a run narrowed to a few scenarios, keeps its points: nothing showed it
-broken); within a set, an item
-with partial "none" is lost whole when any of its scenarios there shows it broken, one with
-"share" keeps the weighted share of them in which it held. A cap whose rules any counted
-scenario broke bounds the total.
+scenario had already shown a bug) count for nothing. An item nothing can judge on the relay is
+"not checked", 0 of 0 points, neither held nor broken: every rule of it is one the relay's profile
+does not offer (a keyed service's ledger, its answers), or every scenario it names was skipped
+because the relay lacks a command it runs; the total's maximum is the sum of the items checked.
+An item's points are split across the visibility sets in proportion to the weight of its
+scenarios in each (an item no scenario run exercises, as in a run narrowed to a few scenarios,
+keeps its points: nothing showed it broken); within a set, an item with partial "none" is lost
+whole when any of its scenarios there shows it broken, one with "share" keeps the weighted share
+of them in which it held. A cap whose rules any counted scenario broke bounds the total.
 
 Each failing scenario is one incident (its report, once); an item names the incidents
 that cost it, with the one-line summaries of the verdicts it lost them to.
@@ -21,7 +23,9 @@ that cost it, with the one-line summaries of the verdicts it lost them to.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from relaychaos.grading.rubric import SETS, Item, Rubric
 from relaychaos.records.base import UNSET
@@ -29,6 +33,7 @@ from relaychaos.records.grade import Cap, Failure, Incident, ItemEntry, Scenario
 from relaychaos.reports.grade_summary import NOT_EXERCISED_NOTE
 
 SHOWED_NOTHING = "serve-ready"  # the relay would not start: the scenario showed nothing else
+EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass
@@ -42,6 +47,7 @@ class Outcome:
     message: str | None = None
     seconds: float = 0.0
     cut: bool = False  # not run because the wall budget ran out: counts against every item
+    relay_lacks: str | None = None  # skipped: the relay lacks what the scenario runs (the skip's reason)
 
     def counts(self) -> bool:
         return self.outcome in ("passed", "failed", "error") or (self.outcome == "not-run" and self.cut)
@@ -90,13 +96,15 @@ class Score:
     cap: Cap | None
     incidents: list[Incident]
     review: list[str]
+    max_score: float = 0.0  # the items' max_points: the rubric's total less the items not checked
 
 
-def score(outcomes: list[Outcome], rubric: Rubric) -> Score:
+def score(outcomes: list[Outcome], rubric: Rubric, unchecked: Mapping[str, str] = EMPTY) -> Score:
     """The score of these outcomes: the review lists the rules not judged (scenario: rule) and the scenarios not
-    exercised, which cost nothing and ask an instructor to look: such a grade is never silently full marks."""
+    exercised, which cost nothing and ask an instructor to look: such a grade is never silently full marks.
+    `unchecked`: rule -> why the relay's profile cannot be judged by it (relaychaos.checkers.not_checked)."""
     counted = [o for o in outcomes if o.counts()]
-    entries = [e for item in rubric.items for e in _entries(item, counted, rubric)]
+    entries = [e for item in rubric.items for e in _item_entries(item, outcomes, counted, rubric, unchecked)]
     total = sum(exact for _, exact in entries)
     cap = _cap(counted, rubric)
     if cap is not None and total > cap.at_most:
@@ -106,7 +114,46 @@ def score(outcomes: list[Outcome], rubric: Rubric) -> Score:
         cap.lost = 0.0
     review = [f"{o.name}: {rule}" for o in counted for rule in o.not_judged()]
     review += [f"{o.name}: {NOT_EXERCISED_NOTE}" for o in outcomes if o.outcome == "not exercised"]
-    return Score(round(total, 2), [e for e, _ in entries], cap, incidents(counted), review)
+    max_score = round(sum(e.max_points for e, _ in entries), 4)
+    return Score(round(total, 2), [e for e, _ in entries], cap, incidents(counted), review, max_score)
+
+
+def _item_entries(
+    item: Item, outcomes: list[Outcome], counted: list[Outcome], rubric: Rubric, unchecked: Mapping[str, str]
+) -> list[tuple[ItemEntry, float]]:
+    why = not_checked(item, outcomes, unchecked)
+    return _not_checked(item, why) if why else _entries(item, counted, rubric)
+
+
+def not_checked(item: Item, outcomes: list[Outcome], unchecked: Mapping[str, str]) -> str | None:
+    """Why nothing can judge `item` on this relay, or None: every rule of it is not checked on the relay's
+    profile, or no scenario of it counted and those it names were skipped for what the relay lacks."""
+    if item.rules and all(r in unchecked for r in item.rules):
+        return "; ".join(dict.fromkeys(unchecked[r] for r in item.rules))
+    mine = [o for o in outcomes if item.matches(o.name)]
+    lacking = [o.relay_lacks for o in mine if o.relay_lacks]
+    if lacking and not any(o.counts() for o in mine):
+        return lacking[0]
+    return None
+
+
+def _not_checked(item: Item, why: str) -> list[tuple[ItemEntry, float]]:
+    entry = ItemEntry.from_builtins(
+        {
+            "item": item.id,
+            "title": item.title,
+            "rules": list(item.rules),
+            "contract": list(item.contract),
+            "partial": item.partial,
+            "set": "visible",
+            "points": 0.0,
+            "max_points": 0.0,
+            "held_in": 0,
+            "scenarios": 0,
+            "not_checked": why,
+        }
+    )
+    return [(entry, 0.0)]
 
 
 def _entry(

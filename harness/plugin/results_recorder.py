@@ -26,6 +26,7 @@ class ResultsRecorder:
         self.results, self.out = RunResults(str(relay), manifest_name(relay), sandbox=sandbox), out
         self.results.provides = relay_provides(relay)
         self.results.words = relay_words(relay)
+        self.results.relay_env = relay_env(relay)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         from relaychaos.records.results import LandingRecord, MachineAccount, VerdictRecord  # lazy (relaychaos.plugin)
@@ -99,6 +100,17 @@ def relay_words(relay: Path) -> Words:
     except (HarnessError, OSError):
         return Words()
     return Words.of(loaded.profile.name, own_commands(loaded.profile.name, loaded.commands))
+
+
+def relay_env(relay: Path) -> dict[str, str]:
+    """The relay's own variables ([env] of its relay.toml), shown in the results as every command got them."""
+    from relaychaos.errors import HarnessError  # lazy (relaychaos.plugin)
+    from relaychaos.stack import manifest  # lazy (relaychaos.plugin)
+
+    try:
+        return dict(manifest.load(relay).env)
+    except (HarnessError, OSError):
+        return {}
 
 
 def relay_provides(relay: Path) -> list[str] | None:

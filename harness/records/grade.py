@@ -55,6 +55,7 @@ class ItemEntry(Record, kw_only=True):
     scenarios: int
     broken_in: list[str] = []
     failures: list[Failure] = []
+    not_checked: str | UnsetType = UNSET  # why nothing could judge it on this relay (its profile): 0 of 0 points
 
 
 class Cap(Record, kw_only=True):

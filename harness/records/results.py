@@ -155,3 +155,4 @@ class ResultsFile(Record, kw_only=True):
     profile: str | UnsetType = UNSET  # a relay of another profile than the course's (its words: relaychaos.words)
     commands: dict[str, str] | UnsetType = UNSET  # a keyed service's batch commands in its own words
     unfinished: list[str] | UnsetType = UNSET  # scenarios started but not finished (a run cut short)
+    relay_env: dict[str, str] | UnsetType = UNSET  # the relay's own variables ([env] of its relay.toml), as given

@@ -4,8 +4,9 @@
     run = RunDefinition.build(pytest_values(config))                               # the pytest plugin's
 
 Each value is resolved by relaychaos.options (the command line, else the ini file, else the
-environment, else the default) and the relay's relay.toml is loaded and checked here, so that a
-bad value or a bad manifest stops the run before anything starts. Below this value no part picks
+environment, else the default) and the relay's relay.toml is loaded and checked here, each of its
+commands' programs found where it will run, so that a bad value or a bad manifest stops the run
+before anything starts. Below this value no part picks
 a default of its own: the services, the stacks and the supervisor are given the sandbox level
 the definition holds (auto unless asked otherwise), never a weaker one.
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from relaychaos import options, paths
 from relaychaos.engine.budget import default_budget
+from relaychaos.sandbox.environment import commands_path
 from relaychaos.sandbox.levels import Limits
 from relaychaos.stack import manifest as manifests
 from relaychaos.stack.api_profile import Profile
@@ -60,9 +62,12 @@ class RunDefinition:
 
         relay = value(options.RELAY)
         limit = value(options.SANDBOX_LIMIT)
+        sandbox = str(value(options.SANDBOX))  # auto unless asked: relaychaos.options.SANDBOX
+        loaded = manifests.load(Path(str(relay)) if relay else paths.reference_relay())
+        manifests.runnable(loaded, commands_path(on=sandbox != "off"))  # each command's program, before anything starts
         return cls(
-            relay=manifests.load(Path(str(relay)) if relay else paths.reference_relay()),
-            sandbox=str(value(options.SANDBOX)),  # auto unless asked: relaychaos.options.SANDBOX
+            relay=loaded,
+            sandbox=sandbox,
             limits=Limits().with_overrides(str(limit) if limit else None),
             budget=str(value(options.BUDGET) or default_budget(environ)),
             seed=_int_or_none(value(options.SEED)),

@@ -14,13 +14,13 @@ class RelayFolders(Protocol):
     def code(self) -> Path: ...  # the relay's own folder, the one copied
 
     @property
-    def folder(self) -> Path: ...  # the manifest's folder, inside `code`
+    def folder(self) -> Path: ...  # where its commands run (`root`, else the manifest's folder), within `code`
 
 
 @dataclass(frozen=True)
 class WorkingCopy:
-    """A relay's folder as its commands see it: `root`, the copy of the manifest's root folder, and `cwd`, the
-    manifest's folder within it (where every command runs, contract section 1)."""
+    """A relay's folder as its commands see it: `root`, the copy of the folder copied, and `cwd`, the folder within
+    it where every command runs (relay.toml's `root`, else the manifest's folder: contract section 1)."""
 
     root: Path
     cwd: Path

@@ -19,11 +19,12 @@ import secrets
 import shutil
 import site
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from relaychaos import paths
 from relaychaos.ports import port_range
-from relaychaos.sandbox import kernel, levels, slots
+from relaychaos.sandbox import environment, kernel, levels, slots
 from relaychaos.sandbox.cgroups import SlotCgroups
 from relaychaos.sandbox.folders import RelayFolders, WorkingCopy
 from relaychaos.sandbox.levels import Limits
@@ -32,7 +33,6 @@ from relaychaos.sandbox.plan import Isolation, LogBudget, Plan, Rules, View
 
 SYSTEM = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 COPY_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".venv", "node_modules/.cache")
 DEFAULT_LIMITS = Limits()  # frozen, so one shared default is safe
 
@@ -281,18 +281,13 @@ class Sandbox:
             cgroups=self.cgroups.options if self.cgroups else (),
         )
 
-    def env(self, contract: dict[str, str], copy: WorkingCopy, tmp_dir: Path | None) -> dict[str, str]:
-        """A command's environment: the contract's variables, PATH (the harness's Python first, contract section
-        1), HOME and LANG; the harness's own environment too only when the sandbox is off."""
-        python_bin = os.path.dirname(sys.executable)
-        if not self.on:
-            env = dict(os.environ)
-            env["PATH"] = python_bin + os.pathsep + env.get("PATH", "")
-            return env | contract | {"PYTHONUNBUFFERED": "1"}
-        env = {"PATH": python_bin + os.pathsep + SYSTEM_PATH, "HOME": str(copy.root), "LANG": "C.UTF-8"}
-        if not self.isolated and tmp_dir is not None:
-            env["TMPDIR"] = str(tmp_dir)  # no private /tmp without root
-        return env | contract
+    def env(
+        self, contract: dict[str, str], copy: WorkingCopy, tmp_dir: Path | None, own: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        """A command's environment (relaychaos.sandbox.environment): `own`, the relay's [env], with the contract's;
+        TMPDIR only without a private /tmp (no root)."""
+        tmpdir = str(tmp_dir) if self.on and not self.isolated and tmp_dir is not None else None
+        return environment.command_env(contract, own or {}, on=self.on, home=str(copy.root), tmp_dir=tmpdir)
 
     # -- life ----------------------------------------------------------------------------
     def enter(self) -> None:

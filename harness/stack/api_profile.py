@@ -25,9 +25,11 @@ The course profile takes no other key. The idempotency-key profile describes the
     [api.env]                            # the service's own names for what the harness gives it
     port = "PORT"
 
-`[downstream]` is the account system's shape as the service calls it (the default is the course's
-section 2); `[ledger]` says where the ledger is: "sqlite" (the contract's file), "none" (black-box:
-rules that read it are not checked) or "postgresql" with the team's table mapped to key and status.
+`[downstream]` is the account system's shape as the service calls it and as it answers (the default is the
+course's section 2; its answers: relaychaos.stack.downstream_answers); `[ledger]` says where the ledger is:
+"sqlite" (the contract's file), "none" (black-box: rules that read it are not checked) or "postgresql" with
+the team's table mapped to key and status (and, where the table keeps them, a row's last change, its attempts
+and its saved answer's HTTP status: each a rule reads, relaychaos.checkers.CAPABILITIES).
 Each mapping is checked against the examples it points into: a pointer at a field the example does
 not have is an error here, not a surprise in the middle of a run.
 """
@@ -40,11 +42,14 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from relaychaos.events import BATCH_COMMANDS
 from relaychaos.fixtures.account_system.shape import Downstream, pointer_get, pointer_set
+from relaychaos.stack import downstream_answers
 
 PROFILES = ("course", "idempotency-key")
 LEDGER_KINDS = ("sqlite", "none", "postgresql")
 CONTRACT_STATUSES = ("RECEIVED", "SENT", "DONE", "UNKNOWN", "FAILED")
+MAPPED_COLUMNS = ("updated_at", "attempts", "answer")  # the columns [ledger] may map beyond key and status
 METHODS = ("POST", "PUT", "PATCH", "GET")
 ROLES = ("amount", "payer", "payee")
 ENV_ROLES = ("port", "host", "downstream_url", "downstream_timeout_ms", "ledger_url")
@@ -96,6 +101,7 @@ class Ledger:
     statuses: dict[str, str] = field(default_factory=lambda: {s: s for s in CONTRACT_STATUSES})
     updated_at: str | None = None  # a service's column of its row's last change (epoch seconds or a timestamp)
     attempts: str | None = None  # a service's column of the calls made (or tried) for the key
+    answer: str | None = None  # a service's column of the HTTP status it saved for the key (and replays)
 
     def contract_status(self, raw: str | None) -> str | None:
         """The contract's name for one of the team's status values (unmapped values pass as they are)."""
@@ -104,7 +110,7 @@ class Ledger:
     @property
     def columns(self) -> tuple[str, ...]:
         """The columns of a service's own table the harness reads: the key, the status, and those mapped."""
-        return (self.key, self.status) + tuple(c for c in (self.updated_at, self.attempts) if c)
+        return (self.key, self.status) + tuple(c for c in (self.updated_at, self.attempts, self.answer) if c)
 
 
 @dataclass(frozen=True)
@@ -117,17 +123,26 @@ class Profile:
     def name(self) -> str:
         return self.api.profile
 
-    def provides(self, commands: Collection[str] = ("resolve", "reprocess", "purge")) -> frozenset[str]:
-        """What of the relay the rules may read (relaychaos.checkers.CAPABILITIES), given its batch `commands`."""
+    def provides(self, commands: Collection[str] = BATCH_COMMANDS) -> frozenset[str]:
+        """What of the relay the rules may read (relaychaos.checkers.CAPABILITIES), given its batch `commands`: a
+        course relay's ledger is the contract's table (its times, attempts and answers); a keyed service's own
+        table shows what [ledger] maps."""
         offered = {"answers"}
         if self.name == "course":
             offered.add("contract-codes")
-        if self.ledger.kind != "none":
+        ledger = self.ledger
+        if ledger.kind != "none":
             offered.add("ledger-status")
-        if self.ledger.kind == "sqlite" and self.name == "course":
-            offered.add("ledger-rows")
-        if all(c in commands for c in ("resolve", "reprocess", "purge")):
-            offered.add("batch")
+            course = self.name == "course"
+            mapped = {
+                "ledger-times": ledger.updated_at,
+                "ledger-attempts": ledger.attempts,
+                "ledger-answer": ledger.answer,
+            }
+            offered |= {name for name, column in mapped.items() if course or column}
+        offered |= {c for c in BATCH_COMMANDS if c in commands}
+        if offered & set(BATCH_COMMANDS):
+            offered.add("batch-command")
         return frozenset(offered)
 
 
@@ -219,7 +234,7 @@ def _api(raw: Any, problems: list[str]) -> Api:
     env = _table(table.get("env"), "api.env", problems)
     _unknown(env, ENV_ROLES, "api.env", problems)
     problems += [
-        f"[api.env].{k} must be an environment variable name, got {v!r}" for k, v in env.items() if not _env_name(v)
+        f"[api.env].{k} must be an environment variable name, got {v!r}" for k, v in env.items() if not env_name(v)
     ]
     return Api(
         profile,
@@ -233,7 +248,7 @@ def _api(raw: Any, problems: list[str]) -> Api:
     )
 
 
-def _env_name(v: Any) -> bool:
+def env_name(v: Any) -> bool:
     return (
         isinstance(v, str) and bool(v) and (v[0].isalpha() or v[0] == "_") and all(c.isalnum() or c == "_" for c in v)
     )
@@ -250,7 +265,7 @@ def _downstream(raw: Any, problems: list[str]) -> Downstream:
     if raw is None:
         return Downstream()
     table = _table(raw, "downstream", problems)
-    known = ("transfer", "query", "key", "fields", "status", "example")
+    known = ("transfer", "query", "key", "fields", "status", "example", "answers")
     _unknown(table, known, "downstream", problems)
     example = table.get("example")
     if not isinstance(example, dict) or not example:
@@ -286,6 +301,7 @@ def _downstream(raw: Any, problems: list[str]) -> Downstream:
         _status(status.get("refused", 422), "[downstream.status] refused", problems),
         _status(status.get("not_found", 404), "[downstream.status] not_found", problems),
         example,
+        *downstream_answers.check(table.get("answers"), example, problems),
     )
 
 
@@ -304,7 +320,7 @@ def _ledger(raw: Any, problems: list[str]) -> Ledger:
     if kind != "postgresql":
         _unknown(table, ("kind",), "ledger", problems)
         return Ledger(kind=kind)
-    _unknown(table, ("kind", "url", "table", "key", "status", "statuses", "updated_at", "attempts"), "ledger", problems)
+    _unknown(table, ("kind", "url", "table", "key", "status", "statuses", *MAPPED_COLUMNS), "ledger", problems)
     url = table.get("url")
     if url is not None and not (isinstance(url, str) and url.split("://")[0] in ("postgresql", "postgres")):
         problems.append(f"[ledger] url must be a postgresql:// URL (or left out: the harness starts one), got {url!r}")
@@ -316,7 +332,7 @@ def _ledger(raw: Any, problems: list[str]) -> Ledger:
         )
         url = None
     names = {k: table.get(k) for k in ("table", "key", "status")}
-    names |= {k: table[k] for k in ("updated_at", "attempts") if k in table}
+    names |= {k: table[k] for k in MAPPED_COLUMNS if k in table}
     for k, v in names.items():
         if not (isinstance(v, str) and v.replace("_", "").replace(".", "").isalnum()):
             problems.append(
@@ -338,6 +354,7 @@ def _ledger(raw: Any, problems: list[str]) -> Ledger:
         {str(k): str(v) for k, v in statuses.items()},
         names.get("updated_at"),
         names.get("attempts"),
+        names.get("answer"),
     )
 
 

@@ -3,10 +3,11 @@
     child = start(sandbox, manifest, "serve", copy=copy, contract=env, log_path=..., ledger_dir=...,
                   tmp_dir=..., connect=(account_port,), port=relay_port)
 
-start() reads the command from the manifest, finds its executable as the relay's own PATH
-finds it, asks the sandbox for the plan (every layer it has; a diagnosis may only drop the
-rlimits) and spawns it through the exec wrapper. Nothing else in relaychaos reads a
-manifest's commands to run them (tests/test_walls.py holds it to that).
+start() reads the command from the manifest, gives it the relay's own variables ([env]) with
+the contract's, runs it in the folder the manifest names (`root`, else its own folder, in the
+working copy), finds its executable as the relay's own PATH finds it, asks the sandbox for the
+plan (every layer it has; a diagnosis may only drop the rlimits) and spawns it through the exec
+wrapper. Nothing else in relaychaos reads a manifest's commands to run them (tests/test_walls.py holds it to that).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def start(
             fix=f"add `{command}` to [commands], or run only scenarios that do not run it",
         )
     argv = [*manifest.commands[command], *args]
-    env = sandbox.env(contract, copy, tmp_dir)
+    env = sandbox.env(contract, copy, tmp_dir, own=manifest.env)  # [env], then the contract's and the sandbox's
     executable(manifest, command, copy, env["PATH"])  # a missing program is said before anything starts
     plan = sandbox.plan(
         command,
@@ -61,7 +62,8 @@ def start(
 
 
 def executable(manifest: Manifest, command: str, copy: WorkingCopy, path: str) -> str:
-    """The command's argv[0] as found (relative to its folder, or on `path`); RelayError naming the manifest.
+    """The command's argv[0] as found (relative to the folder it runs in, or on `path`); RelayError naming the
+    manifest (relaychaos.stack.manifest.runnable says the same before a run).
     What it finds is only looked at: the plan never depends on it (a relay can change its folder at will)."""
     argv0 = manifest.commands[command][0]
     if "/" in argv0:
@@ -69,7 +71,7 @@ def executable(manifest: Manifest, command: str, copy: WorkingCopy, path: str) -
     else:
         found = shutil.which(argv0, path=path)
     if found is None or os.path.isdir(found):
-        where = "relative to the relay's folder" if "/" in argv0 else f"on the relay's PATH ({path})"
+        where = f"in {manifest.where_commands_run}" if "/" in argv0 else f"on the relay's PATH ({path})"
         raise RelayError(
             f"[commands].{command} = {list(manifest.commands[command])} cannot be run: `{argv0}` is "
             f"not an executable file {where}",

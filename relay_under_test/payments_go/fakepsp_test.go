@@ -26,9 +26,10 @@ type fakePSP struct {
 	t        *testing.T
 	srv      *httptest.Server
 	mu       sync.Mutex
-	posts    map[string]int      // POST calls per reference
-	gets     map[string]int      // GET calls per reference
-	executed map[string][]string // executed transfer ids per reference
+	posts    map[string]int         // POST calls per reference
+	gets     map[string]int         // GET calls per reference
+	executed map[string][]string    // executed transfer ids per reference
+	sent     map[string]pspTransfer // the first POST's transfer per reference, as the lookup reports it
 	seq      int
 	delay    time.Duration                  // before answering an ok POST
 	hang     time.Duration                  // for hang_* behaviours
@@ -38,7 +39,7 @@ type fakePSP struct {
 
 func newFakePSP(t *testing.T) *fakePSP {
 	f := &fakePSP{t: t, posts: map[string]int{}, gets: map[string]int{}, executed: map[string][]string{},
-		hang: 1500 * time.Millisecond}
+		sent: map[string]pspTransfer{}, hang: 1500 * time.Millisecond}
 	f.behave = func(string, int) string { return bOK }
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/transfers", f.post)
@@ -82,6 +83,10 @@ func (f *fakePSP) post(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	n := f.posts[in.Reference]
 	f.posts[in.Reference]++
+	if n == 0 {
+		f.sent[in.Reference] = pspTransfer{Reference: in.Reference, Amount: &in.Amount, Currency: in.Currency,
+			DebtorAccount: in.DebtorAccount, CreditorAccount: in.CreditorAccount}
+	}
 	behave, delay, hang := f.behave(in.Reference, n), f.delay, f.hang
 	f.mu.Unlock()
 
@@ -123,7 +128,7 @@ func (f *fakePSP) get(w http.ResponseWriter, r *http.Request) {
 	ref := r.URL.Query().Get("reference")
 	f.mu.Lock()
 	f.gets[ref]++
-	ids, fail := f.executed[ref], f.getFail
+	ids, fail, sent := f.executed[ref], f.getFail, f.sent[ref]
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	if fail {
@@ -136,7 +141,18 @@ func (f *fakePSP) get(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"error":"not_found"}`)
 		return
 	}
-	fmt.Fprintf(w, `{"id":%q,"status":"executed","reference":%q}`, ids[0], ref)
+	// The executed transfer, as a real PSP's lookup returns it.
+	sent.ID, sent.Status, sent.Reference = ids[0], "executed", ref
+	json.NewEncoder(w).Encode(sent)
+}
+
+// alter changes the transfer the lookup reports for ref (as if the PSP held another under it).
+func (f *fakePSP) alter(ref string, change func(*pspTransfer)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.sent[ref]
+	change(&t)
+	f.sent[ref] = t
 }
 
 func (f *fakePSP) counts(ref string) (posts, gets, executed int) {

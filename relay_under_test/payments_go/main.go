@@ -81,8 +81,10 @@ func newServer(ctx context.Context, cfg Config, mutant string, logger *slog.Logg
 	if err != nil {
 		return nil, nil, fmt.Errorf("invalid DATABASE_URL: %v", err)
 	}
-	if pcfg.MaxConns < 16 {
-		pcfg.MaxConns = 16
+	if !strings.Contains(cfg.DatabaseURL, "pool_max_conns") {
+		// Two instances, the batch jobs and an operator's sessions stay well
+		// under a 32-connection limit (PostgreSQL's CONNECTION LIMIT of a role).
+		pcfg.MaxConns = 10
 	}
 	if pcfg.MinConns < 4 {
 		pcfg.MinConns = 4 // keep warm connections: no connect latency on a burst
@@ -128,8 +130,11 @@ func main() {
 }
 
 func run(args []string, stderr io.Writer) error {
+	if len(args) > 0 && batchJobs[args[0]] != nil {
+		return runBatch(args[0], args[1:], stderr)
+	}
 	if len(args) == 0 || args[0] != "serve" {
-		return errors.New("usage: payments serve [--mutant NAME]")
+		return errors.New("usage: payments serve [--mutant NAME] | " + batchUsage)
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -34,6 +34,7 @@ type pspResult struct {
 	httpStatus int    // 0 when no HTTP answer was received
 	timedOut   bool
 	detail     string
+	found      *pspTransfer // Lookup, executed: the transfer the PSP has under the reference
 }
 
 // PSPClient talks to the (non-idempotent) payment service provider.
@@ -58,6 +59,11 @@ type pspTransfer struct {
 	Status    string `json:"status"`
 	Reference string `json:"reference"`
 	Error     string `json:"error"`
+	// The transfer as the PSP executed it (its lookup answer carries them).
+	Amount          *int64 `json:"amount"`
+	Currency        string `json:"currency"`
+	DebtorAccount   string `json:"debtor_account"`
+	CreditorAccount string `json:"creditor_account"`
 }
 
 // Transfer sends POST /v1/transfers. Every accepted call moves money.
@@ -105,7 +111,7 @@ func (c *PSPClient) Lookup(ctx context.Context, reference string) pspResult {
 	var t pspTransfer
 	switch {
 	case status == http.StatusOK && json.Unmarshal(body, &t) == nil && t.Status == "executed":
-		return pspResult{kind: pspExecuted, transferID: t.ID, httpStatus: status}
+		return pspResult{kind: pspExecuted, transferID: t.ID, httpStatus: status, found: &t}
 	case status == http.StatusNotFound:
 		return pspResult{kind: pspNotFound, httpStatus: status}
 	default:

@@ -20,11 +20,12 @@ const (
 	MutInMemoryKeys    = "in_memory_keys"
 	MutRetryInFlight   = "retry_in_flight"
 	MutResendUnknown   = "resend_unknown"
+	MutConflictWaits   = "conflict_waits"
 )
 
 var knownMutants = map[string]bool{
 	MutCheckThenInsert: true, MutStoreAfterCall: true, MutInMemoryKeys: true,
-	MutRetryInFlight: true, MutResendUnknown: true,
+	MutRetryInFlight: true, MutResendUnknown: true, MutConflictWaits: true,
 }
 
 const maxKeyLen = 255
@@ -195,6 +196,9 @@ func (s *Server) existing(ctx context.Context, req *Record, token string) respon
 		return storageUnavailable()
 	}
 	if locked == nil {
+		if s.mutant == MutConflictWaits {
+			return s.waitForOwner(ctx, req, token)
+		}
 		if s.mutant == MutRetryInFlight {
 			// MUTANT retry_in_flight: treat the in-flight key as a retry and
 			// call the PSP ourselves instead of answering 409.
@@ -206,6 +210,31 @@ func (s *Server) existing(ctx context.Context, req *Record, token string) respon
 		return inFlight(time.Second)
 	}
 	return s.recover(ctx, locked, token)
+}
+
+// waitForOwner is MUTANT conflict_waits: a request whose key another request
+// is processing waits until that one has finished (its PSP call answered or
+// timed out), then replays its answer or takes the key over, instead of
+// answering 409 at once.
+func (s *Server) waitForOwner(ctx context.Context, req *Record, token string) response {
+	for deadline := time.Now().Add(s.lease); time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		cur, err := s.store.Get(ctx, req.Key)
+		if err != nil || cur == nil {
+			return storageUnavailable()
+		}
+		if isFinal(cur.Status) {
+			return replay(cur)
+		}
+		locked, err := s.store.TryLock(ctx, req.Key, token, s.lease)
+		if err != nil {
+			return storageUnavailable()
+		}
+		if locked != nil {
+			return s.recover(ctx, locked, token)
+		}
+	}
+	return inFlight(time.Second)
 }
 
 // recover resolves a key whose outcome is unknown (PSP time-out/5xx, or an
