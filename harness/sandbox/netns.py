@@ -88,9 +88,12 @@ class SlotNetwork:
             ) from None
         return net
 
+    def _make_namespace(self) -> None:
+        _run(["ip", "netns", "add", self.name])
+
     def _build(self) -> None:
         ip = ["ip", "-n", self.name]
-        _run(["ip", "netns", "add", self.name])
+        self._make_namespace()
         _run(["ip", "link", "add", self.host_link, "type", "veth", "peer", "name", self.relay_link, "netns", self.name])
         _sysctl(f"net/ipv6/conf/{self.host_link}/disable_ipv6", "1")
         _run(["ip", "addr", "add", f"{self.host_address}/30", "dev", self.host_link])

@@ -22,6 +22,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from relaychaos.sandbox.plan import Plan
 
@@ -46,6 +47,43 @@ def log_tail(path: Path, lines: int = 15) -> str:
     if not tail:
         return f"    (log {path} is empty)"
     return "\n".join("    | " + line for line in tail) + f"\n    (full log: {path})"
+
+
+class Exit(Protocol):
+    """How a relay's command ends, as subprocess.Popen says it (a container's: relaychaos.stack.container_child):
+    its status once it has ended, None before; wait() raises subprocess.TimeoutExpired at its time-out."""
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+class Process(Protocol):
+    """A relay's running command as the supervisor and the engine know it: a Child, or a container of its image."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def argv(self) -> list[str]: ...
+
+    @property
+    def log_path(self) -> Path: ...
+
+    @property
+    def popen(self) -> Exit: ...
+
+    @property
+    def pid(self) -> int: ...
+
+    def alive(self) -> bool: ...
+
+    def kill(self) -> None: ...
+
+    def tail(self, lines: int = 15) -> str: ...
 
 
 @dataclass

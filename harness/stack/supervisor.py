@@ -31,7 +31,7 @@ from relaychaos.stack import launch
 from relaychaos.stack.diagnose import diagnose
 from relaychaos.stack.listener_owner import stranger_on
 from relaychaos.stack.manifest import Manifest
-from relaychaos.stack.processes import Child, log_tail, port_in_use, wait_http_ok
+from relaychaos.stack.processes import Child, Process, log_tail, port_in_use, wait_http_ok
 
 BATCH_TIMEOUT_S = 30.0
 
@@ -42,7 +42,7 @@ class RelayProcess:
 
     slot: str
     port: int
-    child: Child
+    child: Process  # a Child, or a container (relaychaos.stack.container_child)
     leased: bool = False  # the port was leased by the supervisor, and goes back when the slot is killed
     host: str = "127.0.0.1"  # where the harness reaches it (the relay itself listens on RELAY_HOST)
 
@@ -59,7 +59,7 @@ class BatchRun:
     command: str
     argument: float
     argv: tuple[str, ...]
-    child: Child
+    child: Process
     started: float  # CLOCK_MONOTONIC
     wall: float  # time.time() at the start, to compare with the ledger's updated_at
 

@@ -73,7 +73,7 @@ def connect() -> DockerClient:
         if client is not None:
             client.close()
         raise ToxiproxyError(
-            f"no Docker daemon answers: {_first_line(e)}", where=daemon_address(), fix=DAEMON_FIX
+            f"no Docker daemon answers: {first_line(e)}", where=daemon_address(), fix=DAEMON_FIX
         ) from None
     return client
 
@@ -98,7 +98,7 @@ def ensure_image(client: DockerClient, name: str) -> None:
         pass
     except Exception as e:
         raise ToxiproxyError(
-            f"could not look up image {name}: {_first_line(e)}", where=daemon_address(), fix=DAEMON_FIX
+            f"could not look up image {name}: {first_line(e)}", where=daemon_address(), fix=DAEMON_FIX
         ) from None
     try:
         client.images.pull(name)
@@ -107,7 +107,7 @@ def ensure_image(client: DockerClient, name: str) -> None:
         if name != LOCAL_IMAGE and has_image(client, LOCAL_IMAGE):
             fix = f"{LOCAL_IMAGE} is here (built by {SETUP_SCRIPT}): set RELAYCHAOS_TOXIPROXY_IMAGE={LOCAL_IMAGE}"
         raise ToxiproxyError(
-            f"image {name} is not in the local Docker and could not be pulled: {_first_line(e)}",
+            f"image {name} is not in the local Docker and could not be pulled: {first_line(e)}",
             where=daemon_address(),
             fix=fix,
         ) from None
@@ -167,7 +167,7 @@ def start(name: str | None = None) -> tuple[Toxiproxy, Callable[[], None], str]:
         logs = _logs(container)
         stop()
         raise ToxiproxyError(
-            f"could not start a container of {name}: {_first_line(e)}",
+            f"could not start a container of {name}: {first_line(e)}",
             where=daemon_address(),
             fix=IMAGE_FIX,
             details=logs,
@@ -189,7 +189,7 @@ def _create(client: DockerClient, name: str, port: int) -> Container:
         )
     except Exception as e:
         raise ToxiproxyError(
-            f"could not create a container of {name}: {_first_line(e)}", where=daemon_address(), fix=IMAGE_FIX
+            f"could not create a container of {name}: {first_line(e)}", where=daemon_address(), fix=IMAGE_FIX
         ) from None
 
 
@@ -227,7 +227,7 @@ def _logs(container: Container) -> str:
     return "container log:\n" + "\n".join("    | " + line for line in text.splitlines()) if text else ""
 
 
-def _first_line(e: BaseException) -> str:
+def first_line(e: BaseException) -> str:
     """The daemon's own explanation when there is one (docker's APIError), else the error's first line."""
     explanation = getattr(e, "explanation", None)
     text = (explanation.decode(errors="replace") if isinstance(explanation, bytes) else str(explanation or e)).strip()

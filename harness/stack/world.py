@@ -26,11 +26,13 @@ from relaychaos.errors import RelayError, ToxiproxyConflict
 from relaychaos.ports import lease_port, release_port
 from relaychaos.recorder import Recorder
 from relaychaos.sandbox.policy import Sandbox
-from relaychaos.stack import ledger_file
+from relaychaos.stack import ledger_file, ledger_tables
 from relaychaos.stack import postgres as postgres_checks
 from relaychaos.stack.account_system import AccountSystem
-from relaychaos.stack.api_profile import Ledger
 from relaychaos.stack.channel import Channel, Outcome, RetryPolicy
+from relaychaos.stack.container_pod import Pod
+from relaychaos.stack.container_supervisor import ContainerSupervisor
+from relaychaos.stack.ledger_tables import LedgerColumns
 from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.postgres import Postgres
 from relaychaos.stack.speech import speech_for
@@ -81,18 +83,36 @@ class Stack:
         self.ledger_url: str | None = None  # a PostgreSQL ledger's database, as the harness reaches it
         self._postgres: Postgres | None = None  # the run's server, when the stack made its database there
         self._mapping_checked = False
+        # a relay from a container image gets a network of its own (stack/container_supervisor.py): the proxies on it
+        self.pod = Pod.open(manifest) if manifest.container else None
+        self.network = self.pod.network if self.pod else self.sandbox.network
+        self.listen_host = self.network.host_address if self.network else "127.0.0.1"
         relay_ledger_url = self._postgres_ledger(postgres) if manifest.profile.ledger.kind == "postgresql" else None
         self.reset_account(accounts)
-        self._new_proxy("account", f"127.0.0.1:{account.port}", listen_host=self.sandbox.account_host)
-        if self.sandbox.network is not None:  # the relay's network lets it reach these proxies, and no other port
+        self._new_proxy("account", f"127.0.0.1:{account.port}", listen_host=self.listen_host)
+        if self.network is not None:  # the relay's network lets it reach these proxies, and no other port
             for key in ("account", "ledger"):
                 if key in self.proxies:
-                    self.sandbox.network.allow(self.proxies[key].listen_port)
-        self.supervisor = Supervisor(
-            manifest,
-            workdir=workdir,
+                    self.network.allow(self.proxies[key].listen_port)
+        self.supervisor = self._supervisor(relay_ledger_url)
+
+    def _supervisor(self, relay_ledger_url: str | None) -> Supervisor | ContainerSupervisor:
+        """What starts and kills the relay: its commands in the sandbox, or its image's containers in the pod."""
+        if self.pod is not None:
+            return ContainerSupervisor(
+                self.manifest,
+                self.pod,
+                workdir=self.workdir,
+                account_url=self.proxies["account"].url,
+                account_timeout_ms=self.account_timeout_ms,
+                sandbox=self.sandbox,
+                ledger_url=relay_ledger_url,
+            )
+        return Supervisor(
+            self.manifest,
+            workdir=self.workdir,
             account_url=self.proxies["account"].url,
-            account_timeout_ms=account_timeout_ms,
+            account_timeout_ms=self.account_timeout_ms,
             ledger_path=self.ledger_path,
             sandbox=self.sandbox,
             ledger_url=relay_ledger_url,
@@ -142,9 +162,7 @@ class Stack:
             self._postgres = postgres()
             self.ledger_url = self._postgres.create_database()
         parts = urlsplit(self.ledger_url)
-        proxy = self._new_proxy(
-            "ledger", f"{parts.hostname}:{parts.port or 5432}", listen_host=self.sandbox.account_host
-        )
+        proxy = self._new_proxy("ledger", f"{parts.hostname}:{parts.port or 5432}", listen_host=self.listen_host)
         netloc = (parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else "") + proxy.url.split("//", 1)[1]
         return urlunsplit(parts._replace(netloc=netloc))
 
@@ -165,15 +183,17 @@ class Stack:
             if self._postgres is not None and self.ledger_url is not None:  # what the relay's role left running
                 self._postgres.end_sessions(self.ledger_url)
         finally:
-            if self.sandbox.network is not None:
+            if self.network is not None:
                 for key in ("account", "ledger"):
                     if key in self.proxies:
-                        self.sandbox.network.forbid(self.proxies[key].listen_port)
+                        self.network.forbid(self.proxies[key].listen_port)
             for proxy in self.proxies.values():
                 with contextlib.suppress(Exception):  # the server may be gone already; nothing else to undo
                     self.toxiproxy.destroy(proxy)
                 release_port(proxy.listen_port)
             self.proxies.clear()
+            if self.pod is not None:
+                self.pod.close()
             with contextlib.suppress(Exception):
                 self.account.clear_faults()
             self._keep_ledger()
@@ -275,7 +295,7 @@ class Stack:
     ) -> Channel:
         """A Channel aimed at slot's current address, recording into `recorder` (use with `async with`)."""
         timeout = timeout_s if timeout_s is not None else TOLERANCES.channel_timeout_s(self.account_timeout_ms)
-        netns = self.sandbox.network.path if self.sandbox.network and not via_hub else None
+        netns = self.sandbox.network.path if self.sandbox.network and not via_hub and not self.pod else None
         return Channel(
             recorder,
             lambda: self.relay_url(slot, via_hub=via_hub),
@@ -318,33 +338,17 @@ class Stack:
         """The account system's statistics: every call it received, per GUID, and the balances."""
         return self.account.stats()
 
+    def ledger_columns(self) -> LedgerColumns:
+        """The ledger table's columns, with those a keyed service's [ledger] maps (relaychaos.stack.ledger_tables)."""
+        return ledger_tables.columns(self.manifest.profile, self.ledger_path, self.ledger_url)
+
     def ledger_rows(self, suffix: str | None = None) -> dict[str, dict]:
-        """A read-only snapshot of the ledger, by GUID (only GUIDs ending in `suffix`, if given): the SQLite file,
-        or a course relay's contract table in PostgreSQL; of a keyed service's own table, each key's status in the
-        contract's words ([ledger] statuses). sqlite3.Error or psycopg.Error when it cannot be read."""
-        profile = self.manifest.profile
-        if self.ledger_url is None:
-            return ledger_file.rows(self.ledger_path, suffix)
-        ledger = profile.ledger
-        if profile.name != "course":  # a service's own table: the columns mapped, in the contract's words
-            keyed = postgres_checks.rows(self.ledger_url, ledger.table, ledger.key, suffix, ledger.columns)
-            return {k: _contract_row(ledger, k, r) for k, r in keyed.items()}
-        rows = postgres_checks.rows(self.ledger_url, ledger.table, ledger.key, suffix)
-        for row in rows.values():
-            row["status"] = ledger.contract_status(row.get(ledger.status))
-        return rows
-
-
-def _contract_row(ledger: Ledger, key: str, row: dict) -> dict:
-    """A service's row as the contract's: its status in the contract's words, its time in epoch seconds and its
-    attempts, where [ledger] maps them."""
-    out: dict = {"guid": key, "status": ledger.contract_status(row.get(ledger.status))}
-    when = row.get(ledger.updated_at) if ledger.updated_at else None
-    if when is not None:
-        out["updated_at"] = when.timestamp() if hasattr(when, "timestamp") else float(when)
-    if ledger.attempts and row.get(ledger.attempts) is not None:
-        out["attempts"] = int(row[ledger.attempts])
-    return out
+        """A read-only snapshot of the ledger, by GUID (only GUIDs ending in `suffix`, if given), in the contract's
+        words (relaychaos.stack.ledger_tables.rows); none before the relay's first serve was ready to make its
+        PostgreSQL table. sqlite3.Error or psycopg.Error when it cannot be read."""
+        if self.ledger_url is not None and not self._mapping_checked:  # as a ledger file not yet made
+            return {}
+        return ledger_tables.rows(self.manifest.profile, self.ledger_path, self.ledger_url, suffix)
 
 
 def _tolerate(call: Callable[[], object]) -> None:
