@@ -13,7 +13,8 @@ from setuptools import setup
 
 ROOT = Path(__file__).resolve().parent
 MAPPED: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
-SKIP = {"__pycache__", "bin", "node_modules"}  # bytecode; the Go and Rust relays' builds; a Node service's packages
+# bytecode; the Go and Rust relays' builds; a Node service's packages; a Python service's own venv
+SKIP = {"__pycache__", "bin", "node_modules", "venv"}
 
 
 def packages() -> list[str]:
