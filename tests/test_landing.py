@@ -8,7 +8,7 @@ LANDED is "not exercised", never "passed".
 import pytest
 
 from relaychaos.checkers import claims as C
-from relaychaos.checkers.landing import LANDED, MISSED, UNKNOWN, judge
+from relaychaos.checkers.landing import LANDED, MISSED, NOT_APPLICABLE, UNKNOWN, judge
 from relaychaos.engine import scenario_file
 from relaychaos.engine.steps import AddToxic, Kill, Scenario, Send, WaitRow
 from relaychaos.grading import rubric as rubrics
@@ -107,6 +107,18 @@ def test_a_purge_that_met_only_young_rows_missed_its_claim():
     h.batch("purge", 5.0, start=0.45, end=0.55)
     (landing,) = judge(h.build())
     assert landing.status == MISSED and "younger than 5.0" in landing.why
+
+
+def test_a_claim_on_rows_of_a_status_the_services_ledger_never_shows_is_not_applicable():
+    h = HistoryBuilder(claims=(C.BatchMet(2, ("u1",), ("UNKNOWN",)), C.BatchMet(2, ("f1",), ("FAILED",))))
+    h.header.update(profile="idempotency-key", statuses=["DONE", "SENT", "UNKNOWN"])  # nothing maps to FAILED
+    h.send("u1", at=0.0, answered_at=0.3, code="E901")
+    h.snapshot({"u1": row("UNKNOWN", updated_at=0.0)}, at=0.31, after_step=1)
+    h.step(2, "purge retention_s=0.1", 0.4, 0.6)
+    h.batch("purge", 0.1, start=0.45, end=0.55)
+    unknown, failed = judge(h.build())
+    assert unknown.status == LANDED
+    assert failed.status == NOT_APPLICABLE and "has no FAILED row" in failed.why
 
 
 def test_a_scenario_whose_claim_missed_is_not_exercised_never_passed(tmp_path):

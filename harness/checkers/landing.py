@@ -81,7 +81,7 @@ def judge(history: Iterable[Event] | Facts) -> list[Landing]:
         except ValueError as e:
             out.append(Landing(str(raw), str(raw.get("claim")), UNKNOWN, f"the claim cannot be read: {e}"))
             continue
-        lacking = _lacking(facts, needs(claim))
+        lacking = _lacking(facts, needs(claim)) or _never_shown(facts, claim)
         if lacking:
             out.append(Landing(claim.text(), C.KIND_OF[type(claim)], NOT_APPLICABLE, lacking))
         else:
@@ -100,6 +100,18 @@ def _lacking(facts: Facts, needs: tuple[str, ...]) -> str:
     lacking = [n for n in needs if n not in offered and not shown.get(n)]
     return "; and ".join(
         f"not applicable: the claim reads {CAPABILITIES[n].reads}: {CAPABILITIES[n].missing}" for n in lacking
+    )
+
+
+def _never_shown(facts: Facts, claim: C.Claim) -> str:
+    """Why a claim on rows of a status the relay's ledger never shows cannot apply ('' when it can): a service whose
+    [ledger] statuses map none of its values to FAILED has no row a purge could wrongly delete as FAILED."""
+    shown = facts.header.statuses
+    if shown is UNSET or not isinstance(claim, C.BatchMet) or any(s in shown for s in claim.statuses):
+        return ""
+    return (
+        f"not applicable: the relay's ledger has no {' or '.join(claim.statuses)} row ([ledger] statuses maps "
+        f"none of its values to {' or '.join(claim.statuses)})"
     )
 
 

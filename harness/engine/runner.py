@@ -150,6 +150,7 @@ class Runner:
             profile=profile,
             provides=provides,
             commands=words.own_commands(self.stack.manifest.profile.name, self.stack.manifest.commands) or UNSET,
+            statuses=_statuses(self.stack.manifest),
             tag=self.tag,
             contract=contract.VERSION,
             tolerances=TOLERANCES.as_dict(),
@@ -197,6 +198,15 @@ def run_scenario(
 ) -> History:
     """Run scenario on stack (its relays not yet started) and return the full history."""
     return Runner(stack, scenario, recorder, tag).run()
+
+
+def _statuses(manifest: Manifest) -> list[str] | UnsetType:
+    """The contract's statuses a service's own table can show ([ledger] statuses' values); a course relay's
+    ledger (and a black box's) is not limited: UNSET."""
+    ledger = manifest.profile.ledger
+    if manifest.profile.name == "course" or ledger.kind != "postgresql":
+        return UNSET
+    return sorted(set(ledger.statuses.values()))
 
 
 def _profile(manifest: Manifest) -> tuple[str | UnsetType, list[str] | UnsetType]:

@@ -8,7 +8,7 @@ Its fields are what a saved history needs to be judged again on its own: the sce
 by label, the relay and (for a relay that offers less than every capability) its profile and what
 it offers, the contract's version and the tolerances in force. Older histories and hand-built ones
 lack some fields: each has a default, and the fields a header holds only sometimes (`profile`,
-`provides`, `commands`, `tolerances`, `claims`, `incident`) are UNSET when absent. Published as
+`provides`, `commands`, `statuses`, `tolerances`, `claims`, `incident`) are UNSET when absent. Published as
 docs/schemas/history-header.schema.json (relaychaos.records.schemas).
 """
 
@@ -44,6 +44,7 @@ class HistoryHeader(OpenRecord, kw_only=True):
     profile: str | UnsetType = UNSET  # a relay of another profile than the course's
     provides: list[str] | UnsetType = UNSET  # what it offers the rules, when less than everything
     commands: dict[str, str] | UnsetType = UNSET  # a keyed service's batch commands in its words (relaychaos.words)
+    statuses: list[str] | UnsetType = UNSET  # the contract's statuses a service's own ledger can show (unset: all)
     tag: str = ""
     contract: str = ""  # the contract's version
     tolerances: dict[str, float] | UnsetType = UNSET  # the tolerances in force (absent: relaychaos 0.1's, V1)
