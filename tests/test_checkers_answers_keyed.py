@@ -207,3 +207,22 @@ def test_a_black_box_keyed_service_answering_400_to_a_request_without_its_key_an
     h = keyed_story()
     h.send("m1", raw=AMOUNT_ZERO.replace('"m1"', '" m1"'), status=400)  # the channel sends no key header
     return h.build()
+
+
+def keyed_replay(status: int) -> History:
+    """k1 executed and answered 201; a resend answered `status` with the same body."""
+    h = keyed_story()
+    h.send("g1", at=0.0, answered_at=0.1, status=201, body='{"id": "pay_1"}')
+    h.account_call("g1", 0.01, 0.09)
+    h.send("g1", at=0.2, answered_at=0.25, status=status, body='{"id": "pay_1"}')
+    return h.build()
+
+
+@holds("done-replay")
+def test_a_keyed_replay_with_the_first_status_and_body_holds():
+    return keyed_replay(201)
+
+
+@breaks("done-replay", "g1")
+def test_a_keyed_replay_of_the_stored_body_under_another_2xx_status_breaks():
+    return keyed_replay(200)  # Stripe saves "the resulting status code and body of the first request"

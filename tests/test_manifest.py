@@ -164,6 +164,21 @@ def test_a_command_whose_program_is_missing_is_named_with_the_folder_it_runs_in(
     assert "fix: build the program, or correct its path in [commands]" in text
 
 
+def test_a_program_in_a_folder_the_sandbox_does_not_copy_is_named_with_the_fix_unless_the_sandbox_is_off(tmp_path):
+    python = tmp_path / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\n")
+    python.chmod(0o755)
+    m = manifest.load(write(tmp_path, '[commands]\nserve = [".venv/bin/python", "-m", "svc"]\n' + FOUR))
+    with pytest.raises(ManifestError) as e:
+        manifest.runnable(m, commands_path(on=True))
+    assert "runs `.venv/bin/python`, inside `.venv`, which the sandbox's copy of the relay's folder leaves out" in str(
+        e.value
+    )
+    assert "rename that folder (e.g. `venv`)" in str(e.value)
+    manifest.runnable(m, commands_path(on=False), sandboxed=False)  # run as it is, in its own folder: it is there
+
+
 @pytest.mark.process
 def test_relaychaos_run_refuses_a_bad_root_before_anything_starts_with_exit_status_2(tmp_path):
     path = write(tmp_path, 'root = "code"\n[commands]\nserve = ["./serve"]\n' + FOUR)

@@ -62,7 +62,8 @@ class Expectation:
     needs=("answers",),
 )
 def done_replay(facts: Facts) -> list[Verdict]:
-    """Every definite answer for a GUID is the first one, byte for byte."""
+    """Every definite answer for a GUID is the first one, byte for byte: its body and its HTTP status (Stripe:
+    "saving the resulting status code and body of the first request")."""
     out = []
     for guid in facts.channel_guids:
         answers = [c for c in facts.channel_for(guid) if c.code in ANY_DEFINITE]
@@ -70,13 +71,14 @@ def done_replay(facts: Facts) -> list[Verdict]:
             continue
         first = answers[0]
         for c in answers[1:]:
-            if c.body != first.body:
+            if (c.status, c.body) != (first.status, first.body):
                 out.append(
                     Verdict(
                         "done-replay",
                         guid,
-                        f"a resend of a DONE GUID was answered {c.body!r}, "
-                        f"but the first answer was {first.body!r}; a DONE answer is replayed byte for byte",
+                        f"a resend of a DONE GUID was answered HTTP {c.status} {c.body!r}, "
+                        f"but the first answer was HTTP {first.status} {first.body!r}; a DONE answer is replayed "
+                        "byte for byte, its status too",
                         first.events + c.events,
                         facts.call_seqs(guid),
                         clause="3.done-replay",

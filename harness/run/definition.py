@@ -64,7 +64,8 @@ class RunDefinition:
         limit = value(options.SANDBOX_LIMIT)
         sandbox = str(value(options.SANDBOX))  # auto unless asked: relaychaos.options.SANDBOX
         loaded = manifests.load(Path(str(relay)) if relay else paths.reference_relay())
-        manifests.runnable(loaded, commands_path(on=sandbox != "off"))  # each command's program, before anything starts
+        on = sandbox != "off"
+        manifests.runnable(loaded, commands_path(on=on), sandboxed=on)  # each command's program, before anything starts
         return cls(
             relay=loaded,
             sandbox=sandbox,

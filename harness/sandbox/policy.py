@@ -33,7 +33,10 @@ from relaychaos.sandbox.plan import Isolation, LogBudget, Plan, Rules, View
 
 SYSTEM = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
-COPY_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".venv", "node_modules/.cache")
+# what the sandbox's copy of a relay's folder leaves out: its history, bytecode, caches, and a `.venv` (a tool's
+# environment, named so by convention; a relay's own environment goes in a folder of another name, e.g. venv/)
+NOT_COPIED = (".git", "__pycache__", ".venv", "node_modules/.cache")
+COPY_IGNORE = shutil.ignore_patterns(*NOT_COPIED)
 DEFAULT_LIMITS = Limits()  # frozen, so one shared default is safe
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from relaychaos.errors import ManifestError
 from relaychaos.sandbox.environment import OWN_VARIABLES
+from relaychaos.sandbox.policy import NOT_COPIED
 from relaychaos.stack import api_profile, batch_arguments, container
 from relaychaos.stack.api_profile import Profile
 from relaychaos.stack.batch_arguments import BatchArguments
@@ -276,17 +277,24 @@ def _env(raw: object, profile: Profile, problems: list[str]) -> dict[str, str]:
     return env
 
 
-def runnable(manifest: Manifest, path: str) -> None:
+def runnable(manifest: Manifest, path: str, sandboxed: bool = True) -> None:
     """ManifestError, before anything starts, naming every command whose program is not there to be run: a path
     (with a `/`) is looked for in the folder the commands run in, a bare name on `path` (the PATH the relay gets,
-    relaychaos.sandbox.environment.commands_path)."""
+    relaychaos.sandbox.environment.commands_path), and not in a folder the sandbox's copy leaves out (`sandboxed`)."""
     problems = []
     if manifest.container is not None:  # its commands run in its image: the engine looks for the image when it starts
         return
     for command, argv in manifest.commands.items():
         argv0 = argv[0]
         found = manifest.folder / argv0 if "/" in argv0 else shutil.which(argv0, path=path)
-        if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        left_out = sorted(set(Path(argv0).parts) & set(NOT_COPIED)) if "/" in argv0 else []
+        if left_out and sandboxed:
+            problems.append(
+                f"[commands].{command} runs `{argv0}`, inside `{left_out[0]}`, which the sandbox's copy of the "
+                f"relay's folder leaves out (it copies all but {', '.join(NOT_COPIED)}): rename that folder "
+                "(e.g. `venv`) or run a relay you trust with --sandbox off"
+            )
+        elif found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
             where = f"in {manifest.where_commands_run}" if "/" in argv0 else f"on the relay's PATH ({path})"
             problems.append(f"[commands].{command} runs `{argv0}`, which is not an executable file {where}")
     if problems:

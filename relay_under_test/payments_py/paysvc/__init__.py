@@ -1,0 +1,1 @@
+"""payments_py: a payment API that debits once per Idempotency-Key."""
