@@ -37,7 +37,7 @@ class Words:
     """How one profile names what the history records in the contract's words."""
 
     profile: str = COURSE_PROFILE
-    commands: Mapping[str, str] = field(default_factory=dict)  # contract name -> the service's own, when it differs
+    commands: Mapping[str, str] = field(default_factory=dict)  # a command's or flag's contract name -> the service's
 
     @classmethod
     def of(cls, profile: object = None, commands: object = None) -> Words:
@@ -90,14 +90,21 @@ class Words:
         return text if self.course else _say(self, text)
 
     def command(self, name: str) -> str:
-        """A batch command by the contract's name (resolve, reprocess, purge), as the relay calls it."""
+        """A batch command (resolve, reprocess, purge) or its flag (--min-age, ...) by the contract's name, as the
+        relay calls it."""
         return self.commands.get(name, name)
 
 
-def own_commands(profile: str, commands: Mapping[str, Sequence[str]]) -> dict[str, str]:
-    """A keyed service's batch commands in its own words: `payments reconcile` for resolve = ["./bin/payments",
-    "reconcile"] (the program's name and its words before the first flag); none for a course relay, whose
-    commands are the contract's."""
+CONTRACT_FLAGS = {"resolve": "--min-age", "reprocess": "--max-attempts", "purge": "--retention"}
+
+
+def own_commands(
+    profile: str, commands: Mapping[str, Sequence[str]], arguments: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, str]:
+    """A keyed service's batch commands and their flags in its own words: `payments reconcile` for resolve =
+    ["./bin/payments", "reconcile"] (the program's name and its words before the first flag), and `--older-than`
+    for `--min-age` when [arguments] resolve = ["--older-than", "{ms}ms"]; none for a course relay, whose commands
+    are the contract's."""
     if profile == COURSE_PROFILE:
         return {}
     out = {}
@@ -106,6 +113,9 @@ def own_commands(profile: str, commands: Mapping[str, Sequence[str]]) -> dict[st
             continue
         words = [argv[0].rsplit("/", 1)[-1], *_until_flag(argv[1:])]
         out[name] = " ".join(words)
+        flag = next((a for a in (arguments or {}).get(name, ()) if a.startswith("-")), None)
+        if name in CONTRACT_FLAGS and flag and flag != CONTRACT_FLAGS[name]:
+            out[CONTRACT_FLAGS[name]] = flag
     return out
 
 
@@ -138,9 +148,11 @@ _KEYED_SAYINGS = (
 )
 _KEYED_PATTERNS = tuple((re.compile(p), word) for p, word in _KEYED_SAYINGS)
 _COMMAND = re.compile(r"(?<![-_./`])\b(resolve|reprocess|purge)\b(?![-_./])")
+_FLAG = re.compile(r"(?<![-\w])(--min-age|--max-attempts|--retention)\b(?!-)")
 
 
 def _say(words: Words, text: str) -> str:
     for pattern, word in _KEYED_PATTERNS:
         text = pattern.sub(word, text)
+    text = _FLAG.sub(lambda m: words.command(m.group(1)), text)
     return _COMMAND.sub(lambda m: words.command(m.group(1)), text)

@@ -46,6 +46,13 @@ def test_a_service_s_batch_commands_are_named_by_its_program_and_words_before_th
     }
     assert own_commands("idempotency-key", commands) == {"resolve": "payments reconcile", "purge": "python"}
     assert own_commands("course", commands) == {}
+    own = own_commands("idempotency-key", commands, {"resolve": ("--older-than", "{ms}ms"), "purge": ("--retention",)})
+    assert own["--min-age"] == "--older-than" and "--retention" not in own
+
+
+def test_a_rule_names_the_service_s_own_flag():
+    words = Words.of("idempotency-key", {"reprocess": "paysvc retry-unsent", "--max-attempts": "--limit-attempts"})
+    assert words.say("reprocess stops at --max-attempts") == "paysvc retry-unsent stops at --limit-attempts"
 
 
 def test_a_timeline_line_says_the_answer_in_the_profile_s_words():

@@ -149,7 +149,7 @@ class Runner:
             relay=self.stack.manifest.name,
             profile=profile,
             provides=provides,
-            commands=words.own_commands(self.stack.manifest.profile.name, self.stack.manifest.commands) or UNSET,
+            commands=_own_words(self.stack.manifest),
             statuses=_statuses(self.stack.manifest),
             tag=self.tag,
             contract=contract.VERSION,
@@ -198,6 +198,13 @@ def run_scenario(
 ) -> History:
     """Run scenario on stack (its relays not yet started) and return the full history."""
     return Runner(stack, scenario, recorder, tag).run()
+
+
+def _own_words(manifest: Manifest) -> dict[str, str] | UnsetType:
+    """A keyed service's names for the contract's batch commands and flags (relaychaos.words); a course relay's
+    are the contract's: UNSET."""
+    own = words.own_commands(manifest.profile.name, manifest.commands, manifest.arguments.templates)
+    return own or UNSET
 
 
 def _statuses(manifest: Manifest) -> list[str] | UnsetType:

@@ -99,7 +99,7 @@ def relay_words(relay: Path) -> Words:
         loaded = manifest.load(relay)
     except (HarnessError, OSError):
         return Words()
-    return Words.of(loaded.profile.name, own_commands(loaded.profile.name, loaded.commands))
+    return Words.of(loaded.profile.name, own_commands(loaded.profile.name, loaded.commands, loaded.arguments.templates))
 
 
 def relay_env(relay: Path) -> dict[str, str]:
