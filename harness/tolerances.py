@@ -58,9 +58,9 @@ REASONS: dict[str, str] = {
     "answer_slack_s": "the harness's scheduling between the relay writing its answer and the channel recording it",
     "e903_at_once_s": "'at once' in numbers: a duplicate's E903 needs no account call, only a ledger read",
     "e903_window_s": "a duplicate is judged only when the GUID is certainly still SENT this long after it arrived",
-    "e903_wait_share": "'without waiting' in numbers: an E903 within this share of the time the relay would have "
-    "waited for the account system (until its answer or time-out) is at once too, however "
-    "slow the machine (e903_at_once_s is the least)",
+    "e903_wait_share": "'without waiting' in numbers while the harness holds the call: an E903 within this share "
+    "of the relay's time-out is at once (an E903 before the account system answered never waited for it; "
+    "e903_at_once_s is the least)",
     "clock_slack_s": "the relay's updated_at (its wall clock) against the harness's wall clock and rounding",
     "min_age_margin_s": "added to ACCOUNT_TIMEOUT_MS + the longest injected delay for the final resolve's "
     "--min-age (§6: larger than both)",

@@ -54,9 +54,14 @@ def test_a_keyed_duplicate_answered_409_within_its_share_of_the_wait_holds():
     return keyed_duplicate(TOL.e903_wait_share * 1.5)
 
 
+@holds("e903-at-once")
+def test_a_keyed_duplicate_answered_409_before_the_psp_answered_did_not_wait_for_it_and_holds():
+    return keyed_duplicate(1.5 - EPS)
+
+
 @breaks("e903-at-once", "g1")
-def test_a_keyed_duplicate_answered_409_just_later_than_its_share_of_the_wait_breaks():
-    return keyed_duplicate(TOL.e903_wait_share * 1.5 + EPS)
+def test_a_keyed_duplicate_answered_409_just_after_the_psp_answered_breaks():
+    return keyed_duplicate(1.5 + EPS)
 
 
 def test_a_keyed_duplicate_that_waited_for_the_psp_and_replayed_its_201_is_named_in_the_services_words():

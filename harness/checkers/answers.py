@@ -102,7 +102,8 @@ def e903_at_once(facts: Facts) -> list[Verdict]:
     (which it releases only once the duplicates have their answers), until the relay's time-out.
     A keyed service's in-flight answer is 409 (the IETF draft), read as E903. A duplicate the
     relay did not answer before the channel gave up waited too, unless the relay was killed
-    meanwhile.
+    meanwhile. An E903 the channel had before the account system answered the call did not wait for
+    it, however long a loaded machine took to answer a burst of copies.
     """
     tol = facts.tolerances
     keyed = facts.header.profile == KEYED
@@ -140,6 +141,9 @@ def e903_at_once(facts: Facts) -> list[Verdict]:
                 )
                 if not d.answered and (took <= limit or facts.happened(Op.KILL, t, done)):
                     continue  # cut off early (not a wait), or the relay was killed meanwhile
+                if not held and d.answered and d.code == "E903" and done < answered:
+                    continue  # its E903 came back before the account system answered: it did not wait for it
+                    # (a loaded machine queues a burst of copies; a relay that waits answers after the call)
                 if d.code != "E903" or took > limit:
                     return [_waited(facts, guid, d, took, limit, keyed)]
     return []
