@@ -3,6 +3,7 @@
     runs/<stamp>/histories/<scenario>.jsonl       (.jsonl.gz above relaychaos.history.COMPRESS_OVER)
     runs/<stamp>/logs/<scenario>/relay-a.log ...  (each stack's *.log; stack1-... for a test's second stack)
     runs/<stamp>/relay-logs.budget                (the count of log bytes every relay command drew on)
+    runs/<stamp>/not-started.txt                  (why the run stopped: its relay's serve never started)
 
 xdist workers write these files themselves and tell the controller the paths through
 the test report (it writes results.json); paths are relative to the run folder. A name
@@ -20,6 +21,7 @@ from relaychaos.history import COMPRESS_OVER, History, compressed, save
 
 HISTORIES, LOGS = "histories", "logs"
 LOG_BUDGET = "relay-logs.budget"  # one submission's log bytes in all (relaychaos.sandbox.logpump)
+NOT_STARTED = "not-started.txt"  # why a run whose serve never started stopped (relaychaos.plugin.start_gate)
 
 
 def safe_name(name: str) -> str:

@@ -113,6 +113,28 @@ def test_a_step_that_failed_breaks_serve_ready():
     return h.build()
 
 
+def never_served(also_started: bool = False) -> History:
+    """serve exited before answering its health path (no table was ever made); the final phase's resolve and
+    schema reading as the runner records them; with `also_started`, another slot had started first."""
+    h = story()
+    if also_started:
+        h.start("b", at=-0.5)
+    h.at(0.0, lambda r: r.starting("a", ["relay", "serve"]))
+    h.at(0.1, lambda r: r.start_failed("a", "relay 'literal' serve exited with status 127 before answering"))
+    h.step_fail("start slot=a", "relay 'literal' serve exited with status 127 before answering\nfix: ...", at=0.1)
+    h.batch("resolve", MIN_AGE, start=1.0, end=1.1, returncode=127)
+    h.schema([], error="no such table: ledger")
+    return h.build()
+
+
+def test_a_serve_that_never_started_is_serve_ready_alone_not_the_table_nor_the_batches():
+    from relaychaos import checkers
+
+    assert sorted({v.rule for v in checkers.check(never_served())}) == ["serve-ready"]
+    rules = {v.rule for v in checkers.check(never_served(also_started=True))}  # a relay that ran: judged as ever
+    assert {"serve-ready", "ledger-schema", "batch-runs"} <= rules
+
+
 @holds("serve-ready")
 def test_a_relay_that_started_holds_serve_ready():
     h = one_paid_transfer()

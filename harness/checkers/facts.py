@@ -36,7 +36,16 @@ _DIGITS = re.compile(r"(\d+)")
 _RUN_GUID = re.compile(r"[0-9a-f]{12}-[0-9a-f]{8}")  # the form of the run's GUIDs (engine.runner.Runner.guid)
 DISTURBING = (Op.KILL, Op.SERVER_FAULT, Op.ADD_TOXIC, Op.DISABLE_PROXY)  # faults that may change a first send's answer
 # the ops Facts._keep files away (a tuple: compared, never hashed, as an event's op may be anything)
-_KEPT = (Op.STEP, *BATCH_COMMANDS, Op.LEDGER_SNAPSHOT, Op.SCENARIO, Op.ACCOUNT_STATS, Op.LEDGER_SCHEMA, Op.TAMPERED)
+_KEPT = (
+    Op.STEP,
+    Op.START,
+    *BATCH_COMMANDS,
+    Op.LEDGER_SNAPSHOT,
+    Op.SCENARIO,
+    Op.ACCOUNT_STATS,
+    Op.LEDGER_SCHEMA,
+    Op.TAMPERED,
+)
 
 
 @contextmanager
@@ -84,6 +93,7 @@ class Facts:
         self.schema_events: list[Event] = []  # ledger-schema readings and failed snapshots, in order
         self.tampered: list[Event] = []
         self.failed_steps: list[Event] = []
+        self.starts = {"ok": 0, "fail": 0}  # serve's starts that answered its health path, and those that did not
         self._labels: dict[str, str] = {}
         self._stats: dict | None = None
         self._by_guid: dict[str | None, list[ChannelCall]] = {}  # None: malformed bodies that named no GUID
@@ -165,6 +175,9 @@ class Facts:
         if f == Op.STEP:
             if e.type == "fail":
                 self.failed_steps.append(e)
+        elif f == Op.START:
+            if e.type in self.starts:
+                self.starts[e.type] += 1
         elif f in BATCH_COMMANDS and "run" in v:
             if e.type == "invoke":
                 self._open_batches[e.process] = batch = Batch(f, e, None)
@@ -254,6 +267,11 @@ class Facts:
 
     def channel_for(self, guid: str | None) -> list[ChannelCall]:
         return self._by_guid.get(guid, [])
+
+    @property
+    def never_served(self) -> bool:
+        """serve was started and never answered its health path: no relay of the run ever ran."""
+        return self.starts["fail"] > 0 and self.starts["ok"] == 0
 
     @property
     def stats(self) -> dict:

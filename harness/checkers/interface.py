@@ -82,7 +82,10 @@ def _keyed_interface(facts: Facts) -> list[Verdict]:
 )
 def ledger_schema(facts: Facts) -> list[Verdict]:
     """The table the run read at its end has the columns it must (the contract's, §4; of a keyed service's own
-    table, those relay.toml's [ledger] maps: `required`), and every snapshot could be read."""
+    table, those relay.toml's [ledger] maps: `required`), and every snapshot could be read. A run whose serve
+    never became ready (a start failed and none succeeded) is `serve-ready`'s alone: no relay ever made the table."""
+    if facts.never_served:
+        return []
     out = []
     for e in facts.schema_events:
         if e.f == Op.LEDGER_SCHEMA:
@@ -131,8 +134,11 @@ def batch_runs(facts: Facts) -> list[Verdict]:
     """A batch command exits 0 when it ran through; one killed at its time limit never did.
 
     A non-zero exit while the account system was unreachable is accepted: whether a
-    batch "could not run" without it is the relay's call (the contract does not say).
+    batch "could not run" without it is the relay's call (the contract does not say). A run whose serve never
+    became ready is `serve-ready`'s alone: its batch commands ran against a ledger no relay ever made.
     """
+    if facts.never_served:
+        return []
     out = []
     for b in facts.batches:
         rc = b.end.value.get("returncode") if b.end else None

@@ -9,8 +9,9 @@ default) and writes results.json, junit.xml and report.html into a fresh run fol
 named scenario fails, the state machine's random stories do not run (the report says so);
 --hunt runs them anyway, and --shrink-s bounds the shrinking of what they find.
 Exit status: 0 every check held and every scenario was exercised, 1 a check failed, 3 every check held but
-a scenario was not exercised (its fault met nothing), 2 the harness could not run, 130 after
-Ctrl-C or SIGTERM (the scenarios that finished are written, marked partial, with their report).
+a scenario was not exercised (its fault met nothing), 2 the harness could not run (a relay whose serve never
+starts included: the run stops at its first scenario), 130 after Ctrl-C or SIGTERM (the scenarios that finished
+are written, marked partial, with their report).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from relaychaos.run.chaos import run_and_check
 from relaychaos.run.definition import RunDefinition
 from relaychaos.run.services import Services
 from relaychaos.run.suite import run_suite, suite_command
-from relaychaos.run_folder import LOG_BUDGET
+from relaychaos.run_folder import LOG_BUDGET, NOT_STARTED
 from relaychaos.sandbox.levels import describe, probe
 from relaychaos.sandbox.policy import clear_abandoned
 from relaychaos.soak import command as soak
@@ -104,6 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     os.chmod(out, 0o700)  # histories and logs: the harness's, not the relays'
     (out / LOG_BUDGET).unlink(missing_ok=True)  # this run's relay logs start from nothing
+    (out / NOT_STARTED).unlink(missing_ok=True)  # a stop of an earlier run in this folder is not this one's
     try:
         loaded = preflight(args, out)
         sandbox_summary = describe(probe(args.sandbox, args.sandbox_limit))  # SandboxError: strict cannot be had
@@ -120,12 +122,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if interrupted:
         print(end="\n" if mid_line else "")  # pytest's progress dots end without a newline
         return _interrupted(relay, out)
+    if (out / NOT_STARTED).exists():  # relaychaos.plugin.start_gate stopped it: a relay that cannot be tested
+        print(end="\n" if mid_line else "", flush=True)
+        if results.exists():
+            write_html(results)  # the one scenario, with serve's log, in the report as ever
+        print(f"relaychaos: {(out / NOT_STARTED).read_text().rstrip()}", file=sys.stderr)
+        return 2
     return _reported(rc, results, out)
 
 
 def _suite_argv(args: argparse.Namespace, relay: Path, out: Path) -> list[str]:
     """The suite's command line against `relay` (relaychaos.run.suite.suite_command), as `run` was asked."""
-    extra = ["--junitxml", str(out / "junit.xml")]
+    extra = ["--junitxml", str(out / "junit.xml"), "--relaychaos-not-started", str(out / NOT_STARTED)]
     extra += ["-n", args.workers] if args.workers != "0" else []
     extra += [*args.pytest_args, *(["--color=yes"] if sys.stdout.isatty() else [])]
     values = {o.name: getattr(args, o.name) for o in options.COMMAND_OPTIONS}

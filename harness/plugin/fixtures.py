@@ -204,7 +204,7 @@ def stack(make_stack: MakeStack) -> Stack:
 def run_chaos(request: pytest.FixtureRequest, make_stack: MakeStack, relaychaos_keep: Keep) -> RunChaos:
     """run_chaos(scenario, manifest=None) -> ChaosResult: run on a fresh stack, check, record the verdicts;
     the history and relay logs are kept in the run folder (relaychaos_keep)."""
-    from relaychaos.run.chaos import run_and_check  # lazy (relaychaos.plugin)
+    from relaychaos.run.chaos import run_and_check, serve_start  # lazy (relaychaos.plugin)
     from relaychaos.stack import manifest as manifests  # lazy (relaychaos.plugin)
 
     def run(scenario: Scenario, manifest: Manifest | str | Path | None = None) -> ChaosResult:
@@ -232,6 +232,9 @@ def run_chaos(request: pytest.FixtureRequest, make_stack: MakeStack, relaychaos_
             ("relaychaos_landing", json.dumps([{**x.to_dict(), "scenario": scenario.name} for x in result.landing]))
         )
         request.node.user_properties.append(("relaychaos_cells", json.dumps(sorted(result.cells))))
+        started, why = serve_start(result.history)
+        if started is not None:  # relaychaos.plugin.start_gate: a run whose serve never starts stops at once
+            request.node.user_properties.append(("relaychaos_serve", json.dumps({"started": started, "why": why})))
         return result
 
     return run

@@ -24,7 +24,12 @@ from relaychaos.plugin import run_config
 if TYPE_CHECKING:
     import pluggy
 
-pytest_plugins = ["relaychaos.plugin.fixtures", "relaychaos.plugin.machine_gate", "relaychaos.plugin.landing_gate"]
+pytest_plugins = [
+    "relaychaos.plugin.fixtures",
+    "relaychaos.plugin.machine_gate",
+    "relaychaos.plugin.landing_gate",
+    "relaychaos.plugin.start_gate",
+]
 FAMILIES = {
     "basic": "the contract's answer table with no fault",
     "fault": "network faults between the parts",

@@ -16,6 +16,7 @@ from relaychaos.checkers.verdict import Verdict
 from relaychaos.engine.runner import run_scenario
 from relaychaos.engine.steps import Scenario
 from relaychaos.errors import RelayError
+from relaychaos.events import Op
 from relaychaos.history import History, HistoryFile, save
 from relaychaos.reports.incident import report
 from relaychaos.reports.results import NOT_EXERCISED
@@ -119,6 +120,20 @@ def run_and_check(stack: Stack, scenario: Scenario, tag: str | None = None) -> C
     path = save(history, stack.workdir / "history.jsonl")
     verdicts, notes = checkers.check(history), checkers.notes(history)
     return ChaosResult(scenario, history, verdicts, path, notes, landing.judge(history), coverage.cells(history))
+
+
+def serve_start(history: History) -> tuple[bool | None, str | None]:
+    """Whether serve ever answered its health path in the run (None: it was never started) and, when it never
+    did, why its first start failed: the failed step's message (what, the fix and the tail of serve's log)."""
+    started, why = None, None
+    for e in history:
+        if e.f == Op.START and e.type == "ok":
+            return True, None
+        if e.f == Op.START and e.type == "fail":
+            started = False
+        elif e.f == Op.STEP and e.type == "fail" and started is False and why is None:
+            why = str(e.value.get("error") or "")
+    return started, why
 
 
 def check_path(path: Path) -> list[Verdict]:
