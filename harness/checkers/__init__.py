@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Iterable
 
-from relaychaos.checkers.facts import Facts, no_collection
+from relaychaos.checkers.collection import no_collection
+from relaychaos.checkers.facts import Facts
 from relaychaos.checkers.rulebook import CAPABILITIES, RENAMED, RULES, Rule
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.events import Event

@@ -11,17 +11,16 @@ a relaychaos.history.HistoryFile); it is iterated again only if `events` is aske
 
 from __future__ import annotations
 
-import gc
 import re
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from functools import cached_property
 from typing import cast
 
 from relaychaos.checkers.calls import Batch, ChannelCall, EndedBatch
+from relaychaos.checkers.collection import no_collection
 from relaychaos.checkers.faults import FaultState, FaultTimeline
 from relaychaos.events import BATCH_COMMANDS, REFUSED, Event, Op
 from relaychaos.records.base import UNSET
@@ -36,29 +35,8 @@ _DIGITS = re.compile(r"(\d+)")
 _RUN_GUID = re.compile(r"[0-9a-f]{12}-[0-9a-f]{8}")  # the form of the run's GUIDs (engine.runner.Runner.guid)
 DISTURBING = (Op.KILL, Op.SERVER_FAULT, Op.ADD_TOXIC, Op.DISABLE_PROXY)  # faults that may change a first send's answer
 # the ops Facts._keep files away (a tuple: compared, never hashed, as an event's op may be anything)
-_KEPT = (
-    Op.STEP,
-    Op.START,
-    *BATCH_COMMANDS,
-    Op.LEDGER_SNAPSHOT,
-    Op.SCENARIO,
-    Op.ACCOUNT_STATS,
-    Op.LEDGER_SCHEMA,
-    Op.TAMPERED,
-)
-
-
-@contextmanager
-def no_collection() -> Iterator[None]:
-    """The cyclic garbage collector paused: indexing a long history makes millions of objects and no cycles,
-    and each of the collector's passes over them would be wasted time (a third of a check's)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
+_KEPT: tuple[str, ...] = (Op.STEP, Op.START, *BATCH_COMMANDS, Op.LEDGER_SNAPSHOT, Op.SCENARIO, Op.ACCOUNT_STATS)
+_KEPT += (Op.LEDGER_SCHEMA, Op.TAMPERED)
 
 
 def _named(v: dict) -> list:
@@ -220,8 +198,7 @@ class Facts:
     @cached_property
     def words(self) -> Words:
         """How the history's relay names what the history records in the contract's words (relaychaos.words)."""
-        h = self.header
-        return Words.of(h.profile, h.commands)
+        return Words.of(self.header.profile, self.header.commands)
 
     @cached_property
     def tolerances(self) -> Tolerances:
