@@ -142,11 +142,11 @@ else
   echo "bootstrap: Node payment service not installed (no 'npm' on PATH); fix: install Node.js 20+ and run scripts/bootstrap.sh again." >&2
 fi
 
-# 4e. The third example payment service (relay_under_test/payments_py: Python and PostgreSQL, written from the
+# 4e. The third example payment service (examples/payments_py: Python and PostgreSQL, written from the
 #     docs alone by someone who had not read the harness): its own venv with psycopg 3 (its build.sh skips the
 #     install when the venv already holds it).
-echo "bootstrap: the Python payment service's venv (relay_under_test/payments_py/venv) ..."
-PYTHON="${PYTHON:-python3.11}" bash relay_under_test/payments_py/build.sh >/dev/null
+echo "bootstrap: the Python payment service's venv (examples/payments_py/venv) ..."
+PYTHON="${PYTHON:-python3.11}" bash examples/payments_py/build.sh >/dev/null
 
 # 5. The Java relay (relay_under_test/java): its classes in build/classes, the SQLite JDBC jar in
 #    lib/, that jar's native library extracted to build/native (so the relay writes nothing outside

@@ -81,6 +81,11 @@ def attack_relay(folder: Path, attack: str) -> Path:
     manifest = derived_relay(folder, "reference", name=attack, **commands)
     shutil.copy(RED_TEAM / f"{attack}.py", folder)
     shutil.copy(RED_TEAM / "evidence.py", folder)
+    for argv in meta.get("COMMANDS", {}).values():  # a program the attack's serve makes (argv0_swap's ./rt-go) is
+        program = folder / argv[0]  # there before it starts, as a manifest's programs must be (else: exit 2)
+        if not program.exists():
+            program.write_text("#!/bin/sh\n# replaced by the attack's serve as it runs\nexit 1\n")
+            program.chmod(0o755)
     if meta.get("LIMITS"):
         with open(manifest, "a") as f:
             f.write("[limits]\n" + "".join(f"{k} = {v!r}\n" for k, v in meta["LIMITS"].items()))

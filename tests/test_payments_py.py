@@ -1,4 +1,4 @@
-"""A third production-style service, judged blind: relay_under_test/payments_py.
+"""A third production-style service, judged blind: examples/payments_py.
 
 A Python service (its own table `idem_requests`, its own statuses pending / completed / declined /
 in_doubt / not_sent, its own PSP paths and JSON, its own batch commands and flags: `settle
@@ -22,7 +22,7 @@ from .conftest import ROOT
 
 pytestmark = pytest.mark.stack  # the service, its PostgreSQL, its PSP: real processes
 
-SERVICE = ROOT / "relay_under_test" / "payments_py"
+SERVICE = ROOT / "examples" / "payments_py"
 CORRECT = manifest.load(SERVICE)
 CAUGHT = {  # mutant -> the named scenario that catches it, and the rule it breaks there (as the sealed key said)
     "m1": ("latency-beyond-timeout", "one-debit"),  # a PSP time-out taken for "not sent", then sent again

@@ -18,8 +18,6 @@ import pytest
 from .conftest import ROOT
 
 # relaychaos.<subpackage> -> its folder in the checkout (harness/ is relaychaos itself)
-# a stranger's service, written from the docs alone (its own code, its own venv): not the harness's modules
-STRANGERS = ROOT / "relay_under_test" / "payments_py"
 FOLDERS = {
     "fixtures": "fixtures",
     "reports": "reports",
@@ -72,8 +70,7 @@ def modules() -> dict[str, Path]:
     out = {}
     for top in ["harness", *FOLDERS.values()]:
         for path in (ROOT / top).rglob("*.py"):
-            if not path.is_relative_to(STRANGERS):
-                out[module_name(path)] = path
+            out[module_name(path)] = path
     return out
 
 

@@ -41,6 +41,7 @@ from relaychaos.reports.results import RunResults
 from relaychaos.reports.student_text import clean
 from relaychaos.run.suite import start, stop, suite_command
 from relaychaos.run_folder import LOG_BUDGET
+from relaychaos.sandbox.environment import commands_path
 from relaychaos.sandbox.levels import probe
 from relaychaos.sandbox.policy import clear_abandoned
 from relaychaos.scenarios import ALL, REGRESSION_FILES
@@ -196,8 +197,7 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
     common: dict[str, Any] = {"sandbox": probe(opts.sandbox, opts.sandbox_limit), "notes": list(sub.notes)}
     common["folder"] = out.name
     try:
-        manifest = _check_manifest(sub)
-
+        manifest = _check_manifest(sub, sandboxed=opts.sandbox != "off")
         why = start_probe(manifest, out, opts.sandbox, opts.sandbox_limit, out / LOG_BUDGET)
         if why:
             raise HarnessError(why)
@@ -286,8 +286,9 @@ def _stateful(ran: Ran) -> Stateful:
 CUT = "ran out of time"  # the error of a grade cut at its wall budget begins so
 
 
-def _check_manifest(sub: Submission) -> Path:
-    """The submission's relay.toml; HarnessError when it has none usable, or its code lies outside its folder."""
+def _check_manifest(sub: Submission, sandboxed: bool) -> Path:
+    """The submission's relay.toml; HarnessError when it has none usable, its code lies outside its folder, or a
+    command's program is not there to be run (in the sandbox's copy, when `sandboxed`)."""
     if sub.manifest is None:
         raise HarnessError(
             "no relay.toml in the submission's folder",
@@ -301,6 +302,7 @@ def _check_manifest(sub: Submission) -> Path:
             where="relay.toml",
             fix="a submission holds all its code: drop `root`, or name a folder inside the submission",
         )
+    manifest.runnable(loaded, commands_path(on=sandboxed), sandboxed=sandboxed)
     return sub.manifest
 
 
