@@ -63,7 +63,9 @@ REASONS: dict[str, str] = {
     "e903_at_once_s is the least)",
     "clock_slack_s": "the relay's updated_at (its wall clock) against the harness's wall clock and rounding",
     "min_age_margin_s": "added to ACCOUNT_TIMEOUT_MS + the longest injected delay for the final resolve's "
-    "--min-age (§6: larger than both)",
+    "--min-age (§6: larger than both); the delay as injected: a latency toxic counts for the time it was on its "
+    "proxy, at most its latency (Toxiproxy lets what it holds go when it is removed), so a 10 s hold lifted "
+    "after 30 ms adds 30 ms",
     "channel_timeout_margin_s": "the channel waits ACCOUNT_TIMEOUT_MS + this, more than the contract's 1 s "
     "plus answer_slack_s",
     "delivery_cap_s": "a racer waits this long for the relay's kernel to take its request (an overflowing "

@@ -2,17 +2,20 @@
 
 Only then do the checkers judge: a correct relay has settled every GUID by now
 (contract §5), so a row still SENT or UNKNOWN is a verdict. The --min-age used is
-safe (§6): larger than ACCOUNT_TIMEOUT_MS plus the longest delay the run injected.
+safe (§6): larger than ACCOUNT_TIMEOUT_MS plus the longest delay the run injected, as
+the nemesis measured it (a latency toxic removed after 30 ms delayed nothing by more
+than 30 ms, whatever its latency), so the final phase waits no longer than the faults
+that were met call for.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Protocol
 
 from relaychaos.engine import steps as S
 from relaychaos.engine.client import Client
+from relaychaos.engine.nemesis import Nemesis
 from relaychaos.engine.observer import Observer
 from relaychaos.recorder import Recorder
 from relaychaos.stack.world import Stack
@@ -27,7 +30,7 @@ class Runner(Protocol):
     recorder: Recorder
     client: Client
     observer: Observer
-    executed: list
+    nemesis: Nemesis
 
     def do(self, step: S.Step, n: int | str | None = None) -> bool: ...
 
@@ -36,7 +39,8 @@ UNDECIDED = ("SENT", "UNKNOWN", "RECEIVED")
 
 
 def max_injected_delay_s(scenario: S.Scenario) -> float:
-    """The longest delay the scenario injects on purpose (latency toxics, processing delay)."""
+    """The longest delay the scenario's steps can inject (latency toxics, processing delay), however soon
+    they are lifted: what a schedule must assume before it runs (the soak, the state machine)."""
     delay_ms = 0.0
     for step in scenario.steps:
         if isinstance(step, S.AddToxic) and step.kind == "latency":
@@ -46,9 +50,11 @@ def max_injected_delay_s(scenario: S.Scenario) -> float:
     return delay_ms / 1000
 
 
-def safe_min_age_s(scenario: S.Scenario) -> float:
-    """A --min-age the contract calls safe: ACCOUNT_TIMEOUT_MS plus the longest injected delay, plus a margin."""
-    return round(scenario.account_timeout_ms / 1000 + max_injected_delay_s(scenario) + TOLERANCES.min_age_margin_s, 3)
+def safe_min_age_s(scenario: S.Scenario, injected_delay_s: float | None = None) -> float:
+    """A --min-age the contract calls safe: ACCOUNT_TIMEOUT_MS plus the longest injected delay (the one measured,
+    when given; else the longest the steps can inject), plus a margin."""
+    delay = max_injected_delay_s(scenario) if injected_delay_s is None else injected_delay_s
+    return round(scenario.account_timeout_ms / 1000 + delay + TOLERANCES.min_age_margin_s, 3)
 
 
 def converge(runner: Runner) -> None:
@@ -58,8 +64,7 @@ def converge(runner: Runner) -> None:
     runner.recorder.converge(done=False)
     runner.do(S.Heal(), "final")
     runner.client.collect()
-    executed = dataclasses.replace(runner.scenario, steps=runner.scenario.steps + tuple(runner.executed))
-    min_age = safe_min_age_s(executed)
+    min_age = safe_min_age_s(runner.scenario, runner.nemesis.longest_delay_s())
     if _blind(runner):
         _settle_blind(runner, min_age)
     else:

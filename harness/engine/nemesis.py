@@ -3,10 +3,16 @@
 Toxics on a proxy, a proxy down, account-system faults (processing delay, E500,
 GUIDs held until released), healing, and SIGKILL of a relay. Toxics always have
 toxicity 1.0, so the harness, not chance, decides what a run meets.
+
+It also keeps the longest delay the run has injected so far, as the final phase's --min-age needs it
+(contract §6): a latency toxic delays data by its latency at most, and no longer than it stays on its proxy,
+since Toxiproxy lets what a latency toxic holds go at once when the toxic is removed; an account-system
+processing delay counts in full.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from relaychaos.engine import steps as S
@@ -17,18 +23,42 @@ from relaychaos.stack.world import Stack
 class Nemesis:
     """Does and records the fault steps of one run; `guid_of` maps labels to the run's GUIDs."""
 
-    def __init__(self, stack: Stack, recorder: Recorder, guid_of: Callable[[str], str]):
-        self.stack, self.recorder, self.guid_of = stack, recorder, guid_of
+    def __init__(
+        self,
+        stack: Stack,
+        recorder: Recorder,
+        guid_of: Callable[[str], str],
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.stack, self.recorder, self.guid_of, self.clock = stack, recorder, guid_of, clock
+        self._latency: dict[tuple[str, str], tuple[float, float]] = {}  # (proxy, toxic) -> (added at, latency s)
+        self._longest_s = 0.0  # the longest delay of the faults already lifted, and of the server's delays
+
+    def longest_delay_s(self) -> float:
+        """The longest delay injected so far: each latency toxic's latency (with its jitter), cut at the time it
+        has been (or was) on its proxy; the account system's processing delay in full."""
+        now = self.clock()
+        held = [min(latency, now - added) for added, latency in self._latency.values()]
+        return max([self._longest_s, *held])
+
+    def _lifted(self, key: tuple[str, str]) -> None:
+        if key in self._latency:
+            added, latency = self._latency.pop(key)
+            self._longest_s = max(self._longest_s, min(latency, self.clock() - added))
 
     def add_toxic(self, step: S.AddToxic) -> None:
         name = step.name or f"{step.kind}_{step.stream}"
         side = self.stack.side(step.proxy)
         self.recorder.toxic_adding(step.proxy, side, name, step.kind, step.stream, dict(step.attributes))
+        if step.kind == "latency":
+            latency_ms = float(step.attributes.get("latency", 0)) + float(step.attributes.get("jitter", 0))
+            self._latency[(step.proxy, name)] = (self.clock(), latency_ms / 1000)
         self.stack.add_toxic(step.proxy, step.kind, stream=step.stream, name=name, **step.attributes)
         self.recorder.toxic_added(step.proxy, side, name)
 
     def remove_toxic(self, step: S.RemoveToxic) -> None:
         self.stack.remove_toxic(step.proxy, step.name)
+        self._lifted((step.proxy, step.name))
         self.recorder.toxic_removed(step.proxy, self.stack.side(step.proxy), step.name)
 
     def disable_proxy(self, step: S.DisableProxy) -> None:
@@ -43,6 +73,7 @@ class Nemesis:
         spec: dict = {}
         if step.delay_ms is not None:
             spec["delay_ms"] = step.delay_ms
+            self._longest_s = max(self._longest_s, step.delay_ms / 1000)
         if step.e500_next is not None:
             spec["e500_next"] = step.e500_next
         spec["e500_guids"] = [self.guid_of(g) for g in step.e500_guids]
@@ -57,6 +88,8 @@ class Nemesis:
 
     def heal(self, step: S.Heal) -> None:
         self.stack.heal()
+        for key in list(self._latency):
+            self._lifted(key)
         self.recorder.healed()
 
     def kill(self, step: S.Kill) -> None:

@@ -76,7 +76,6 @@ class Runner:
         self.recorder = recorder or Recorder()
         self.tag = tag or uuid.uuid4().hex[:8]
         self.guids: dict[str, str] = {}
-        self.executed: list = []  # every step run, in order (the final phase's included)
         self.client: Client = Client(stack, self.recorder, scenario.account_timeout_ms, self.guid)
         self.nemesis: Nemesis = Nemesis(stack, self.recorder, self.guid)
         self.operator: Operator = Operator(stack, self.recorder, scenario.batch_timeout_s)
@@ -162,7 +161,6 @@ class Runner:
         for label in S.guids_of(step):
             self.guid(label)
         self.recorder.step_started(n, S.describe(step))
-        self.executed.append(step)
         try:
             reached = DISPATCH[type(step)](self, step)
         except RelayError as e:
