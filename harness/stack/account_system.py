@@ -41,6 +41,7 @@ class AccountSystem:
         self.control_url = f"http://127.0.0.1:{control_port}"
         self._token = token  # for the project's own tests, which play a third party holding it
         self._http = requests.Session()
+        self._http.trust_env = False  # its control port is on this machine: no proxy, netrc or CA bundle to look up
         self._http.headers[TOKEN_HEADER] = token
         self._writes = 0  # state-changing control calls this client made (and the fixture answered)
         self._faults = Faults()  # the faults as this client set them

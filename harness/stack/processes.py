@@ -182,6 +182,11 @@ def spawn(
     return child
 
 
+# Straight to the address, never through a proxy of the environment (HTTP_PROXY and the like are for the world,
+# the parts polled here listen on this machine), and without reading the environment's proxies on every poll
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def wait_http_ok(
     url: str, *, timeout_s: float, child: Child | None = None, headers: dict[str, str] | None = None
 ) -> str | None:
@@ -196,7 +201,7 @@ def wait_http_ok(
         if child is not None and not child.alive():
             return f"exited with status {child.popen.returncode} before answering {url}"
         try:
-            with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=1.0) as resp:
+            with _DIRECT.open(urllib.request.Request(url, headers=headers or {}), timeout=1.0) as resp:
                 if resp.status == 200:
                     return None
                 last = f"HTTP {resp.status}"
