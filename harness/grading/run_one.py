@@ -85,7 +85,8 @@ def _pytest(manifest: Path, out: Path, results: Path, opts: Options, machine: bo
     if machine:
         values |= {"budget": "grade", "seed": opts.seed, "shrink_s": opts.shrink_s}
     else:
-        extra += ["-n", str(opts.workers)] if opts.workers > 1 else []
+        workers = min(opts.workers, sum(n != STATEFUL for n, _ in expected(opts)))  # no worker without a scenario
+        extra += ["-n", str(workers)] if workers > 1 else []
         extra += [a for s, f in sorted(opts.rubric.folders.items()) for a in ("--relaychaos-scenarios", f"{s}={f}")]
     names = [n for n in opts.only if n != STATEFUL]
     if opts.only and not machine:
