@@ -6,8 +6,9 @@ toxicity 1.0, so the harness, not chance, decides what a run meets.
 
 It also keeps the longest delay the run has injected so far, as the final phase's --min-age needs it
 (contract §6): a latency toxic delays data by its latency at most, and no longer than it stays on its proxy,
-since Toxiproxy lets what a latency toxic holds go at once when the toxic is removed; an account-system
-processing delay counts in full.
+since Toxiproxy lets what a latency toxic holds go at once when the toxic is removed (v2.12: the interrupted
+LatencyToxic.Pipe passes on its chunk, and ToxicLink.RemoveToxic empties the toxic's buffer into the next stage);
+an account-system processing delay counts in full.
 """
 
 from __future__ import annotations
