@@ -91,3 +91,14 @@ def test_the_final_min_age_is_the_time_out_plus_the_measured_delay_plus_the_marg
     )
     assert safe_min_age_s(scenario) == round(11 + TOLERANCES.min_age_margin_s, 3)  # what the steps could inject
     assert safe_min_age_s(scenario, 0.03) == round(1.03 + TOLERANCES.min_age_margin_s, 3)  # what they did
+
+
+def test_a_toxic_added_again_under_its_name_keeps_the_time_the_one_in_force_was_added():
+    """Toxiproxy refuses a second toxic of the same name on a proxy: the first stays, with its latency and time."""
+    n, clock = nemesis()
+    n.add_toxic(S.AddToxic("account", "latency", name="hold", attributes={"latency": 5000}))
+    clock.now += 2
+    n.add_toxic(S.AddToxic("account", "latency", name="hold", attributes={"latency": 5000}))
+    clock.now += 1
+    n.remove_toxic(S.RemoveToxic("account", "hold"))
+    assert round(n.longest_delay_s(), 3) == 3

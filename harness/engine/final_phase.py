@@ -41,13 +41,13 @@ UNDECIDED = ("SENT", "UNKNOWN", "RECEIVED")
 def max_injected_delay_s(scenario: S.Scenario) -> float:
     """The longest delay the scenario's steps can inject (latency toxics, processing delay), however soon
     they are lifted: what a schedule must assume before it runs (the soak, the state machine)."""
-    delay_ms = 0.0
+    delay_s = 0.0
     for step in scenario.steps:
-        if isinstance(step, S.AddToxic) and step.kind == "latency":
-            delay_ms = max(delay_ms, float(step.attributes.get("latency", 0)) + float(step.attributes.get("jitter", 0)))
+        if isinstance(step, S.AddToxic):
+            delay_s = max(delay_s, step.delay_s)
         if isinstance(step, S.ServerFault) and step.delay_ms:
-            delay_ms = max(delay_ms, step.delay_ms)
-    return delay_ms / 1000
+            delay_s = max(delay_s, step.delay_ms / 1000)
+    return delay_s
 
 
 def safe_min_age_s(scenario: S.Scenario, injected_delay_s: float | None = None) -> float:

@@ -51,9 +51,8 @@ class Nemesis:
         name = step.name or f"{step.kind}_{step.stream}"
         side = self.stack.side(step.proxy)
         self.recorder.toxic_adding(step.proxy, side, name, step.kind, step.stream, dict(step.attributes))
-        if step.kind == "latency":
-            latency_ms = float(step.attributes.get("latency", 0)) + float(step.attributes.get("jitter", 0))
-            self._latency[(step.proxy, name)] = (self.clock(), latency_ms / 1000)
+        if step.delay_s:  # a name already on the proxy is refused there: the toxic in force keeps its own time
+            self._latency.setdefault((step.proxy, name), (self.clock(), step.delay_s))
         self.stack.add_toxic(step.proxy, step.kind, stream=step.stream, name=name, **step.attributes)
         self.recorder.toxic_added(step.proxy, side, name)
 

@@ -62,6 +62,13 @@ class AddToxic:
     name: str | None = None
     attributes: dict = field(default_factory=dict)
 
+    @property
+    def delay_s(self) -> float:
+        """How long it can delay data: a latency toxic's latency plus its jitter; 0 for the other kinds."""
+        if self.kind != "latency":
+            return 0.0
+        return (float(self.attributes.get("latency", 0)) + float(self.attributes.get("jitter", 0))) / 1000
+
 
 @dataclass(frozen=True)
 class RemoveToxic:
