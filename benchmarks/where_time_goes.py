@@ -26,8 +26,6 @@ alternating run by run; each figure is printed beside the earlier one with the r
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import os
 import statistics
 import sys
@@ -38,28 +36,15 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from subprocess import DEVNULL, STDOUT, Popen
 
+from relaychaos.events import Event
+from relaychaos.history import iter_events
+from relaychaos.reports.results import RunResults
+
 ROOT = Path(__file__).resolve().parent.parent
 SUITE_WORKERS = 2
 BATCH_COMMANDS = ("resolve", "reprocess", "purge")
 WAIT_STEPS = ("wait", "wait_calls", "wait_row", "await_sends")
 Interval = tuple[float, float]
-
-
-@dataclass(frozen=True)
-class Event:
-    """One line of a history (relaychaos.recorder)."""
-
-    time: float
-    process: str
-    type: str
-    f: str
-    value: dict
-
-    @classmethod
-    def parse(cls, line: str) -> Event:
-        d = json.loads(line)
-        value = d.get("value")
-        return cls(float(d["time"]), d["process"], d["type"], d["f"], value if isinstance(value, dict) else {})
 
 
 @dataclass(frozen=True)
@@ -235,23 +220,19 @@ def load() -> str:
 
 
 def read_history(path: Path) -> tuple[Event, ...]:
-    if not path.exists() and Path(f"{path}.gz").exists():
-        path = Path(f"{path}.gz")
-    if not path.exists():
+    """A kept history's events in time order (relaychaos.history.iter_events: plain or gzipped); () when gone."""
+    if not path.exists() and not path.with_name(path.name + ".gz").exists():
         return ()
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        events = tuple(Event.parse(line) for line in f if line.strip())
-    return tuple(sorted(events, key=lambda e: e.time))
+    return tuple(sorted(iter_events(path), key=lambda e: e.time))
 
 
 def read_tests(folder: Path, results: Iterable[Path]) -> list[TimedTest]:
     """The tests a run's results files list, each with its histories (paths relative to `folder`)."""
     tests = []
     for path in results:
-        for s in json.loads(path.read_text()).get("scenarios", []):
-            names = s.get("histories") or ([s["history"]] if s.get("history") else [])
-            tests.append(TimedTest(float(s.get("duration_s") or 0), tuple(read_history(folder / n) for n in names)))
+        for s in RunResults.read(path).scenarios:
+            names = s.histories or ([s.history] if s.history else [])
+            tests.append(TimedTest(s.duration_s, tuple(read_history(folder / n) for n in names)))
     return tests
 
 

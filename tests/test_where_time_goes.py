@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.where_time_goes import Event, TimedTest, split
+from benchmarks.where_time_goes import TimedTest, split
+from relaychaos.events import Event
 
 
 def ev(t: float, process: str, type_: str, f: str, **value: object) -> Event:
-    return Event(t, process, type_, f, dict(value))
+    return Event(0, t, process, type_, f, dict(value))
 
 
 # A test of 10 s whose history spans 0-8 s:
