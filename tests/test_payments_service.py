@@ -78,6 +78,23 @@ def test_each_deliberate_bug_is_caught_by_its_scenario_and_named_by_its_rule(mak
     assert rule in {v.rule for v in result.verdicts}, result.report()
 
 
+@pytest.mark.parametrize("scenario, settled", [("happy-path", False), ("kill-after-applied-before-done", True)])
+def test_the_final_phase_waits_and_resolves_only_for_what_the_mapped_ledger_shows_undecided(
+    make_stack, psp, scenario, settled
+):
+    """The service's [ledger] maps its statuses and times, so the harness sees its undecided keys as it sees a course
+    relay's rows: after a happy path none is left, and the final phase neither waits for age nor runs reconcile;
+    a service killed after the PSP applied a payment leaves its key started (SENT), and reconcile settles it once it
+    is a safe age old."""
+    s = ALL[scenario]
+    stack = make_stack(CORRECT, account=psp, accounts=s.accounts, account_timeout_ms=s.account_timeout_ms)
+    result = run_and_check(stack, s)
+    result.assert_holds()
+    aged = result.history.where(f="age")
+    resolved = result.history.where(f="resolve", type="invoke")
+    assert (bool(aged), bool(resolved)) == (settled, settled), (aged, resolved)
+
+
 NODE = manifest.load(ROOT / "relay_under_test" / "payments_node")  # a stranger's, from docs/production-api.md
 
 

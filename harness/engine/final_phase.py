@@ -18,6 +18,7 @@ from relaychaos.engine.client import Client
 from relaychaos.engine.nemesis import Nemesis
 from relaychaos.engine.observer import Observer
 from relaychaos.recorder import Recorder
+from relaychaos.stack.api_profile import CONTRACT_STATUSES
 from relaychaos.stack.world import Stack
 from relaychaos.tolerances import CURRENT as TOLERANCES
 
@@ -58,9 +59,10 @@ def safe_min_age_s(scenario: S.Scenario, injected_delay_s: float | None = None) 
 
 
 def converge(runner: Runner) -> None:
-    """Heal, collect every call, and settle what is undecided with resolve, reprocess, resolve. A ledger the
-    harness cannot read (unreadable, or a keyed service's own table) hides what is undecided: then every
-    batch command the relay has runs, once the last transfer is a safe age old."""
+    """Heal, collect every call, and settle what is undecided with resolve, reprocess, resolve, each once a row
+    needs it (in any profile: a keyed service's [ledger] maps its rows to the contract's statuses). A ledger that
+    hides what is undecided (unreadable, a status its mapping does not name, an undecided row without its time)
+    gets every batch command the relay has, once the last transfer is a safe age old."""
     runner.recorder.converge(done=False)
     runner.do(S.Heal(), "final")
     runner.client.collect()
@@ -73,18 +75,30 @@ def converge(runner: Runner) -> None:
 
 
 def _settle(runner: Runner, min_age: float) -> None:
-    """Resolve what is undecided once old enough, reprocess what failed, resolve again."""
-    if _age_undecided(runner, min_age):
+    """Resolve what is undecided once old enough, reprocess what failed, resolve again (the commands the relay
+    has: a keyed service may have no reprocess)."""
+    commands = runner.stack.manifest.commands
+    if _age_undecided(runner, min_age) and "resolve" in commands:
         runner.do(S.Resolve(min_age), "final")
-    if any(r.get("status") == "FAILED" for r in (runner.observer.rows_or_none() or {}).values()):
+    failed = any(r.get("status") == "FAILED" for r in (runner.observer.rows_or_none() or {}).values())
+    if failed and "reprocess" in commands:
         runner.do(S.Reprocess(runner.scenario.max_attempts), "final")
-    if _age_undecided(runner, min_age):
+    if _age_undecided(runner, min_age) and "resolve" in commands:
         runner.do(S.Resolve(min_age), "final")
 
 
 def _blind(runner: Runner) -> bool:
-    """Whether the harness cannot see the relay's undecided rows."""
-    return runner.stack.manifest.profile.name != "course" or runner.observer.rows_or_none() is None
+    """Whether the harness cannot see which rows are undecided and since when: a ledger it cannot read, a status
+    none of the contract's (a keyed service's value its [ledger] statuses do not map), an undecided row without its
+    time (no [ledger] updated_at)."""
+    rows = runner.observer.rows_or_none()
+    if rows is None:
+        return True
+    return any(
+        r.get("status") not in CONTRACT_STATUSES
+        or (r["status"] in UNDECIDED and not isinstance(r.get("updated_at"), (int, float)))
+        for r in rows.values()
+    )
 
 
 def _settle_blind(runner: Runner, min_age_s: float) -> None:
