@@ -7,9 +7,11 @@
 run: bootstrap
 	.venv/bin/relaychaos run $(ARGS)
 
-# Everything: the project's own tests (harness, fixtures, relays) and the chaos suite.
+# Everything: the project's own tests (harness, fixtures, relays) and the chaos suite. Four workers on two cores:
+# most tests wait (holds, time-outs, relays starting), about 40% of two cores' CPU with two workers. A module whose
+# module-scoped fixture is costly (the red team's batch, the wheel) marks itself xdist_group, so it runs on one worker.
 test: bootstrap
-	.venv/bin/python -m pytest -n 2 $(ARGS)
+	.venv/bin/python -m pytest -n 4 --dist loadgroup $(ARGS)
 
 # The fast tier: lint, then every test that starts no process and takes no seconds
 # (tests/tiers.py fails a test that starts a process unmarked, so this tier never does).

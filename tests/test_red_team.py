@@ -41,7 +41,9 @@ from .red_team_batch import (
     interrupt_after,
 )
 
-pytestmark = pytest.mark.stack
+# the batch is graded once, on one worker: two batches at once would each see the other's relays as left
+# behind (make test: --dist loadgroup)
+pytestmark = [pytest.mark.stack, pytest.mark.xdist_group("red_team")]
 NEVER_READY = {"diagnosis_root"}  # exits before /health on every first start, so that the diagnosis runs it again
 
 

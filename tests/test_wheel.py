@@ -17,7 +17,8 @@ import pytest
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.stack
+# the wheel is built and installed once, on one worker (make test: --dist loadgroup)
+pytestmark = [pytest.mark.stack, pytest.mark.xdist_group("wheel")]
 
 TRAP = 'raise SystemExit("relaychaos imported this project\'s own {name}/ package")\n'
 
@@ -26,12 +27,12 @@ TRAP = 'raise SystemExit("relaychaos imported this project\'s own {name}/ packag
 def installed(tmp_path_factory):
     """(venv folder, wheel path): the wheel built from this checkout, installed into a fresh venv."""
     work = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
+    built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(work / "dist")],
-        check=True,
         capture_output=True,
         text=True,
     )
+    assert built.returncode == 0, f"pip wheel {ROOT} exited {built.returncode}:\n{built.stdout}{built.stderr}"
     [wheel] = (work / "dist").glob("relaychaos-*.whl")
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)

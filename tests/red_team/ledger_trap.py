@@ -179,8 +179,9 @@ def sql_view() -> None:
     if first_time("view-armed"):
         n = int(1_000_000 * TARGET_S / max(cost_of(db, 1_000_000), 1e-3))
         define(db, SLOW_VIEW.format(n=n))
-        with open(marker("armed-at"), "w") as f:
+        with open(marker("armed-at.tmp"), "w") as f:  # renamed whole: another process may read it at once
             f.write(str(time.time()))
+        os.replace(marker("armed-at.tmp"), marker("armed-at"))
         emit(f"{NAME}: the ledger's `ledger` is now a view costing ~{TARGET_S:g} s per query ({n} steps)")
     for _ in range(100):
         if os.path.exists(marker("armed-at")):
