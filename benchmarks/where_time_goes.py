@@ -2,10 +2,12 @@
 
     .venv/bin/python -m benchmarks.where_time_goes [--relays reference,go] [--rounds 3] [--today DIR]
                                                    [--skip-grade] [--grade-workers 3]
+                                                   [--suite-workers 4] [--today-suite-workers 2]
 
-Per relay and round: `relaychaos run --relay R -n 2` and `relaychaos grade <R's folder> --workers 3`, each
+Per relay and round: `relaychaos run --relay R -n 4` (each checkout as its `relaychaos run` runs by default: -n 2
+before 4 became the default) and `relaychaos grade <R's folder> --workers 3`, each
 timed from process start to exit (wall) and charged the user + system CPU of the process and every
-descendant it waited for (os.wait4). Each run's worker-seconds (workers x wall: 2 for the run, the grade's
+descendant it waited for (os.wait4). Each run's worker-seconds (workers x wall: -n for the run, the grade's
 named-scenario workers + 1 for its state-machine run beside them) are split by the run's results and
 histories into:
 
@@ -41,7 +43,6 @@ from relaychaos.history import iter_events
 from relaychaos.reports.results import RunResults
 
 ROOT = Path(__file__).resolve().parent.parent
-SUITE_WORKERS = 2
 BATCH_COMMANDS = ("resolve", "reprocess", "purge")
 WAIT_STEPS = ("wait", "wait_calls", "wait_row", "await_sends")
 Interval = tuple[float, float]
@@ -247,13 +248,13 @@ def timed(argv: list[str], cwd: Path, log: Path) -> tuple[float, float, int]:
     return wall, usage.ru_utime + usage.ru_stime, proc.returncode
 
 
-def suite(checkout: Path, relay: Path, out: Path) -> tuple[float, float, int, Split | None]:
+def suite(checkout: Path, relay: Path, out: Path, workers: int) -> tuple[float, float, int, Split | None]:
     cli = str(checkout / ".venv" / "bin" / "relaychaos")
-    argv = [cli, "run", "--relay", str(relay / "relay.toml"), "-n", str(SUITE_WORKERS), "--out", str(out)]
+    argv = [cli, "run", "--relay", str(relay / "relay.toml"), "-n", str(workers), "--out", str(out)]
     wall, cpu, code = timed(argv, checkout, out.with_suffix(".log"))
     if code != 0 or not (out / "results.json").exists():
         return wall, cpu, code, None
-    return wall, cpu, code, split(read_tests(out, [out / "results.json"]), SUITE_WORKERS * wall)
+    return wall, cpu, code, split(read_tests(out, [out / "results.json"]), workers * wall)
 
 
 def grade(checkout: Path, relay: Path, out: Path, workers: int) -> tuple[float, float, int, Split | None]:
@@ -328,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--today", type=Path, help="an earlier checkout (with its .venv) to time the same commands")
     parser.add_argument("--skip-grade", action="store_true", help="time the suite run only")
     parser.add_argument("--grade-workers", type=int, default=3, help="the grade's --workers (auto is 3 on 2 CPUs)")
+    parser.add_argument("--suite-workers", type=int, default=4, help="this checkout's run -n (its default)")
+    parser.add_argument("--today-suite-workers", type=int, default=2, help="the earlier checkout's -n (its default)")
     args = parser.parse_args(argv)
     if args.today and not (args.today / ".venv" / "bin" / "relaychaos").exists():
         parser.error(f"{args.today} has no .venv/bin/relaychaos")
@@ -356,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
                     assert relay is not None
                     out = work / f"{kind}-{name}-{label}-{rnd}"
                     if kind == "suite":
-                        wall, cpu, code, got = suite(checkout, relay, out)
+                        workers = args.suite_workers if label == "now" else args.today_suite_workers
+                        wall, cpu, code, got = suite(checkout, relay, out, workers)
                     else:
                         wall, cpu, code, got = grade(checkout, relay, out, args.grade_workers)
                     tag = f"round {rnd + 1} {name} {kind} ({label})"
@@ -373,8 +377,9 @@ def main(argv: list[str] | None = None) -> int:
                         flush=True,
                     )
     print(
-        f"\nmedians of {args.rounds} round(s); categories in worker-seconds (w-s: workers x wall, {SUITE_WORKERS} "
-        f"for the suite, {args.grade_workers} + 1 for the grade), each with its share of the total"
+        f"\nmedians of {args.rounds} round(s); categories in worker-seconds (w-s: workers x wall, "
+        f"{args.suite_workers} for the suite ({args.today_suite_workers} today), {args.grade_workers} + 1 for the "
+        "grade), each with its share of the total"
     )
     print("\n".join(table(figures, bool(args.today))))
     for (name, kind), by in figures.items():
