@@ -7,15 +7,19 @@ GUIDs carry the run's tag), so runs sharing a ledger do not see each other.
 from __future__ import annotations
 
 import sqlite3
+import sys
 import time
-
-import psycopg
 
 from relaychaos.engine import steps as S
 from relaychaos.recorder import Recorder
 from relaychaos.stack.world import Stack
 
-UNREADABLE = (sqlite3.Error, psycopg.Error)  # a ledger that cannot be read: SQLite's, or PostgreSQL's
+
+def unreadable() -> tuple[type[Exception], ...]:
+    """The errors of a ledger that cannot be read: SQLite's, and PostgreSQL's once psycopg is loaded (only a PostgreSQL
+    ledger loads it, so none of its errors can be raised before; importing it costs every process 60 ms)."""
+    pg = sys.modules.get("psycopg")
+    return (sqlite3.Error, pg.Error) if pg is not None else (sqlite3.Error,)
 
 
 class Observer:
@@ -26,21 +30,21 @@ class Observer:
         self._tampering_seen: set[str] = set()
 
     def rows(self) -> dict[str, dict]:
-        """This run's ledger rows, by GUID (UNREADABLE errors propagate)."""
+        """This run's ledger rows, by GUID (unreadable() errors propagate)."""
         return self.stack.ledger_rows(suffix=f"-{self.tag}")
 
     def rows_or_none(self) -> dict[str, dict] | None:
         """This run's rows, or None when the ledger cannot be read (the relay's fault, judged later)."""
         try:
             return self.rows()
-        except UNREADABLE:  # a missing table or column, a ledger that is not a regular file
+        except unreadable():  # a missing table or column, a ledger that is not a regular file
             return None
 
     def snapshot(self, after_step: int | str | None, kind: str) -> None:
         """Record the run's ledger rows after a step (or that they could not be read)."""
         try:
             rows = self.rows()
-        except UNREADABLE as e:  # a missing table or column is the relay's fault
+        except unreadable() as e:  # a missing table or column is the relay's fault
             self.recorder.ledger_unreadable(after_step, kind, str(e))
             return
         self.recorder.ledger_snapshot(after_step, kind, rows, time.time())
