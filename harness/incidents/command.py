@@ -70,7 +70,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     p.add_argument("--name", help="the scenario's name (default: incident.toml's, else the bundle folder's)")
     p.add_argument("--no-shrink", action="store_true", help="write the story without replaying it (no relay runs)")
-    p.add_argument("--shrink-runs", type=int, default=80, help="at most this many replays while shrinking")
+    p.add_argument(
+        "--shrink-runs",
+        type=int,
+        default=80,
+        help="at most this many candidates while shrinking (each replayed up to 3 times)",
+    )
     _sandbox_options(p)
     p.set_defaults(func=cmd_import)
     v = incidents.add_parser("verify", help="did the replay reproduce the incident? exit 0 yes, 1 no, 2 cannot run")

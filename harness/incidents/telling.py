@@ -114,11 +114,21 @@ def tell(plan: Plan, bundle: Bundle, head: Head, out: Path, args: argparse.Names
             )
         faithful = first.faithful
         fidelity = _fidelity(first, plan, labels, head.relay)
-        small, tried = ddmin(
-            cut, lambda steps: _accepted(judge(steps), faithful), plan.relays, Budget(runs=args.shrink_runs)
-        )
+        replays = [0]
+
+        def keeps(steps: list[Planned]) -> bool:
+            """A smaller story is kept only when it reproduces on each of CONFIRM_RUNS replays in a row: a candidate
+            that reproduced once by a loaded machine's timing must not steer the search to a story the confirmation
+            below then refuses (the story told would change from one import to the next)."""
+            for _ in range(CONFIRM_RUNS):
+                replays[0] += 1
+                if not _accepted(judge(steps), faithful):
+                    return False
+            return True
+
+        small, tried = ddmin(cut, keeps, plan.relays, Budget(runs=args.shrink_runs))
         shrunk = (
-            f"Shrunk by delta debugging against {head.relay}: {len(small)} steps, {tried.runs} replays, "
+            f"Shrunk by delta debugging against {head.relay}: {len(small)} steps, {replays[0]} replays, "
             f"{tried.invalid} invalid candidates skipped, {tried.seconds:.0f} s"
             f"{' (budget spent)' if tried.out_of_budget else ''}."
         )
