@@ -115,18 +115,7 @@ def tell(plan: Plan, bundle: Bundle, head: Head, out: Path, args: argparse.Names
         faithful = first.faithful
         fidelity = _fidelity(first, plan, labels, head.relay)
         replays = [0]
-
-        def keeps(steps: list[Planned]) -> bool:
-            """A smaller story is kept only when it reproduces on each of CONFIRM_RUNS replays in a row: a candidate
-            that reproduced once by a loaded machine's timing must not steer the search to a story the confirmation
-            below then refuses (the story told would change from one import to the next)."""
-            for _ in range(CONFIRM_RUNS):
-                replays[0] += 1
-                if not _accepted(judge(steps), faithful):
-                    return False
-            return True
-
-        small, tried = ddmin(cut, keeps, plan.relays, Budget(runs=args.shrink_runs))
+        small, tried = ddmin(cut, _in_a_row(judge, faithful, replays), plan.relays, Budget(runs=args.shrink_runs))
         shrunk = (
             f"Shrunk by delta debugging against {head.relay}: {len(small)} steps, {replays[0]} replays, "
             f"{tried.invalid} invalid candidates skipped, {tried.seconds:.0f} s"
@@ -153,6 +142,23 @@ def _fidelity(first: Reproduction, plan: Plan, labels: set[str], relay: str) -> 
 def _production(plan: Plan, labels: set[str]) -> dict[str, str]:
     """label -> production GUID, for the labels given."""
     return {st.label: guid for guid, st in plan.night.items() if st.label in labels}
+
+
+def _in_a_row(
+    judge: Callable[[list[Planned]], Reproduction], faithful: bool, replays: list[int]
+) -> Callable[[list[Planned]], bool]:
+    """The shrinking's test: a smaller story is kept only when it reproduces on each of CONFIRM_RUNS replays in a row
+    (counted in replays[0]): a candidate that reproduced once by a loaded machine's timing must not steer the search to
+    a story the confirmation then refuses (the story told would change from one import to the next)."""
+
+    def keeps(steps: list[Planned]) -> bool:
+        for _ in range(CONFIRM_RUNS):
+            replays[0] += 1
+            if not _accepted(judge(steps), faithful):
+                return False
+        return True
+
+    return keeps
 
 
 def _accepted(found: Reproduction, faithful: bool) -> bool:
