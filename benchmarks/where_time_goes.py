@@ -8,8 +8,8 @@ Per relay and round: `relaychaos run --relay R -n 4` (each checkout as its `rela
 before 4 became the default) and `relaychaos grade <R's folder> --workers 3`, each
 timed from process start to exit (wall) and charged the user + system CPU of the process and every
 descendant it waited for (os.wait4). Each run's worker-seconds (workers x wall: -n for the run, the grade's
-named-scenario workers + 1 for its state-machine run beside them) are split by the run's results and
-histories into:
+--workers, + 1 for a checkout whose grade ran the state machine in a pytest of its own) are split by the run's
+results and histories into:
 
 - setup + idle: worker-seconds outside every test (pytest and xdist starting, Toxiproxy and the account
   system, collecting, the final report, the grade's start probe, a worker idle while the other finishes);
@@ -265,8 +265,10 @@ def grade(checkout: Path, relay: Path, out: Path, workers: int) -> tuple[float, 
     if code != 0 or len(folders) != 1:
         return wall, cpu, code or 1, None
     sub = folders[0]
-    results = [p for p in (sub / "named.json", sub / "machine.json") if p.exists()]
-    return wall, cpu, code, split(read_tests(sub, results), (workers + 1) * wall)
+    # one run (suite.json) now; a checkout from before ran the machine in a pytest of its own (named + machine.json)
+    results = [p for p in (sub / "suite.json", sub / "named.json", sub / "machine.json") if p.exists()]
+    runs = workers if (sub / "suite.json").exists() else workers + 1
+    return wall, cpu, code, split(read_tests(sub, results), runs * wall)
 
 
 def relay_folder(checkout: Path, name: str) -> Path | None:
@@ -378,8 +380,8 @@ def main(argv: list[str] | None = None) -> int:
                     )
     print(
         f"\nmedians of {args.rounds} round(s); categories in worker-seconds (w-s: workers x wall, "
-        f"{args.suite_workers} for the suite ({args.today_suite_workers} today), {args.grade_workers} + 1 for the "
-        "grade), each with its share of the total"
+        f"{args.suite_workers} for the suite ({args.today_suite_workers} today), {args.grade_workers} for the "
+        "grade, + 1 where its state machine ran apart), each with its share of the total"
     )
     print("\n".join(table(figures, bool(args.today))))
     for (name, kind), by in figures.items():

@@ -90,8 +90,8 @@ def test_a_class_is_graded_and_every_bad_submission_is_a_graded_outcome(tmp_path
         assert problems("grade", json.loads((folder / "grade.json").read_text())) == [], folder
         assert problems("gradescope-results", json.loads((folder / "results.json").read_text())) == [], folder
         assert problems("prairielearn-results", json.loads((folder / "prairielearn.json").read_text())) == [], folder
-        if (folder / "named.json").exists():  # the run's own results.json (none when the relay had no manifest)
-            assert problems("results", json.loads((folder / "named.json").read_text())) == [], folder
+        if (folder / "suite.json").exists():  # the run's own results.json (none when the relay had no manifest)
+            assert problems("results", json.loads((folder / "suite.json").read_text())) == [], folder
     rows = list(csv.DictReader((out / "gradebook.csv").open()))
     assert sorted(r["submission"] for r in rows) == sorted(got)
     assert "<svg" in (out / "gradebook.html").read_text()

@@ -39,16 +39,15 @@ class Progress:
         return f"ETA {clock(sum(self.spent) / len(self.spent) * (self.total - self.finished))}"
 
     def update(self, index: int, name: str, expected: int, state: dict) -> None:
-        """A running submission's state: the results so far (`done`), whether the machine still runs."""
+        """A running submission's state: the results so far (`done`)."""
         if not self.live:
             return
         done: list[ScenarioResult] = state.get("done", [])
         verdicts = sum(len(s.verdicts) for s in done)
         last = done[-1].nodeid.rsplit("[", 1)[-1].rstrip("]") if done else "starting"
-        machine = " (machine running)" if state.get("machine") else ""
         line = (
             f"[{index}/{self.total}] {name}: {len(done)}/{expected} scenarios, {verdicts} verdicts, last {last}"
-            f"{machine} | {clock(time.monotonic() - self.started)} elapsed, {self.eta()}"
+            f" | {clock(time.monotonic() - self.started)} elapsed, {self.eta()}"
         )
         self._write(line)
 

@@ -1,15 +1,15 @@
 """Grading one submission: the suite run against it, within a wall budget, and its graded record.
 
-Two pytest runs go at once, each in a process group of its own: the named scenarios and
-scenario files (on `workers` xdist workers), and the stateful machine (seeded; a failure shrunk
-within the shrinking budget, relaychaos.engine.shrink_budget, its first failing example counted).
-When a named scenario fails, the machine is stopped and not counted, as in `relaychaos run`
-(relaychaos.plugin.machine_gate: a bug the suite has already shown is not hunted again); with `hunt`
-it runs to its end and counts. When the wall budget runs out, both are killed and the
-submission is not graded (`gradable` false, `timed_out`): the scenarios left would decide
-its score, and how far a run gets depends on the machine. Both write their
-results as they go (relaychaos.reports.results), so a cut run still leaves them. The
-record (relaychaos.reports.grade_record) is the one source of every output.
+One pytest run, in a process group of its own, on `workers` xdist workers: the named scenarios,
+the scenario files, and the stateful machine (seeded; a failure shrunk within the shrinking budget,
+relaychaos.engine.shrink_budget, its first failing example counted). The machine is ordered last and
+gated as in `relaychaos run` (relaychaos.plugin.machine_gate): when a named scenario fails it stops
+and does not count (a bug the suite has already shown is not hunted again); with `hunt` it runs to
+its end and counts. When the wall budget runs out, the run is killed and the submission is not
+graded (`gradable` false, `timed_out`): the scenarios left would decide its score, and how far a
+run gets depends on the machine. The run writes its results as it goes
+(relaychaos.reports.results), so a cut run still leaves them. The record
+(relaychaos.reports.grade_record) is the one source of every output.
 """
 
 from __future__ import annotations
@@ -78,18 +78,17 @@ def expected(opts: Options) -> list[tuple[str, str]]:
     return [r for r in rows if not opts.only or r[0] in opts.only]
 
 
-def _pytest(manifest: Path, out: Path, results: Path, opts: Options, machine: bool) -> list[str]:
-    """The suite's command line for one of a grade's two runs: the named scenarios, or the state machine."""
+def _pytest(manifest: Path, out: Path, results: Path, opts: Options) -> list[str]:
+    """The suite's command line for a grade: the named scenarios, the scenario files and the state machine
+    (its budget `grade`, the grade's seed and shrinking), `only` narrowing them."""
     values: dict[str, object] = {"sandbox": opts.sandbox, "sandbox_limit": opts.sandbox_limit}
-    extra = ["-rN", "-m", "stateful" if machine else "not stateful"]
-    if machine:
-        values |= {"budget": "grade", "seed": opts.seed, "shrink_s": opts.shrink_s}
-    else:
-        workers = min(opts.workers, sum(n != STATEFUL for n, _ in expected(opts)))  # no worker without a scenario
-        extra += ["-n", str(workers)] if workers > 1 else []
-        extra += [a for s, f in sorted(opts.rubric.folders.items()) for a in ("--relaychaos-scenarios", f"{s}={f}")]
-    names = [n for n in opts.only if n != STATEFUL]
-    if opts.only and not machine:
+    values |= {"budget": "grade", "seed": opts.seed, "shrink_s": opts.shrink_s, "hunt": opts.hunt}
+    extra = ["-rN"]
+    workers = min(opts.workers, len(expected(opts)))  # no worker without a scenario
+    extra += ["-n", str(workers)] if workers > 1 else []
+    extra += [a for s, f in sorted(opts.rubric.folders.items()) for a in ("--relaychaos-scenarios", f"{s}={f}")]
+    if opts.only:
+        names = [n for n in opts.only if n != STATEFUL] + (["test_random_stories"] if STATEFUL in opts.only else [])
         extra += ["-k", " or ".join(names) if names else "no-such-scenario"]
     return suite_command(manifest, out, results, values, extra)
 
@@ -98,10 +97,9 @@ def _start(argv: list[str], log: Path, cwd: Path) -> subprocess.Popen:
     return start(argv, log, cwd, dict(os.environ, RELAYCHAOS_FOUND_DIR=str(cwd / "found")))
 
 
-def _stop(proc: subprocess.Popen | None) -> None:
-    """Stop a pytest run: its whole process group (its workers, their relays), 5 s to close its stacks."""
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop the suite's run: its whole process group (its workers, their relays), 5 s to close its stacks."""
     stop(proc, grace_s=5)
-
     clear_abandoned()  # the sandbox slots of workers killed before they could close them
 
 
@@ -127,8 +125,8 @@ def name_of(nodeid: str) -> tuple[str, str | None]:
 
 @dataclass
 class Ran:
-    """What a grade's two pytest runs left: the scenarios' results, whether the budget cut them, why the
-    machine's did not count (a named scenario failed), whether the relay never started anywhere."""
+    """What a grade's run left: the scenarios' results, whether the budget cut them, why the machine's did
+    not count (a named scenario failed), whether the relay never started anywhere."""
 
     scenarios: list[ScenarioResult]
     timed_out: bool = False
@@ -144,24 +142,19 @@ class NoGrade:
     harness_failed: bool = False
 
 
+SUITE_RESULTS, SUITE_LOG = "suite.json", "suite.log"  # the run's results and output, in the submission's folder
+
+
 def run_suite(manifest: Path, out: Path, opts: Options, progress: Callable[[dict], None]) -> Ran:
-    """Run both pytest runs on the relay of `manifest` within the budget."""
-    named_json, machine_json = out / "named.json", out / "machine.json"
-    want_machine = any(n == STATEFUL for n, _ in expected(opts))
+    """Run the suite on the relay of `manifest` within the budget."""
+    results = out / SUITE_RESULTS
     deadline = time.monotonic() + opts.budget_s
-    named = _start(_pytest(manifest, out, named_json, opts, machine=False), out / "named.log", out)
-    machine = (
-        _start(_pytest(manifest, out, machine_json, opts, machine=True), out / "machine.log", out)
-        if want_machine
-        else None
-    )
-    timed_out, machine_why, never_started = False, None, False
+    run = _start(_pytest(manifest, out, results, opts), out / SUITE_LOG, out)
+    timed_out, never_started = False, False
     try:
-        while named.poll() is None or (machine is not None and machine.poll() is None):
-            done = read_results(named_json)
-            progress({"done": done, "machine": machine is not None and machine.poll() is None})
-            if _failed(done) and not opts.hunt and machine is not None and machine.poll() is None:
-                _stop(machine)  # its result would not count (below): no need to wait for it
+        while run.poll() is None:
+            done = read_results(results)
+            progress({"done": done})
             if time.monotonic() > deadline:
                 timed_out = True
                 break
@@ -170,19 +163,18 @@ def run_suite(manifest: Path, out: Path, opts: Options, progress: Callable[[dict
                 break
             time.sleep(0.25)
     finally:
-        _stop(named)
-        _stop(machine)
-    scenarios = read_results(named_json)
-    if _failed(scenarios) and not opts.hunt:  # whatever the timing: the same grade on every regrade
-        machine_why = why_not(_failed(scenarios))
-    elif want_machine:
-        scenarios += read_results(machine_json)
-    return Ran(scenarios, timed_out, machine_why, never_started)
+        _stop(run)
+    scenarios = read_results(results)
+    failed = _failed(scenarios)
+    if failed and not opts.hunt:  # whatever the timing: the same grade on every regrade
+        named = [s for s in scenarios if name_of(s.nodeid)[0] != STATEFUL]
+        return Ran(named, timed_out, why_not(failed), never_started)
+    return Ran(scenarios, timed_out, None, never_started)
 
 
 def _failed(results: list[ScenarioResult]) -> list[str]:
     """The names of the named scenarios that failed."""
-    return [name_of(s.nodeid)[0] for s in results if s.outcome == "failed"]
+    return [n for n in (name_of(s.nodeid)[0] for s in results if s.outcome == "failed") if n != STATEFUL]
 
 
 def _never_started(result: ScenarioResult) -> bool:
@@ -211,7 +203,7 @@ def grade(sub: Submission, out: Path, opts: Options, progress: Callable[[dict], 
     common["stateful"] = _stateful(ran)
     places = _places(sub, out)
     common["notes"] = sorted({*sub.notes, *(clean(n, {}, places) for s in ran.scenarios for n in s.notes)})
-    no_grade = _ungradable(ran, outcomes, opts, out / "named.log")
+    no_grade = _ungradable(ran, outcomes, opts, out / SUITE_LOG)
     if no_grade is not None and no_grade.harness_failed:  # nothing the relay did is known: no points either way
         return graded.save(_no_grade(sub, opts, no_grade.error, out, harness_failed=True, **common), out)
     if no_grade is not None:
@@ -228,10 +220,10 @@ def _no_grade(sub: Submission, opts: Options, error: str, out: Path, **fields: A
     )
 
 
-def _ungradable(ran: Ran, outcomes: list[Outcome], opts: Options, named_log: Path) -> NoGrade | None:
+def _ungradable(ran: Ran, outcomes: list[Outcome], opts: Options, suite_log: Path) -> NoGrade | None:
     """The record's error (and gradable False) when the run is no grade: the relay never started, the
     budget cut the run, or no scenario finished (the harness's failure, as a relay's faults are verdicts:
-    `harness_failed`, with the error named.log shows). Nothing when it is a grade."""
+    `harness_failed`, with the error suite.log shows). Nothing when it is a grade."""
     started_none = [o for o in outcomes if any(v.rule == "serve-ready" for v in o.verdicts)]
     counted = [o for o in outcomes if o.counts()]
     if ran.never_started or (started_none and len(started_none) == len(counted)):
@@ -250,7 +242,7 @@ def _ungradable(ran: Ran, outcomes: list[Outcome], opts: Options, named_log: Pat
     ):
         return NoGrade(
             f"{HARNESS_FAILED}: the grader failed before any scenario finished, which is not the relay's "
-            f"doing ({_first_error(named_log)}); the instructor fixes the grader's installation "
+            f"doing ({_first_error(suite_log)}); the instructor fixes the grader's installation "
             "(bash scripts/bootstrap.sh) and regrades",
             harness_failed=True,
         )

@@ -199,7 +199,7 @@ SEARCH_ROOTS = (
     "/tmp",
 )
 SKIP_DIRS = {".venv", "site-packages", "__pycache__", "node_modules", ".pyenv", ".git", "proc", "sys", "dist-packages"}
-HARNESS_OUTPUTS = ("grade.json", "results.json", "prairielearn.json", "gradebook.csv", "gradebook.html", "named.json")
+HARNESS_OUTPUTS = ("grade.json", "results.json", "prairielearn.json", "gradebook.csv", "gradebook.html", "suite.json")
 
 
 def own_folders() -> tuple[str, ...]:
