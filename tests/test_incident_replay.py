@@ -131,6 +131,23 @@ def test_incident_verify_exits_0_when_the_relay_reproduces_1_saying_what_is_miss
     assert verify(story, "--relay", tmp_path / "no-such-relay.toml", "--out", tmp_path / "v3").returncode == 2
 
 
+def test_an_import_whose_story_does_not_reproduce_on_the_relay_exits_1_and_says_what_is_missing(tmp_path, capsys):
+    """Replayed on a correct relay, the oom night's story cannot break what production broke: the files are
+    written, and the import says on screen that the story did not reproduce, which rule by which GUID is missing,
+    and how to see more; its exit code says it too."""
+    out = tmp_path / "oom"
+    code = main(
+        ["incident", "import", str(EXAMPLES / "oom-early-resolve"), "--out", str(out), "--relay", str(REFERENCE)]
+    )
+    said = capsys.readouterr().err
+    assert code == 1, said
+    assert "the story did not reproduce on relay_under_test/reference/relay.toml" in said, said
+    assert "missing one-account-call by tx-5e8a0b7c3d2f6914" in said and "relaychaos incident verify" in said, said
+    assert (out / "night.yaml").exists() and "Not shrunk: the story did not reproduce" in (
+        out / "story.yaml"
+    ).read_text()
+
+
 def test_the_timeline_of_a_reproduction_opens_on_the_violation_production_had_with_the_ledgers_sent_to_failed(
     run_chaos, tmp_path
 ):

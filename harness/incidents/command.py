@@ -5,7 +5,9 @@
     relaychaos incident verify incident/story.yaml --relay the-relay-that-ran/relay.toml   # 0: reproduced
     relaychaos replay incident/story.yaml                                                # 0: the fix holds
 
-import exits 0 written, 2 the bundle cannot be imported (one message: file, line, fix).
+import exits 0 written (and, when it was replayed, the story reproduced), 1 written but the story did not
+reproduce on the relay it was replayed on (saying what is missing), 2 the bundle cannot be imported (one
+message: file, line, fix).
 verify exits 0 when the relay breaks every expected rule for every production GUID the logs
 show breaking it (on every one of --runs replays), 1 when it does not (saying which are
 missing), 2 when it cannot run.
@@ -48,7 +50,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     incident = sub.add_parser("incident", help="incident bundles: production logs turned into scenarios")
     incidents = incident.add_subparsers(dest="incident_command", required=True)
     p = incidents.add_parser(
-        "import", help="write the scenario that reproduces an incident bundle, and its story (docs/incident-bundle.md)"
+        "import",
+        help="write the scenario that reproduces an incident bundle, and its story (docs/incident-bundle.md); "
+        "exit 1 when the story does not reproduce",
     )
     p.add_argument("bundle", help="the bundle's folder: channel and account logs, optional operations and ledger")
     p.add_argument(
@@ -151,10 +155,18 @@ def cmd_import(args: argparse.Namespace) -> int:
         )
         _say_read(night, b, plan, started)
         if plan.rules:
-            story_path = tell(plan, b, head, out, args, night)
+            told = tell(plan, b, head, out, args, night)
+            if told.not_reproduced:
+                print(
+                    f"relaychaos: wrote {told.path}, but {told.not_reproduced}. The mapping or the night's faults may "
+                    f"differ from production's: `relaychaos incident verify {out / 'night.yaml'} --relay {relay}` "
+                    "replays the whole night and says what is missing (docs/incident-bundle.md)",
+                    file=sys.stderr,
+                )
+                return 1
             print(
-                f"relaychaos: wrote {story_path}; check it with `relaychaos incident verify {story_path} --relay "
-                f"{relay or 'RELAY'}` (exit 0: reproduced) and `relaychaos replay {story_path}` (exit 0: the fix "
+                f"relaychaos: wrote {told.path}; check it with `relaychaos incident verify {told.path} --relay "
+                f"{relay or 'RELAY'}` (exit 0: reproduced) and `relaychaos replay {told.path}` (exit 0: the fix "
                 "holds)"
             )
     except HarnessError as e:

@@ -1,7 +1,9 @@
 """The night told as its story: cut to the GUIDs that broke a rule (story.py), shrunk against the relay that
 reproduces it (shrink.py), confirmed, and written as story.yaml beside night.yaml.
 
-    path = tell(plan, bundle, head, out, args, night)      # night: the Written night.yaml (its kept steps, answers)
+    told = tell(plan, bundle, head, out, args, night)      # night: the Written night.yaml (its kept steps, answers)
+    told.path, told.not_reproduced                         # story.yaml; why it did not reproduce (None: it did, or
+                                                           # it was not replayed)
 
 Without a relay to replay on (--relay or incident.toml's `relay`), or with --no-shrink, the
 story is written as cut, unshrunk, and the file says so. With one: the cut story is
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -65,13 +68,22 @@ def _write(
     return write(path, head_lines(plan, bundle, story_head, extra), steps, plan, bundle, involved, answers=answers).path
 
 
+@dataclass(frozen=True)
+class Told:
+    """story.yaml as written, and why it did not reproduce on the relay it was replayed on (None: it reproduced, or
+    there was no replay: --no-shrink, no relay)."""
+
+    path: Path
+    not_reproduced: str | None = None
+
+
 def involved(plan: Plan) -> set[str]:
     """The labels of the GUIDs that broke a rule in production."""
     return {label for found in plan.broke.values() for label in found}
 
 
-def tell(plan: Plan, bundle: Bundle, head: Head, out: Path, args: argparse.Namespace, night: Written) -> Path:
-    """Write out/story.yaml (see the module doc) from the steps of the night a story may need; returns its path."""
+def tell(plan: Plan, bundle: Bundle, head: Head, out: Path, args: argparse.Namespace, night: Written) -> Told:
+    """Write out/story.yaml (see the module doc) from the steps of the night a story may need."""
     labels = involved(plan)
     answers = {label: got for label, got in night.answers.items() if label in labels}
     cut = story.around(night.kept, labels, plan.relays)
@@ -82,7 +94,7 @@ def tell(plan: Plan, bundle: Bundle, head: Head, out: Path, args: argparse.Names
     ]
     if args.no_shrink or not head.relay:
         why = "--no-shrink" if args.no_shrink else "no relay to replay it on (--relay, or incident.toml `relay`)"
-        return _write(plan, bundle, head, cut, labels, path, said + [f"Not shrunk: {why}."], answers)
+        return Told(_write(plan, bundle, head, cut, labels, path, said + [f"Not shrunk: {why}."], answers))
     relay = head.relay  # a str from here on (checked above)
     with Replayer(out / "replays", args.sandbox, args.sandbox_limit) as replayer:
         candidate = out / "replays" / "candidate.yaml"
@@ -98,19 +110,12 @@ def tell(plan: Plan, bundle: Bundle, head: Head, out: Path, args: argparse.Names
         print(f"relaychaos: shrinking the story ({len(cut)} steps) against {head.relay} ...", flush=True)
         first = judge(cut)
         if not first.ok:
-            return _write(
-                plan,
-                bundle,
-                head,
-                cut,
-                labels,
-                path,
-                said
-                + [
-                    f"Not shrunk: this story did not reproduce on {head.relay} (replayed in {out / 'replays'}); the "
-                    "whole night is in night.yaml: `relaychaos incident verify` it to see what is missing."
-                ],
-                answers,
+            said_of = describe(first, _production(plan, labels), relay)
+            missing = "; ".join([said_of[0].removeprefix(f"NOT reproduced on {relay}: "), *said_of[1:]])
+            why = f"the story did not reproduce on {relay}: {missing} (replayed in {out / 'replays'})"
+            fix = "the whole night is in night.yaml: `relaychaos incident verify` it to see what is missing."
+            return Told(
+                _write(plan, bundle, head, cut, labels, path, said + [f"Not shrunk: {why}; {fix}"], answers), why
             )
         faithful = first.faithful
         fidelity = _fidelity(first, plan, labels, head.relay)
@@ -125,7 +130,7 @@ def tell(plan: Plan, bundle: Bundle, head: Head, out: Path, args: argparse.Names
         if failed:
             small, shrunk = cut, f"Not shrunk: the shrunk story ({len(small)} steps) {failed}; the cut story is kept."
         print(f"relaychaos: {shrunk} {fidelity}", flush=True)
-        return _write(plan, bundle, head, small, labels, path, said + [shrunk, fidelity], answers)
+        return Told(_write(plan, bundle, head, small, labels, path, said + [shrunk, fidelity], answers))
 
 
 def _fidelity(first: Reproduction, plan: Plan, labels: set[str], relay: str) -> str:
