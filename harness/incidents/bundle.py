@@ -14,6 +14,7 @@ file, the line and the fix (guids.py checks the logs against each other).
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import sys
 import time
@@ -42,6 +43,9 @@ class Bundle:
     ledger_file: str | None = None
     meta: dict = field(default_factory=dict)  # incident.toml
     notes: list[str] = field(default_factory=list)  # what was noticed and done: skipped lines, sorting, ...
+    # what in incident.toml read nothing: a mapped field no record has, a field's regex that did not match, a [pods]
+    # entry no instance matched (the night may not be what the logs say)
+    warnings: list[str] = field(default_factory=list)
     lines: int = 0  # lines read, all logs
     counts: dict[str, int] = field(default_factory=dict)  # records per log (the walk lets the records go)
 
@@ -96,8 +100,11 @@ def _toml_fix(text: str, error: str) -> str:
     return "fix the syntax"
 
 
-def _load(source: Source, convert: Converter, progress: Progress, notes: list[str]) -> tuple[list, int]:
-    """The source's records in time order, and how many lines were read; notes on order, skips, empty files."""
+def _load(
+    source: Source, convert: Converter, progress: Progress, notes: list[str], warnings: list[str]
+) -> tuple[list, int]:
+    """The source's records in time order, and how many lines were read; notes on order, skips, empty files;
+    warnings on the mapping's fields that read nothing."""
     skipped = Skipped()
     out: list[ChannelLine | AccountLine | OpLine] = []
     last: dict[str, float] = {}  # the latest at so far, per file
@@ -137,6 +144,7 @@ def _load(source: Source, convert: Converter, progress: Progress, notes: list[st
                 "request ends; if each line was written at its at, the file's times are wrong: correct them"
             )
     notes += skipped.notes()
+    warnings += _unread(source, skipped, len(out))
     empty = [str(p) for p in source.files if not taken.get(str(p))]
     if empty and source.name in ("channel", "account") and len(empty) == len(source.files):
         why = "; ".join(skipped.notes()) or "it is empty, or a header line only"
@@ -154,6 +162,38 @@ def _load(source: Source, convert: Converter, progress: Progress, notes: list[st
     return out, sum(skipped.lines.values())
 
 
+def _unread(source: Source, skipped: Skipped, taken: int) -> list[str]:
+    """What the source's mapped fields did not read: a field none of its records has, a regex that did not match."""
+    out = []
+    for name in sorted(source.mapped):
+        spec, default = source.fields[name], source.defaults.get(name)
+        got = f"they got its default {default!r}" if default is not None else "they were read without it"
+        missing = skipped.empty.get(name, 0)
+        unmatched = skipped.unmatched.get(name)
+        records = skipped.having.get(name, 0) if name in source.conditional else taken
+        if records and missing == records and unmatched is None:
+            out.append(
+                f"{source.table}: fields.{name} = {spec.name!r} is in none of its {records:,} records, so {got}"
+                f"{' (relay instance a)' if name == 'relay' and default is None else ''}: name the key its lines "
+                "have (a field name, or a dotted JSON path)"
+            )
+        elif unmatched is not None and spec.regex is not None:
+            count, file, line, value = unmatched
+            out.append(
+                f"{source.table}: fields.{name}: the regex {spec.regex.pattern!r} matched nothing in "
+                f"{spec.name} on {count:,} of {records:,} records (first: {file}, line {line}: {value[:80]!r}), so "
+                f"{got}: make its first group match every value, or take only the lines that have one (take)"
+            )
+    return out
+
+
+def _unused_pods(pods: dict[str, str], instances: set[str], where: str) -> list[str]:
+    """[pods] entries that no instance name in the logs matched."""
+    unused = [pod for pod in pods if not any(t == pod or fnmatch.fnmatchcase(t, pod) for t in instances)]
+    seen = ", ".join(sorted(instances)[:8]) or "none"
+    return [f"{where}: [pods] {pod!r} matches no relay instance the logs name (they name: {seen})" for pod in unused]
+
+
 def read(folder: Path, progress: Progress | None = None) -> Bundle:
     """Read and check a bundle folder; BundleError (file, line, fix) on the first problem."""
     folder = Path(folder)
@@ -164,13 +204,18 @@ def read(folder: Path, progress: Progress | None = None) -> Bundle:
     pods = mapping.slots(meta, str(folder / "incident.toml"))
     progress = progress or Progress()
     notes: list[str] = []
+    warnings: list[str] = []
+    instances: set[str] = set()
     logs: dict[str, list] = {}
     total = 0
     strings: dict[str, str] = {}
     for name in ("channel", "account", "operations"):
         if name in sources:
-            logs[name], n = _load(sources[name], Converter(sources[name], pods, folder, strings), progress, notes)
+            convert = Converter(sources[name], pods, folder, strings)
+            logs[name], n = _load(sources[name], convert, progress, notes, warnings)
+            instances |= convert.instances
             total += n
+    warnings += _unused_pods(pods, instances, str(folder / "incident.toml"))
     rows_ = ledger.read(sources["ledger"], strings) if "ledger" in sources else {}
     bundle = Bundle(
         folder,
@@ -181,6 +226,7 @@ def read(folder: Path, progress: Progress | None = None) -> Bundle:
         ", ".join(p.name for p in sources["ledger"].files) if "ledger" in sources else None,
         meta,
         notes,
+        warnings,
         total,
         {name: len(logs.get(name, [])) for name in ("channel", "account", "operations")},
     )

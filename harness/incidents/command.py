@@ -209,6 +209,14 @@ def _say_read(night: Written, b: Bundle, plan: Plan, started: float) -> None:
     )
     for note in b.notes + plan.notes:
         print(f"relaychaos: note: {note}")
+    for warning in b.warnings:
+        print(f"relaychaos: warning: {warning}", file=sys.stderr)
+    if b.warnings:
+        print(
+            f"relaychaos: {len(b.warnings)} warning(s): incident.toml maps what the logs do not have, so the night "
+            "written may not be the night that ran",
+            file=sys.stderr,
+        )
     if plan.unreached:
         first = plan.unreached[0]
         print(

@@ -35,6 +35,8 @@ OPTIONAL = {
     "operations": ("relay", "command", "argument"),
     "ledger": ("resp_code", "request", "response", "updated_at"),
 }
+# fields a record has only when another field has a value: (log, field) -> (that field, its value)
+ONLY_WHEN = {("operations", "command"): ("event", "batch"), ("operations", "argument"): ("event", "batch")}
 CODED = ("result", "code", "event", "command")  # fields the vocabulary translates
 FORMATS = {
     "channel": ("jsonl", "csv", "json", "text"),
@@ -89,10 +91,12 @@ class Source:
     guid_case: str = "as-is"
     records: tuple[str, ...] = ()  # for format json: the path of the list of records
     pattern: re.Pattern | None = None  # for format text
+    mapped: frozenset[str] = frozenset()  # the fields the table's `fields` maps (the rest read by their own names)
     # set by __post_init__ (what readers.py checks every line for)
     needed: frozenset[str] = field(init=False, repr=False, compare=False)
     keyed: frozenset[str] = field(init=False, repr=False, compare=False)
     coded: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    conditional: tuple[str, ...] = field(init=False, repr=False, compare=False)  # mapped fields of ONLY_WHEN
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -103,6 +107,7 @@ class Source:
         object.__setattr__(self, "needed", frozenset(REQUIRED[self.name]))
         object.__setattr__(self, "keyed", frozenset(k for k in ("guid", "at") if k in REQUIRED[self.name]))
         object.__setattr__(self, "coded", tuple(k for k in CODED if k in self.fields))
+        object.__setattr__(self, "conditional", tuple(k for k in sorted(self.mapped) if (self.name, k) in ONLY_WHEN))
 
     @property
     def table(self) -> str:
@@ -255,6 +260,7 @@ def source(folder: Path, name: str, table: dict | None) -> Source | None:
         case,
         tuple(str(table.get("records", "items")).split(".")),
         pattern,
+        frozenset((table.get("fields") or {}).keys()),
     )
 
 

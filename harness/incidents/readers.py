@@ -24,9 +24,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from relaychaos.incidents.mapping import DOC, BundleError, FieldSpec, Source
+from relaychaos.incidents.mapping import DOC, ONLY_WHEN, BundleError, FieldSpec, Source
 
 KEYED = ("guid", "at")  # a line without these is noise, not a record
+
+
+class Unmatched(str):
+    """A field's value that its regex did not match (read as absent, and counted)."""
+
+
 WORD = re.compile(r"[A-Za-z0-9 ._:-]*[A-Za-z][A-Za-z0-9 ._:-]*")  # a take value JSON writes as it is, as a string
 JSON_WORDS = ("true", "false", "null")  # ... unless it is one of these, which JSON writes bare
 # reads a field from a parsed line (a JSON value, a CSV row): the value there, any JSON value (None: absent)
@@ -42,6 +48,11 @@ class Skipped:
     counts: dict[str, int] = field(default_factory=dict)
     first: dict[str, tuple[int, str]] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)  # the last line (or record) number read, per file
+    # per mapped field: the records taken without a value for it, and for a field read by a regex, the records whose
+    # value its regex did not match (how many; the first: file, line, value)
+    empty: dict[str, int] = field(default_factory=dict)
+    unmatched: dict[str, list] = field(default_factory=dict)
+    having: dict[str, int] = field(default_factory=dict)  # per field a record has only sometimes (ONLY_WHEN): records
 
     def add(self, file: str, line: int, why: str) -> None:
         self.counts[file] = self.counts.get(file, 0) + 1
@@ -77,8 +88,10 @@ def getter(spec: FieldSpec) -> Read:
 
     def matched(data: Any) -> str | None:
         value = get(data)
-        found = regex.search(str(value)) if value is not None else None
-        return found.group(1) if found else None
+        if value is None:
+            return None
+        found = regex.search(str(value))
+        return found.group(1) if found else Unmatched(value)
 
     return matched
 
@@ -93,7 +106,7 @@ def _column(spec: FieldSpec, header: list[str]) -> Read:
     regex = spec.regex
     if regex is None:
         return plain
-    return lambda row: m.group(1) if (v := plain(row)) is not None and (m := regex.search(v)) else None
+    return lambda row: None if (v := plain(row)) is None else m.group(1) if (m := regex.search(v)) else Unmatched(v)
 
 
 def _json_lines(source: Source, path: str, words: list[str], skipped: Skipped) -> Iterator[tuple[int, object]]:
@@ -210,6 +223,20 @@ def _taken(source: Source, path: str, n: int, data: object, take: Takes, skipped
     return True
 
 
+def _missed(skipped: Skipped, name: str, path: str, n: int, value: object) -> None:
+    """Count a record taken without a value for the mapped field `name` (or whose value its regex did not match)."""
+    skipped.empty[name] = skipped.empty.get(name, 0) + 1
+    if type(value) is Unmatched:
+        first = skipped.unmatched.setdefault(name, [0, path, n, str(value)])
+        first[0] += 1
+
+
+def _applies(source: Source, name: str, fields: dict[str, Any]) -> bool:
+    """Whether a record is one that has field `name` (ONLY_WHEN: a batch run has a command, a kill none)."""
+    when, wanted = ONLY_WHEN[source.name, name]
+    return fields.get(when) == wanted
+
+
 def _fields(
     source: Source, path: str, n: int, data: object, getters: Getters, take: Takes, skipped: Skipped
 ) -> dict[str, Any] | None:
@@ -217,9 +244,12 @@ def _fields(
     if not _taken(source, path, n, data, take, skipped):
         return None
     fields = {}
+    missed = None  # (field, value) of the mapped fields this line lacks, counted once the line is a record
     for name, get in getters:
         value = get(data)
-        if value is None or value == "":
+        if value is None or value == "" or type(value) is Unmatched:
+            if name in source.mapped:
+                missed = [*(missed or ()), (name, value)]
             value = source.defaults.get(name)
             if value is None:
                 continue
@@ -244,4 +274,10 @@ def _fields(
             fix=f"give every record the fields {', '.join(source.fields[k].name for k in source.required)}"
             f", or map them in {source.table} (see {DOC})",
         )
+    for name, value in missed or ():
+        if name not in source.conditional or _applies(source, name, fields):
+            _missed(skipped, name, path, n, value)
+    for name in source.conditional:
+        if _applies(source, name, fields):
+            skipped.having[name] = skipped.having.get(name, 0) + 1
     return fields

@@ -124,6 +124,11 @@ class Converter:
         except BundleError as e:
             raise BundleError(e.what, where=f"{file}, line {line}", fix=e.fix) from None
 
+    @property
+    def instances(self) -> set[str]:
+        """The relay instance names the source's records gave (slots and pod names)."""
+        return set(self._slots)
+
     def slot(self, value: object, where: str) -> str:
         """The relay slot of an instance name: a letter as it is, else the [pods] entry matching it."""
         text = str(value).strip()
