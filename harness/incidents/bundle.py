@@ -41,7 +41,8 @@ class Bundle:
     operations: list[OpLine] = field(default_factory=list)
     ledger: dict[str, str] = field(default_factory=dict)  # guid -> the relay's last word on it (ledger.py)
     ledger_file: str | None = None
-    meta: dict = field(default_factory=dict)  # incident.toml
+    meta: dict = field(default_factory=dict)  # incident.toml (or the mapping file given)
+    toml: Path | None = None  # the mapping's file, when the bundle has one (--mapping, or its incident.toml)
     notes: list[str] = field(default_factory=list)  # what was noticed and done: skipped lines, sorting, ...
     # what in incident.toml read nothing: a mapped field no record has, a field's regex that did not match, a [pods]
     # entry no instance matched (the night may not be what the logs say)
@@ -73,9 +74,13 @@ class Progress:
             )
 
 
-def _meta(folder: Path) -> dict:
-    path = folder / "incident.toml"
-    if not path.exists():
+def _meta(path: Path, given: bool) -> dict:
+    """The mapping's TOML: incident.toml in the bundle (none: {}), or the file --mapping named (which must be there)."""
+    if not path.is_file():
+        if given:
+            raise BundleError(
+                "no such file", where=str(path), fix="name the mapping's TOML file (--mapping), or leave --mapping out"
+            )
         return {}
     text = path.read_text()
     try:
@@ -194,14 +199,16 @@ def _unused_pods(pods: dict[str, str], instances: set[str], where: str) -> list[
     return [f"{where}: [pods] {pod!r} matches no relay instance the logs name (they name: {seen})" for pod in unused]
 
 
-def read(folder: Path, progress: Progress | None = None) -> Bundle:
-    """Read and check a bundle folder; BundleError (file, line, fix) on the first problem."""
+def read(folder: Path, progress: Progress | None = None, mapping_file: Path | None = None) -> Bundle:
+    """Read and check a bundle folder, through its incident.toml or the mapping file given; BundleError (file, line,
+    fix) on the first problem."""
     folder = Path(folder)
     if not folder.is_dir():
         raise BundleError("not a folder", where=str(folder), fix=f"give the bundle's folder (see {DOC})")
-    meta = _meta(folder)
-    sources = mapping.sources(folder, meta)
-    pods = mapping.slots(meta, str(folder / "incident.toml"))
+    toml = Path(mapping_file) if mapping_file is not None else folder / "incident.toml"
+    meta = _meta(toml, mapping_file is not None)
+    sources = mapping.sources(folder, meta, toml)
+    pods = mapping.slots(meta, str(toml))
     progress = progress or Progress()
     notes: list[str] = []
     warnings: list[str] = []
@@ -215,7 +222,7 @@ def read(folder: Path, progress: Progress | None = None) -> Bundle:
             logs[name], n = _load(sources[name], convert, progress, notes, warnings)
             instances |= convert.instances
             total += n
-    warnings += _unused_pods(pods, instances, str(folder / "incident.toml"))
+    warnings += _unused_pods(pods, instances, str(toml))
     rows_ = ledger.read(sources["ledger"], strings) if "ledger" in sources else {}
     bundle = Bundle(
         folder,
@@ -225,6 +232,7 @@ def read(folder: Path, progress: Progress | None = None) -> Bundle:
         rows_,
         ", ".join(p.name for p in sources["ledger"].files) if "ledger" in sources else None,
         meta,
+        toml if meta else None,
         notes,
         warnings,
         total,

@@ -61,6 +61,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="the folder to write night.yaml and story.yaml into (an earlier import's files there are replaced)",
     )
     p.add_argument(
+        "--mapping",
+        metavar="FILE",
+        help="read the bundle through this TOML file instead of its incident.toml (same keys; `files` and `relay` "
+        "paths stay relative to the bundle's folder)",
+    )
+    p.add_argument(
         "--relay",
         help="the relay.toml of the relay that ran that night (expect.breaks, and the relay "
         "the story is shrunk against); default: incident.toml's `relay`",
@@ -135,12 +141,12 @@ def cmd_import(args: argparse.Namespace) -> int:
                 fix="give a folder: the import writes night.yaml (the whole night) and story.yaml (its story) there",
             )
         _fresh(out)
-        b = bundles.read(Path(args.bundle))
+        b = bundles.read(Path(args.bundle), mapping_file=Path(args.mapping) if args.mapping else None)
         meta = b.meta
         relay = (
             relay_ref(args.relay, Path.cwd())
             if args.relay
-            else relay_ref(meta.get("relay"), b.folder, f"{b.folder / 'incident.toml'}: relay")
+            else relay_ref(meta.get("relay"), b.folder, f"{b.toml}: relay")
         )
         timeout_ms = int(meta.get("account_timeout_ms", 300))
         plan = reconstruct(b, timeout_ms, args.account_clock_offset)
@@ -184,14 +190,14 @@ def _head(args: argparse.Namespace, b: Bundle, plan: Plan, relay: str | None) ->
         " ".join(str(meta.get("description", f"imported from {b.folder}")).split()),
         plan.account_timeout_ms,
         relay,
-        [_held_on(h, b.folder) for h in meta.get("holds_on", [REFERENCE])],
+        [_held_on(h, b.folder, b.toml) for h in meta.get("holds_on", [REFERENCE])],
         str(args.bundle),
     )
 
 
-def _held_on(relay: str | None, folder: Path) -> str:
+def _held_on(relay: str | None, folder: Path, toml: Path | None) -> str:
     """relay_ref of one relay of the bundle's holds_on, which must name one."""
-    where = f"{folder / 'incident.toml'}: holds_on"
+    where = f"{toml}: holds_on"
     ref = relay_ref(relay, folder, where)
     if ref is None:
         raise HarnessError(

@@ -1,6 +1,6 @@
 """How a bundle's logs are read: one Source per log (channel, account, operations, ledger), from incident.toml.
 
-    sources = mapping.sources(folder, meta)       # meta: incident.toml as a dict
+    sources = mapping.sources(folder, meta, toml)   # meta: incident.toml (or --mapping FILE) as a dict, read from toml
 
 A Source names its files (globs from the bundle folder, several files merged), their format
 (`jsonl`, `csv`, `json` with a `records` path, or `text` lines read by a regex with named
@@ -92,6 +92,7 @@ class Source:
     records: tuple[str, ...] = ()  # for format json: the path of the list of records
     pattern: re.Pattern | None = None  # for format text
     mapped: frozenset[str] = frozenset()  # the fields the table's `fields` maps (the rest read by their own names)
+    toml: str = "incident.toml"  # the mapping file's name, as messages name it
     # set by __post_init__ (what readers.py checks every line for)
     needed: frozenset[str] = field(init=False, repr=False, compare=False)
     keyed: frozenset[str] = field(init=False, repr=False, compare=False)
@@ -111,7 +112,7 @@ class Source:
 
     @property
     def table(self) -> str:
-        return f"[logs.{self.name}] in incident.toml"
+        return f"[logs.{self.name}] in {self.toml}"
 
 
 def _fail(where: str, what: str, fix: str) -> BundleError:
@@ -139,7 +140,7 @@ def _spec(where: str, key: str, value: object) -> FieldSpec:
     )
 
 
-def _files(folder: Path, name: str, given: str | list[str] | None) -> tuple[Path, ...]:
+def _files(folder: Path, name: str, given: str | list[str] | None, toml: Path) -> tuple[Path, ...]:
     if given is None:
         found = sorted(folder.glob(f"{name}.*")) + sorted(folder.glob(f"{name}-*.*"))
         return tuple(p for p in found if p.suffix in SUFFIXES or name == "ledger")
@@ -149,7 +150,7 @@ def _files(folder: Path, name: str, given: str | list[str] | None) -> tuple[Path
         matched = sorted(folder.glob(pattern))
         if not matched:
             raise _fail(
-                str(folder / "incident.toml"),
+                str(toml),
                 f"[logs.{name}] files: {pattern!r} matches no file in {folder}",
                 "give the files' names (globs allowed, from the bundle folder)",
             )
@@ -217,14 +218,15 @@ def _pattern(where: str, table: dict) -> re.Pattern:
         ) from None
 
 
-def source(folder: Path, name: str, table: dict | None) -> Source | None:
-    """The Source of one log; None when the log is absent (an error for channel and account)."""
-    where = f"{folder / 'incident.toml'}, [logs.{name}]"
+def source(folder: Path, name: str, table: dict | None, toml: Path) -> Source | None:
+    """The Source of one log; None when the log is absent (an error for channel and account). `toml`: the mapping's
+    file (messages name it)."""
+    where = f"{toml}, [logs.{name}]"
     table = dict(table or {})
     unknown = set(table) - KEYS
     if unknown:
         raise _fail(where, f"unknown key(s) {', '.join(sorted(unknown))}", f"use only {', '.join(sorted(KEYS))}")
-    files = _files(folder, name, table.get("files"))
+    files = _files(folder, name, table.get("files"), toml)
     if not files:
         if name in ("channel", "account"):
             raise _fail(
@@ -261,22 +263,24 @@ def source(folder: Path, name: str, table: dict | None) -> Source | None:
         tuple(str(table.get("records", "items")).split(".")),
         pattern,
         frozenset((table.get("fields") or {}).keys()),
+        toml.name,
     )
 
 
-def sources(folder: Path, meta: dict) -> dict[str, Source]:
-    """Every log of the bundle, by name; BundleError on a mapping that cannot be used."""
+def sources(folder: Path, meta: dict, toml: Path) -> dict[str, Source]:
+    """Every log of the bundle, by name, as the mapping `meta` (read from `toml`) says; BundleError on a mapping
+    that cannot be used."""
     logs = meta.get("logs") or {}
     unknown = set(logs) - set(REQUIRED)
     if unknown:
         raise _fail(
-            f"{folder / 'incident.toml'}",
+            str(toml),
             f"[logs] names unknown log(s) {', '.join(sorted(unknown))}",
             f"map only {', '.join(REQUIRED)}",
         )
     out = {}
     for name in REQUIRED:
-        found = source(folder, name, logs.get(name))
+        found = source(folder, name, logs.get(name), toml)
         if found is not None:
             out[name] = found
     return out
