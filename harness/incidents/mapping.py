@@ -56,7 +56,10 @@ SUFFIXES = {
     ".sqlite3": "sqlite",
 }
 TIME_FORMATS = ("auto", "iso", "epoch_s", "epoch_ms", "epoch_us", "local")
-KEYS = {"files", "format", "fields", "time", "zone", "codes", "take", "defaults", "guid_case", "records", "pattern"}
+KEYS = {
+    *("files", "format", "fields", "time", "zone", "codes", "take", "defaults", "guid_case", "records", "pattern"),
+    *("delimiter", "quote"),
+}
 
 
 class BundleError(HarnessError):
@@ -93,6 +96,8 @@ class Source:
     pattern: re.Pattern | None = None  # for format text
     mapped: frozenset[str] = frozenset()  # the fields the table's `fields` maps (the rest read by their own names)
     toml: str = "incident.toml"  # the mapping file's name, as messages name it
+    delimiter: str = ","  # for format csv: the character between columns, and the one quoting a column
+    quote: str = '"'
     # set by __post_init__ (what readers.py checks every line for)
     needed: frozenset[str] = field(init=False, repr=False, compare=False)
     keyed: frozenset[str] = field(init=False, repr=False, compare=False)
@@ -249,6 +254,7 @@ def source(folder: Path, name: str, table: dict | None, toml: Path) -> Source | 
     if case not in ("as-is", "lower", "upper"):
         raise _fail(where, f"guid_case = {case!r}", 'use "as-is", "lower" or "upper"')
     pattern = _pattern(where, table) if fmt == "text" else None
+    delimiter, quote = (_character(where, table, key, default) for key, default in (("delimiter", ","), ("quote", '"')))
     return Source(
         name,
         files,
@@ -264,7 +270,18 @@ def source(folder: Path, name: str, table: dict | None, toml: Path) -> Source | 
         pattern,
         frozenset((table.get("fields") or {}).keys()),
         toml.name,
+        delimiter,
+        quote,
     )
+
+
+def _character(where: str, table: dict, key: str, default: str) -> str:
+    """A CSV log's delimiter or quote character: one character (\\t: a tab)."""
+    value = table.get(key, default)
+    value = "\t" if value in ("\\t", "tab") else value
+    if not (isinstance(value, str) and len(value) == 1):
+        raise _fail(where, f"{key} = {value!r} is not one character", f'write e.g. {key} = ";" (or "\\t" for a tab)')
+    return value
 
 
 def sources(folder: Path, meta: dict, toml: Path) -> dict[str, Source]:

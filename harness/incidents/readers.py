@@ -164,7 +164,8 @@ def rows(source: Source, skipped: Skipped) -> Iterator[tuple[str, int, dict[str,
     for path in map(str, source.files):
         with contextlib.ExitStack() as opened:  # a CSV file stays open while its rows are read
             if source.format == "csv":
-                reader = csv.reader(opened.enter_context(open(path, encoding="utf-8", newline="")))
+                f = opened.enter_context(open(path, encoding="utf-8", newline=""))
+                reader = csv.reader(f, delimiter=source.delimiter, quotechar=source.quote)
                 header = [h.strip() for h in next(reader, [])]
                 _check_header(source, path, header)
                 getters = [(name, _column(spec, header)) for name, spec in source.fields.items()]
@@ -194,13 +195,26 @@ def _check_header(source: Source, path: str, header: list[str]) -> None:
     wanted = [s.name for k, s in source.fields.items() if k in source.required and k not in source.defaults]
     missing = [c for c in wanted if c not in header]
     if missing:
-        canon = ",".join(source.required)
+        canon = source.delimiter.join(source.required)
+        split = _other_delimiter(header, source.delimiter)
+        fix = (
+            f'its columns are split by {split!r}, not {source.delimiter!r}: add delimiter = "{split}" to {source.table}'
+            if split
+            else f"add them to the first line: {canon} (or map your columns in {source.table} fields, see {DOC})"
+        )
         raise BundleError(
             f"the header lacks the column(s) {', '.join(missing)} (it has "
             f"{', '.join(h for h in header if h) or 'nothing'})",
             where=f"{path}, line 1",
-            fix=f"add them to the first line: {canon} (or map your columns in {source.table} fields, see {DOC})",
+            fix=fix,
         )
+
+
+def _other_delimiter(header: list[str], delimiter: str) -> str | None:
+    """The character a header read as one column seems split by (; | tab), if any."""
+    if len(header) != 1:
+        return None
+    return next((c for c in (";", "\t", "|", ",") if c != delimiter and header[0].count(c) >= 2), None)
 
 
 def _taken(source: Source, path: str, n: int, data: object, take: Takes, skipped: Skipped) -> bool:

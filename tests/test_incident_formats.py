@@ -1,0 +1,50 @@
+"""Log formats production has, read through the mapping: CSV with any delimiter and quoting (a semicolon-separated
+journal, a tab-separated one, a quoted column holding the delimiter), and the error that names the delimiter when a
+file's columns are split by another one."""
+
+import pytest
+
+from relaychaos.engine import scenario_file
+
+from .test_incident_bad_input import run_import, small_bundle, spoil
+
+JOURNAL = "ledger-journal.csv"
+
+
+def _resplit(bundle, delimiter, quote='"'):
+    """The small bundle's account journal written with `delimiter`, and a memo column, quoted, holding it."""
+    path = bundle / JOURNAL
+    rows = [line.split(",") for line in path.read_text().splitlines()]
+    rows[0].insert(1, "memo")  # before the mapped columns: split at its delimiter, it would shift them
+    for row in rows[1:]:
+        row.insert(1, f"{quote}nightly{delimiter} booked{quote}")
+    path.write_text("\n".join(delimiter.join(row) for row in rows) + "\n")
+
+
+@pytest.mark.parametrize(
+    "delimiter, written, quote",
+    [(";", '";"', '"'), ("\t", '"\\t"', '"'), ("|", "'|'", "'")],
+    ids=["semicolon", "tab", "pipe-single-quotes"],
+)
+def test_a_csv_journal_with_its_own_delimiter_and_quoting_reads_as_the_comma_one(
+    tmp_path, capsys, delimiter, written, quote
+):
+    code, _, err, folder = run_import(small_bundle(tmp_path / "plain"), tmp_path / "a", capsys)
+    assert code == 0, err
+    bundle = small_bundle(tmp_path / "b")
+    _resplit(bundle, delimiter, quote)
+    spoil(bundle, "incident.toml", 'time = "local"', f'delimiter = {written}\nquote = {quote!r}\ntime = "local"')
+    code, _, err, other = run_import(bundle, tmp_path / "b-out", capsys)
+    assert code == 0, err
+    got, want = scenario_file.load(other / "night.yaml"), scenario_file.load(folder / "night.yaml")
+    assert got.scenario.steps == want.scenario.steps, "the same night, whatever the delimiter"
+    assert len(got.scenario.steps) > 5
+
+
+def test_a_journal_split_by_another_character_than_the_mapping_says_is_named_with_the_fix(tmp_path, capsys):
+    bundle = small_bundle(tmp_path / "b")
+    _resplit(bundle, ";")
+    code, _, err, _ = run_import(bundle, tmp_path, capsys)
+    assert code == 2
+    assert "ledger-journal.csv, line 1: the header lacks the column(s)" in err, err
+    assert "its columns are split by ';', not ',': add delimiter = \";\" to [logs.account] in incident.toml" in err
