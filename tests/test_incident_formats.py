@@ -2,6 +2,8 @@
 journal, a tab-separated one, a quoted column holding the delimiter), and the error that names the delimiter when a
 file's columns are split by another one."""
 
+import json
+
 import pytest
 
 from relaychaos.engine import scenario_file
@@ -48,3 +50,27 @@ def test_a_journal_split_by_another_character_than_the_mapping_says_is_named_wit
     assert code == 2
     assert "ledger-journal.csv, line 1: the header lacks the column(s)" in err, err
     assert "its columns are split by ';', not ',': add delimiter = \";\" to [logs.account] in incident.toml" in err
+
+
+def test_a_logfmt_gateway_log_reads_as_the_json_one_its_keys_whole(tmp_path, capsys):
+    """The gateway's lines as logfmt (key=value, a quoted message with spaces and an escaped quote, keys with dots
+    read whole): the same night as from its JSON lines."""
+    code, _, err, folder = run_import(small_bundle(tmp_path / "plain"), tmp_path / "a", capsys)
+    assert code == 0, err
+    bundle = small_bundle(tmp_path / "b")
+    for name in ("gateway-0.log", "gateway-1.log"):
+        lines = []
+        for line in (bundle / name).read_text().splitlines():
+            d = json.loads(line)
+            req, resp = d.get("req", {}), d.get("resp", {})
+            pairs = [f"event={d['event']}", f"t_us={d['t_us']}", 'msg="a \\"gateway\\" line"']
+            if req:
+                pairs += [f"req.id={req['id']}", f"req.debtor={req['debtor']}", f"req.creditor={req['creditor']}"]
+                pairs += [f"req.minor={req['minor']}", f"resp.code={resp['code']}", f"upstream={d['upstream']}"]
+            lines.append(" ".join(pairs))
+        (bundle / name).write_text("\n".join(lines) + "\n\n")
+    spoil(bundle, "incident.toml", 'format = "jsonl"', 'format = "logfmt"')
+    code, _, err, other = run_import(bundle, tmp_path / "b-out", capsys)
+    assert code == 0, err
+    got, want = scenario_file.load(other / "night.yaml"), scenario_file.load(folder / "night.yaml")
+    assert got.scenario.steps == want.scenario.steps and got.scenario.incident == want.scenario.incident

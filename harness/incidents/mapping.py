@@ -39,9 +39,9 @@ OPTIONAL = {
 ONLY_WHEN = {("operations", "command"): ("event", "batch"), ("operations", "argument"): ("event", "batch")}
 CODED = ("result", "code", "event", "command")  # fields the vocabulary translates
 FORMATS = {
-    "channel": ("jsonl", "csv", "json", "text"),
-    "account": ("jsonl", "csv", "json", "text"),
-    "operations": ("jsonl", "csv", "json", "text"),
+    "channel": ("jsonl", "csv", "json", "text", "logfmt"),
+    "account": ("jsonl", "csv", "json", "text", "logfmt"),
+    "operations": ("jsonl", "csv", "json", "text", "logfmt"),
     "ledger": ("sqlite", "csv"),
 }
 SUFFIXES = {
@@ -50,6 +50,7 @@ SUFFIXES = {
     ".csv": "csv",
     ".json": "json",
     ".log": "text",
+    ".logfmt": "logfmt",
     ".txt": "text",
     ".sqlite": "sqlite",
     ".db": "sqlite",

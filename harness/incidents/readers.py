@@ -3,9 +3,11 @@
     for file, line, fields in rows(source, skipped):      # in file order, file by file
         ...
 
-`jsonl` (one JSON object a line), `csv` (a header line), `json` (one document, its records
-at the source's `records` path; the line is the record's number) and `text` (lines
-matched by the source's regex, its named groups the fields). A line that is not taken
+`jsonl` (one JSON object a line), `csv` (a header line; the source's delimiter and quote),
+`json` (one document, its records at the source's `records` path; the line is the record's
+number), `logfmt` (key=value pairs, values quoted when they hold spaces; a field is named by its
+whole key, dots and all) and `text` (lines matched by the source's regex, its named groups the
+fields). A line that is not taken
 (`take`: values a field must have, globs allowed), has no GUID or no time (noise: health
 checks, debug lines), or whose code the vocabulary maps to `-` is skipped and counted in
 `skipped`; a line that is taken and lacks another required field is an error naming the
@@ -35,6 +37,7 @@ class Unmatched(str):
 
 WORD = re.compile(r"[A-Za-z0-9 ._:-]*[A-Za-z][A-Za-z0-9 ._:-]*")  # a take value JSON writes as it is, as a string
 JSON_WORDS = ("true", "false", "null")  # ... unless it is one of these, which JSON writes bare
+LOGFMT = re.compile(r'([^\s=]+)=("(?:[^"\\]|\\.)*"|[^\s"]*)')  # key=value, key="a quoted value"
 # reads a field from a parsed line (a JSON value, a CSV row): the value there, any JSON value (None: absent)
 Read = Callable[[Any], Any]
 Getters = list[tuple[str, Read]]  # the bundle's field name, and how to read it
@@ -121,10 +124,24 @@ def _json_lines(source: Source, path: str, words: list[str], skipped: Skipped) -
                 found = pattern.search(line)
                 yield n, (found.groupdict() if found else ("not matched by the pattern" if line.strip() else ""))
                 continue
+            if source.format == "logfmt":
+                pairs = logfmt(line)
+                yield n, (pairs if pairs else ("no key=value pairs" if line.strip() else ""))
+                continue
             try:
                 yield n, json.loads(line)
             except ValueError:
                 yield n, ("not a JSON object" if line.strip() else "")  # a stack trace, a banner: noise
+
+
+def logfmt(line: str) -> dict[str, str]:
+    """The key=value pairs of a logfmt line, quoted values unquoted (\\" and \\\\ inside them unescaped)."""
+    out = {}
+    for key, value in LOGFMT.findall(line):
+        if value.startswith('"'):
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        out[key] = value
+    return out
 
 
 def _document(source: Source, path: str) -> Iterator[tuple[int, object]]:
@@ -150,7 +167,7 @@ def _document(source: Source, path: str) -> Iterator[tuple[int, object]]:
 
 def _words(source: Source) -> list[str]:
     """Plain take values that a line must contain to be taken (JSON strings for jsonl)."""
-    if source.format not in ("jsonl", "text"):
+    if source.format not in ("jsonl", "text", "logfmt"):
         return []
     out = []
     for values in source.take.values():
@@ -172,8 +189,12 @@ def rows(source: Source, skipped: Skipped) -> Iterator[tuple[str, int, dict[str,
                 take = [(_column(FieldSpec(p), header), _pattern(v)) for p, v in source.take.items()]
                 records: Iterator[tuple[int, object]] = ((reader.line_num, row) for row in reader)
             else:
-                getters = [(name, getter(spec)) for name, spec in source.fields.items()]
-                take = [(getter(FieldSpec(p)), _pattern(v)) for p, v in source.take.items()]
+                flat = source.format == "logfmt"  # a key is read whole: req.id is one key, not a path
+                getters = [(name, getter(_whole(spec) if flat else spec)) for name, spec in source.fields.items()]
+                take = [
+                    (getter(_whole(FieldSpec(p)) if flat else FieldSpec(p)), _pattern(v))
+                    for p, v in source.take.items()
+                ]
                 records = (
                     _document(source, path)
                     if source.format == "json"
@@ -185,6 +206,11 @@ def rows(source: Source, skipped: Skipped) -> Iterator[tuple[str, int, dict[str,
                 if fields is not None:
                     yield path, n, fields
             skipped.lines[path] = n
+
+
+def _whole(spec: FieldSpec) -> FieldSpec:
+    """The spec reading its whole dotted name as one key (a logfmt key)."""
+    return FieldSpec((spec.name,), spec.regex)
 
 
 def _pattern(values: tuple[str, ...]) -> re.Pattern[str]:
