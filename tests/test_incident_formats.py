@@ -74,3 +74,50 @@ def test_a_logfmt_gateway_log_reads_as_the_json_one_its_keys_whole(tmp_path, cap
     assert code == 0, err
     got, want = scenario_file.load(other / "night.yaml"), scenario_file.load(folder / "night.yaml")
     assert got.scenario.steps == want.scenario.steps and got.scenario.incident == want.scenario.incident
+
+
+def test_files_one_per_pod_are_tied_to_relay_instances_by_their_names(tmp_path, capsys):
+    """gateway-0.log and gateway-1.log are two pods' logs: relay = {file = regex} reads the instance from the
+    file's name, and [pods] maps it to a slot; p3, in gateway-1.log, went to relay b."""
+    bundle = small_bundle(tmp_path / "b")
+    spoil(bundle, "incident.toml", 'relay = "upstream"}', 'relay = {file = "gateway-(\\\\d+)\\\\.log"}}')
+    spoil(bundle, "incident.toml", '"relay-6c9d-*" = "a"', '"0" = "a"\n"1" = "b"')
+    code, _, err, out = run_import(bundle, tmp_path, capsys)
+    assert code == 0, err
+    night = (out / "night.yaml").read_text()
+    assert "p1 (g1) 500 acme→zed on relay a" in night and "p3 (g3) 900 acme→zed on relay b" in night, night
+
+
+def test_a_file_name_the_regex_does_not_match_is_a_counted_warning(tmp_path, capsys):
+    bundle = small_bundle(tmp_path / "b")
+    spoil(bundle, "incident.toml", 'relay = "upstream"}', 'relay = {file = "pod-(\\\\w+)\\\\.log"}}')
+    code, _, err, _ = run_import(bundle, tmp_path, capsys)
+    assert code == 0, err
+    assert "fields.relay: the regex 'pod-(\\\\w+)\\\\.log' matched nothing in the file's name on 3 of 3 records" in err
+
+
+def test_a_time_plus_a_duration_is_one_time_booked_plus_its_processing_milliseconds(tmp_path, capsys):
+    """The journal's booked time written as the received time plus the milliseconds it took: answered_at =
+    {path = "received", plus = "proc_ms", unit = "ms"} gives the night the booked column gave."""
+    code, _, err, folder = run_import(small_bundle(tmp_path / "plain"), tmp_path / "a", capsys)
+    assert code == 0, err
+    bundle = small_bundle(tmp_path / "b")
+    journal = bundle / JOURNAL
+    rows = [line.split(",") for line in journal.read_text().splitlines()]
+    rows[0][2] = "proc_ms"
+    for row in rows[1:]:
+        row[2] = "10"  # each booked 10 ms after it was received (the plain journal's booked column)
+    journal.write_text("\n".join(",".join(row) for row in rows) + "\n")
+    spoil(bundle, "incident.toml", 'answered_at = "booked"', 'answered_at = {path = "received", plus = "proc_ms"}')
+    code, _, err, other = run_import(bundle, tmp_path / "b-out", capsys)
+    assert code == 0, err
+    got, want = scenario_file.load(other / "night.yaml"), scenario_file.load(folder / "night.yaml")
+    assert got.scenario.steps == want.scenario.steps
+
+
+def test_a_duration_that_is_not_a_number_names_the_line(tmp_path, capsys):
+    bundle = small_bundle(tmp_path / "b")
+    spoil(bundle, "incident.toml", 'answered_at = "booked"', 'answered_at = {path = "received", plus = "debit"}')
+    code, _, err, _ = run_import(bundle, tmp_path, capsys)
+    assert code == 2
+    assert "ledger-journal.csv, line 2: answered_at's duration 'acme' is not a number" in err, err

@@ -69,14 +69,19 @@ class BundleError(HarnessError):
 
 @dataclass(frozen=True)
 class FieldSpec:
-    """Where one of the bundle's fields is in a source's line: a dotted path, and optionally a regex's group 1."""
+    """Where one of the bundle's fields is in a source's line: a dotted path, and optionally a regex's group 1; or
+    (`file`) the regex's group 1 in the name of the file the line is in. A time may be `plus` a duration read from
+    another field, in `unit` seconds (answered_at = a booking time plus its processing milliseconds)."""
 
     path: tuple[str, ...]
     regex: re.Pattern | None = None
+    file: bool = False
+    plus: FieldSpec | None = None
+    unit: float = 1.0
 
     @property
     def name(self) -> str:
-        return ".".join(self.path)
+        return "the file's name" if self.file else ".".join(self.path)
 
 
 @dataclass(frozen=True)
@@ -125,25 +130,53 @@ def _fail(where: str, what: str, fix: str) -> BundleError:
     return BundleError(what, where=where, fix=fix)
 
 
+TIMES = ("at", "answered_at")  # the fields that may be a time plus a duration
+UNITS_S = {"s": 1.0, "ms": 1e-3, "us": 1e-6}  # a duration's unit
+
+
 def _spec(where: str, key: str, value: object) -> FieldSpec:
     if isinstance(value, str) and value:
         return FieldSpec(tuple(value.split(".")))
+    if isinstance(value, dict) and isinstance(value.get("file"), str):
+        return FieldSpec(("file",), _regex(where, key, value["file"]), file=True)
     if isinstance(value, dict) and isinstance(value.get("path"), str):
-        try:
-            regex = re.compile(value["regex"]) if value.get("regex") else None
-        except re.error as e:
+        regex = _regex(where, key, value["regex"]) if value.get("regex") else None
+        plus = value.get("plus")
+        if plus is None:
+            return FieldSpec(tuple(value["path"].split(".")), regex)
+        unit = value.get("unit", "ms")
+        if key not in TIMES or not isinstance(plus, str) or unit not in UNITS_S:
             raise _fail(
                 where,
-                f"fields.{key}: the regex {value['regex']!r} does not compile ({e})",
-                "write a Python regular expression whose first group is the value",
-            ) from None
-        return FieldSpec(tuple(value["path"].split(".")), regex)
+                f"fields.{key}: plus = {plus!r}, unit = {unit!r} cannot be read",
+                f"a time ({', '.join(TIMES)}) may be a time plus a duration: "
+                '{path = "BOOK_TS", plus = "PROC_MS", unit = "ms"} (unit s, ms or us)',
+            )
+        return FieldSpec(
+            tuple(value["path"].split(".")), regex, plus=FieldSpec(tuple(plus.split("."))), unit=UNITS_S[unit]
+        )
     raise _fail(
         where,
         f"fields.{key} = {value!r} is not a field name",
-        f'write {key} = "name.in.the.line" '
-        '(a JSON path, dots for nesting) or {path = "message", regex = "--min-age=(\\\\d+)"}',
+        f'write {key} = "name.in.the.line" (a JSON path, dots for nesting), {{path = "message", regex = '
+        '"--min-age=(\\\\d+)"}, {file = "relay-(.+)\\\\.log"} (from the file\'s name) or, for a time, '
+        '{path = "BOOK_TS", plus = "PROC_MS", unit = "ms"}',
     )
+
+
+def _regex(where: str, key: str, text: object) -> re.Pattern:
+    """A field's regex, compiled, with the group its value is."""
+    try:
+        regex = re.compile(str(text))
+    except re.error as e:
+        raise _fail(
+            where,
+            f"fields.{key}: the regex {text!r} does not compile ({e})",
+            "write a Python regular expression whose first group is the value",
+        ) from None
+    if regex.groups < 1:
+        raise _fail(where, f"fields.{key}: the regex {text!r} has no group", "put the value in a group: (...)")
+    return regex
 
 
 def _files(folder: Path, name: str, given: str | list[str] | None, toml: Path) -> tuple[Path, ...]:

@@ -20,11 +20,13 @@ from __future__ import annotations
 import contextlib
 import csv
 import fnmatch
+import functools
 import json
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from relaychaos.incidents.mapping import DOC, ONLY_WHEN, BundleError, FieldSpec, Source
 
@@ -185,12 +187,14 @@ def rows(source: Source, skipped: Skipped) -> Iterator[tuple[str, int, dict[str,
                 reader = csv.reader(f, delimiter=source.delimiter, quotechar=source.quote)
                 header = [h.strip() for h in next(reader, [])]
                 _check_header(source, path, header)
-                getters = [(name, _column(spec, header)) for name, spec in source.fields.items()]
+                columns = functools.partial(_column, header=header)
+                getters = [(name, _field(spec, path, columns)) for name, spec in source.fields.items()]
                 take = [(_column(FieldSpec(p), header), _pattern(v)) for p, v in source.take.items()]
                 records: Iterator[tuple[int, object]] = ((reader.line_num, row) for row in reader)
             else:
                 flat = source.format == "logfmt"  # a key is read whole: req.id is one key, not a path
-                getters = [(name, getter(_whole(spec) if flat else spec)) for name, spec in source.fields.items()]
+                read = (lambda s: getter(_whole(s))) if flat else getter
+                getters = [(name, _field(spec, path, read)) for name, spec in source.fields.items()]
                 take = [
                     (getter(_whole(FieldSpec(p)) if flat else FieldSpec(p)), _pattern(v))
                     for p, v in source.take.items()
@@ -206,6 +210,39 @@ def rows(source: Source, skipped: Skipped) -> Iterator[tuple[str, int, dict[str,
                 if fields is not None:
                     yield path, n, fields
             skipped.lines[path] = n
+
+
+class Later(NamedTuple):
+    """A time plus a duration (FieldSpec.plus): the time as the line has it, the duration, its unit in seconds."""
+
+    at: object
+    by: object
+    unit: float
+
+
+def _field(spec: FieldSpec, path: str, read: Callable[[FieldSpec], Read]) -> Read:
+    """How a field is read from the lines of the file at `path`: by `read` (the format's reader of a spec), from the
+    file's name (spec.file: one value for every line), or as a time plus a duration (spec.plus)."""
+    if spec.file:
+        assert spec.regex is not None, "a field from the file's name has its regex (mapping._spec)"
+        found = spec.regex.search(os.path.basename(path))
+        value = found.group(1) if found else Unmatched(os.path.basename(path))
+        return lambda data: value
+    base = read(spec)
+    if spec.plus is None:
+        return base
+    by, unit = read(spec.plus), spec.unit
+
+    def later(data: Any) -> Any:
+        at = base(data)
+        if at is None or at == "" or type(at) is Unmatched:
+            return at
+        duration = by(data)
+        if duration is None or duration == "" or type(duration) is Unmatched:
+            return None  # a time without its duration is not the time: counted as absent
+        return Later(at, duration, unit)
+
+    return later
 
 
 def _whole(spec: FieldSpec) -> FieldSpec:

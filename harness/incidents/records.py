@@ -21,6 +21,7 @@ from typing import Any, NoReturn, final
 
 from relaychaos.events import BATCH_COMMANDS
 from relaychaos.incidents.mapping import BundleError, Source
+from relaychaos.incidents.readers import Later
 from relaychaos.incidents.times import TimeReader
 
 RESULTS = re.compile(r"0000|B2\d\d|E500|E90[1-4]|E400|timeout")
@@ -96,6 +97,16 @@ def _fail(where: str, what: str, fix: str) -> BundleError:
     return BundleError(what, where=where, fix=fix)
 
 
+def _duration(value: Later, name: str) -> float:
+    try:
+        return float(str(value.by).strip())
+    except ValueError:
+        raise BundleError(
+            f"{name}'s duration {value.by!r} is not a number",
+            fix="map plus to the field holding the duration as a number, in the unit given (unit = s, ms or us)",
+        ) from None
+
+
 class Converter:
     """Turns one source's rows into its records (see the module doc); `strings` interns GUIDs and parties
     across the logs, so a GUID read from both logs is one string in memory."""
@@ -120,6 +131,8 @@ class Converter:
 
     def time(self, value: object, file: str, line: int, name: str = "at") -> float:
         try:
+            if type(value) is Later:  # a time plus a duration (FieldSpec.plus)
+                return self.times.read(value.at, "", name) + _duration(value, name) * value.unit
             return self.times.read(value, "", name)
         except BundleError as e:
             raise BundleError(e.what, where=f"{file}, line {line}", fix=e.fix) from None
