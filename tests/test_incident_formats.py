@@ -7,6 +7,7 @@ import json
 import pytest
 
 from relaychaos.engine import scenario_file
+from relaychaos.engine import steps as S
 
 from .test_incident_bad_input import run_import, small_bundle, spoil
 
@@ -121,3 +122,35 @@ def test_a_duration_that_is_not_a_number_names_the_line(tmp_path, capsys):
     code, _, err, _ = run_import(bundle, tmp_path, capsys)
     assert code == 2
     assert "ledger-journal.csv, line 2: answered_at's duration 'acme' is not a number" in err, err
+
+
+def test_several_batch_sources_each_with_its_own_arguments_make_one_operations_log(tmp_path, capsys):
+    """The operations log in two tables ([[logs.operations]]): the text file of batch runs, and two CronJobs'
+    events, each table with its own defaults (a purge job of retention 60, a resolve job of min-age 2): every run
+    is in the night with its own argument."""
+    bundle = small_bundle(tmp_path / "b")
+    toml = (bundle / "incident.toml").read_text()
+    head, ops = toml.split("[logs.operations]\n")
+    ops, ledger = ops.split("[logs.ledger]\n")
+    jobs = [("purge-job.jsonl", "purge", 60, "2026-11-23T09:07:30Z"), ("resolve-job.jsonl", "resolve", 2, None)]
+    tables = "[[logs.operations]]\n" + ops
+    for name, command, argument, at in jobs:
+        (bundle / name).write_text(json.dumps({"ts": at or "2026-11-23T09:07:20Z", "job": name}) + "\n")
+        tables += (
+            f'[[logs.operations]]\nfiles = ["{name}"]\ntime = "iso"\nfields = {{at = "ts"}}\n'
+            f'defaults = {{event = "batch", command = "{command}", argument = "{argument}"}}\n'
+        )
+    (bundle / "incident.toml").write_text(head + tables + "[logs.ledger]\n" + ledger)
+    code, _, err, out = run_import(bundle, tmp_path, capsys)
+    assert code == 0, err
+    steps = scenario_file.load(out / "night.yaml").scenario.steps
+    batch = [s for s in steps if isinstance(s, (S.Reprocess, S.Resolve, S.Purge))]
+    assert batch == [S.Reprocess(max_attempts=3), S.Resolve(min_age_s=2), S.Purge(retention_s=60)], batch
+
+
+def test_a_log_of_several_tables_names_each_table_s_files(tmp_path, capsys):
+    bundle = small_bundle(tmp_path / "b")
+    spoil(bundle, "incident.toml", "[logs.operations]\n", "[[logs.operations]]\n")
+    spoil(bundle, "incident.toml", "[logs.ledger]\n", '[[logs.operations]]\ntime = "iso"\n[logs.ledger]\n')
+    code, _, err, _ = run_import(bundle, tmp_path, capsys)
+    assert code == 2 and "[[logs.operations]] number 2: a log of several tables names the files of each" in err, err

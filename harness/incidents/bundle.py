@@ -217,20 +217,22 @@ def read(folder: Path, progress: Progress | None = None, mapping_file: Path | No
     total = 0
     strings: dict[str, str] = {}
     for name in ("channel", "account", "operations"):
-        if name in sources:
-            convert = Converter(sources[name], pods, folder, strings)
-            logs[name], n = _load(sources[name], convert, progress, notes, warnings)
+        for source in sources.get(name, ()):
+            convert = Converter(source, pods, folder, strings)
+            records, n = _load(source, convert, progress, notes, warnings)
+            logs[name] = sorted(logs[name] + records, key=attrgetter("at")) if name in logs else records
             instances |= convert.instances
             total += n
     warnings += _unused_pods(pods, instances, str(toml))
-    rows_ = ledger.read(sources["ledger"], strings) if "ledger" in sources else {}
+    (book,) = sources.get("ledger", (None,))
+    rows_ = ledger.read(book, strings) if book is not None else {}
     bundle = Bundle(
         folder,
         logs["channel"],
         logs["account"],
         logs.get("operations", []),
         rows_,
-        ", ".join(p.name for p in sources["ledger"].files) if "ledger" in sources else None,
+        ", ".join(p.name for p in book.files) if book is not None else None,
         meta,
         toml if meta else None,
         notes,

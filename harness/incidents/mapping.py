@@ -1,6 +1,7 @@
 """How a bundle's logs are read: one Source per log (channel, account, operations, ledger), from incident.toml.
 
     sources = mapping.sources(folder, meta, toml)   # meta: incident.toml (or --mapping FILE) as a dict, read from toml
+    for source in sources["operations"]: ...       # a log's Sources: one, or one per table of [[logs.NAME]]
 
 A Source names its files (globs from the bundle folder, several files merged), their format
 (`jsonl`, `csv`, `json` with a `records` path, or `text` lines read by a regex with named
@@ -104,6 +105,7 @@ class Source:
     toml: str = "incident.toml"  # the mapping file's name, as messages name it
     delimiter: str = ","  # for format csv: the character between columns, and the one quoting a column
     quote: str = '"'
+    part: int = 0  # of several tables for one log ([[logs.operations]]: 1, 2, ...), which; 0: the log's only one
     # set by __post_init__ (what readers.py checks every line for)
     needed: frozenset[str] = field(init=False, repr=False, compare=False)
     keyed: frozenset[str] = field(init=False, repr=False, compare=False)
@@ -123,6 +125,8 @@ class Source:
 
     @property
     def table(self) -> str:
+        if self.part:
+            return f"[[logs.{self.name}]] number {self.part} in {self.toml}"
         return f"[logs.{self.name}] in {self.toml}"
 
 
@@ -257,10 +261,12 @@ def _pattern(where: str, table: dict) -> re.Pattern:
         ) from None
 
 
-def source(folder: Path, name: str, table: dict | None, toml: Path) -> Source | None:
-    """The Source of one log; None when the log is absent (an error for channel and account). `toml`: the mapping's
-    file (messages name it)."""
-    where = f"{toml}, [logs.{name}]"
+def source(folder: Path, name: str, table: dict | None, toml: Path, part: int = 0) -> Source | None:
+    """The Source of one log (or of one of its tables, `part` 1, 2, ...); None when the log is absent (an error for
+    channel and account). `toml`: the mapping's file (messages name it)."""
+    where = f"{toml}, [[logs.{name}]] number {part}" if part else f"{toml}, [logs.{name}]"
+    if part and not (table or {}).get("files"):
+        raise _fail(where, "a log of several tables names the files of each", 'add files = ["..."] to each table')
     table = dict(table or {})
     unknown = set(table) - KEYS
     if unknown:
@@ -306,6 +312,7 @@ def source(folder: Path, name: str, table: dict | None, toml: Path) -> Source | 
         toml.name,
         delimiter,
         quote,
+        part,
     )
 
 
@@ -318,9 +325,10 @@ def _character(where: str, table: dict, key: str, default: str) -> str:
     return value
 
 
-def sources(folder: Path, meta: dict, toml: Path) -> dict[str, Source]:
-    """Every log of the bundle, by name, as the mapping `meta` (read from `toml`) says; BundleError on a mapping
-    that cannot be used."""
+def sources(folder: Path, meta: dict, toml: Path) -> dict[str, tuple[Source, ...]]:
+    """Every log of the bundle, by name, as the mapping `meta` (read from `toml`) says: one Source a log, or one a
+    table where the log has several ([[logs.operations]]: three CronJobs' event files, each with its own defaults);
+    BundleError on a mapping that cannot be used."""
     logs = meta.get("logs") or {}
     unknown = set(logs) - set(REQUIRED)
     if unknown:
@@ -331,9 +339,13 @@ def sources(folder: Path, meta: dict, toml: Path) -> dict[str, Source]:
         )
     out = {}
     for name in REQUIRED:
-        found = source(folder, name, logs.get(name), toml)
-        if found is not None:
-            out[name] = found
+        tables = logs.get(name)
+        if isinstance(tables, list) and name == "ledger":
+            raise _fail(str(toml), "[[logs.ledger]]: a bundle has one ledger", "give one [logs.ledger] table")
+        parts = list(enumerate(tables, 1)) if isinstance(tables, list) else [(0, tables)]
+        found = [s for s in (source(folder, name, t, toml, n) for n, t in parts) if s is not None]
+        if found:
+            out[name] = tuple(found)
     return out
 
 
