@@ -5,11 +5,11 @@
                                                    [--suite-workers 4] [--today-suite-workers 2]
 
 Per relay and round: `relaychaos run --relay R -n 4` (each checkout as its `relaychaos run` runs by default: -n 2
-before 4 became the default) and `relaychaos grade <R's folder> --workers 3`, each
-timed from process start to exit (wall) and charged the user + system CPU of the process and every
-descendant it waited for (os.wait4). Each run's worker-seconds (workers x wall: -n for the run, the grade's
---workers, + 1 for a checkout whose grade ran the state machine in a pytest of its own) are split by the run's
-results and histories into:
+before 4 became the default) and `relaychaos grade <R's folder> --workers 3`, each timed from process start to
+exit (wall) and charged the user + system CPU of the process and every descendant (this process is their
+subreaper, so a relay whose sandbox wrapper ended first is counted too). Each run's worker-seconds (workers x
+wall: -n for the run, the grade's --workers, + 1 for a checkout whose grade ran the state machine in a pytest of
+its own) are split by the run's results and histories into:
 
 - setup + idle: worker-seconds outside every test (pytest and xdist starting, Toxiproxy and the account
   system, collecting, the final report, the grade's start probe, a worker idle while the other finishes);
@@ -28,7 +28,9 @@ alternating run by run; each figure is printed beside the earlier one with the r
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -237,15 +239,40 @@ def read_tests(folder: Path, results: Iterable[Path]) -> list[TimedTest]:
     return tests
 
 
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+ORPHANS_WAIT_S = 30.0
+
+
 def timed(argv: list[str], cwd: Path, log: Path) -> tuple[float, float, int]:
-    """(wall, CPU of the process and its waited-for descendants, exit code) of one command."""
+    """(wall, CPU of the process and of every descendant, exit code) of one command. This process is the children's
+    subreaper: a descendant whose parent ended before it (a relay's serve, killed after its sandbox wrapper) is
+    reparented here and reaped, so its CPU counts too (os.wait4 of the command alone leaves it out)."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(log, "wb") as out:
         t0 = time.perf_counter()
         proc = Popen(argv, cwd=cwd, stdout=out, stderr=STDOUT, stdin=DEVNULL)
-        _, status, usage = os.wait4(proc.pid, 0)
+        _, status, _ = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_utime + usage.ru_stime, proc.returncode
+    _reap_orphans(argv[1] if len(argv) > 1 else argv[0])
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return wall, cpu, proc.returncode
+
+
+def _reap_orphans(what: str) -> None:
+    """Wait for the descendants reparented here; a command that leaves one running is a failure of its own."""
+    deadline = time.monotonic() + ORPHANS_WAIT_S
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            if time.monotonic() > deadline:
+                sys.exit(f"`{what}` left a process running {ORPHANS_WAIT_S:g} s after it ended")
+            time.sleep(0.05)
 
 
 def suite(checkout: Path, relay: Path, out: Path, workers: int) -> tuple[float, float, int, Split | None]:
