@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from relaychaos.engine import steps as S
-from relaychaos.errors import RelayError
+from relaychaos.errors import HarnessError, RelayError
 from relaychaos.recorder import Recorder
 from relaychaos.stack.world import Stack
 
@@ -20,6 +20,7 @@ class Operator:
 
     def __init__(self, stack: Stack, recorder: Recorder, batch_timeout_s: float):
         self.stack, self.recorder, self.batch_timeout_s = stack, recorder, batch_timeout_s
+        self.marks: dict[str, float] = {}  # Mark name -> the unix time of its middle
 
     def start(self, step: S.Start) -> None:
         sup = self.stack.supervisor
@@ -33,13 +34,30 @@ class Operator:
         self.recorder.started(step.slot, relay.port, relay.child.pid)
 
     def resolve(self, step: S.Resolve) -> None:
-        self._batch("resolve", step.min_age_s)
+        self._batch("resolve", self._age(step.min_age_s, step.since))
 
     def reprocess(self, step: S.Reprocess) -> None:
         self._batch("reprocess", step.max_attempts, step.parallel)
 
     def purge(self, step: S.Purge) -> None:
-        self._batch("purge", step.retention_s)
+        self._batch("purge", self._age(step.retention_s, step.since))
+
+    def mark(self, step: S.Mark) -> None:
+        """Wait half, note the moment (wall clock: the rows' updated_at is unix time), wait the other half."""
+        time.sleep(step.wait_s / 2)  # a wait for age, not for ordering
+        self.marks[step.name] = time.time()
+        time.sleep(step.wait_s / 2)
+
+    def _age(self, seconds: float, since: str | None) -> float:
+        """A batch run's age argument: `seconds`, or the time since the mark named, if more."""
+        if since is None:
+            return seconds
+        if since not in self.marks:
+            raise HarnessError(
+                f"a batch step ages its rows since mark {since!r}, which no step before it made",
+                fix="put `- mark: {name: ...}` before it (the scenario file's checks refuse this)",
+            )
+        return max(seconds, round(time.time() - self.marks[since], 3))
 
     def _batch(self, command: str, argument: float, parallel: int = 1) -> None:
         sup = self.stack.supervisor

@@ -57,6 +57,7 @@ DISPATCH: dict[type, Callable[[Runner, Any], bool | None]] = {  # False: the run
     S.Resolve: lambda r, s: r.operator.resolve(s),
     S.Reprocess: lambda r, s: r.operator.reprocess(s),
     S.Purge: lambda r, s: r.operator.purge(s),
+    S.Mark: lambda r, s: r.operator.mark(s),
     S.WaitCalls: lambda r, s: r.observer.wait_calls(s, r.guid(s.guid)),
     S.WaitRow: lambda r, s: r.observer.wait_row(s, r.guid(s.guid)),
     S.Wait: lambda r, s: time.sleep(s.seconds),

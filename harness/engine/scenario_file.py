@@ -36,8 +36,8 @@ import yaml
 from relaychaos import paths
 from relaychaos.checkers import claims as C
 from relaychaos.engine import steps as S
+from relaychaos.engine.story_checks import Story, Unworkable
 from relaychaos.errors import HarnessError
-from relaychaos.stack.toxiproxy_control import TOXIC_TYPES
 
 TOP_KEYS = {
     "name": str,
@@ -53,7 +53,6 @@ TOP_KEYS = {
     "claims": list,
     "steps": list,
 }
-LIMIT_S = 60.0
 
 
 class ScenarioFileError(HarnessError):
@@ -154,111 +153,15 @@ def _step(path: Path, node: yaml.Node) -> S.Step:
     return cls(**values)
 
 
-class _Unworkable(Exception):
-    """A step that cannot work where it stands in its story: what is wrong, and the fix."""
-
-    def __init__(self, what: str, fix: str):
-        super().__init__(what)
-        self.what, self.fix = what, fix
-
-
-class _Story:
-    """What a story's steps so far have set up: the GUID labels introduced, the toxics added, the slots running."""
-
-    def __init__(self, relays: tuple[str, ...]):
-        self.relays = relays
-        self.known: set[str] = set()
-        self.toxics: set[tuple[str, str]] = set()
-        self.running = set(relays)
-
-    def take(self, step: S.Step) -> None:
-        """The next step, checked against the story so far and added to it; _Unworkable when it cannot work."""
-        self._labels(step)
-        self._proxy(step)
-        self._toxics(step)
-        self._slots(step)
-        _check_numbers(step)
-
-    def _labels(self, step: S.Step) -> None:
-        """A send or race introduces its GUID, a server fault those it holds or fails; a step may name no other."""
-        if isinstance(step, (S.Send, S.Race)):
-            self.known.add(step.guid)
-        if isinstance(step, S.ServerFault):
-            self.known |= set(step.hold_guids) | set(step.e500_guids)
-        for label in S.guids_of(step):
-            if label not in self.known:
-                raise _Unworkable(
-                    f"GUID {label!r} is referenced before any send, race or server_fault introduces it",
-                    "introduce it first (send it, or hold it with server_fault) or fix the label",
-                )
-
-    def _proxy(self, step: S.Step) -> None:
-        """A step's proxy is the account system's or a started slot's hub."""
-        proxy = getattr(step, "proxy", None)
-        if (
-            proxy is not None
-            and proxy != "account"
-            and not (proxy.startswith("hub-") and proxy[4:] in self.running | set(self.relays))
-        ):
-            raise _Unworkable(f"no proxy {proxy!r}", f"use {S.PROXIES_HELP}, for a slot that has been started")
-
-    def _toxics(self, step: S.Step) -> None:
-        """A toxic added is a known kind on a stream, with numbers; one removed was added (and not healed) before."""
-        if isinstance(step, S.AddToxic):
-            if step.kind not in TOXIC_TYPES:
-                raise _Unworkable(f"unknown toxic kind {step.kind!r}", f"use one of {', '.join(TOXIC_TYPES)}")
-            if step.stream not in ("upstream", "downstream"):
-                raise _Unworkable(f"unknown stream {step.stream!r}", "use upstream or downstream")
-            if any(not isinstance(v, (int, float)) or v < 0 for v in step.attributes.values()):
-                raise _Unworkable(
-                    f"toxic attributes must be numbers of at least 0, got {step.attributes}",
-                    "give milliseconds or bytes as plain numbers",
-                )
-            self.toxics.add((step.proxy, step.name or f"{step.kind}_{step.stream}"))
-        if isinstance(step, S.RemoveToxic) and (step.proxy, step.name) not in self.toxics:
-            raise _Unworkable(
-                f"no toxic named {step.name!r} was added to {step.proxy!r} before this step",
-                "name the toxic in add_toxic (name: ...) and remove it by that name",
-            )
-        if isinstance(step, S.Heal):
-            self.toxics.clear()
-
-    def _slots(self, step: S.Step) -> None:
-        """Start and kill change which slots run; a step that sends through slots needs them running."""
-        if isinstance(step, S.Start):
-            self.running.add(step.slot)
-        if isinstance(step, S.Kill):
-            self.running.discard(step.slot)
-        for slot in [step.slot] if isinstance(step, S.Send) else list(getattr(step, "slots", ())):
-            if slot not in self.running:
-                raise _Unworkable(
-                    f"relay slot {slot!r} is not running at this step", "start it first (- start: {slot: ...})"
-                )
-
-
-def _check_numbers(step: S.Step) -> None:
-    """Timings, attempt caps and race sizes a step could not run with."""
-    for name in ("seconds", "timeout_s", "min_age_s", "retention_s"):
-        value = getattr(step, name, None)
-        if value is not None and not (0 <= value <= LIMIT_S) or (name in ("seconds", "timeout_s") and value == 0):
-            raise _Unworkable(
-                f"{name} = {value} is not a possible timing", f"use a number of seconds in (0, {LIMIT_S:g}]"
-            )
-    if isinstance(step, (S.Reprocess,)) and (step.max_attempts < 1 or step.parallel < 1):
-        raise _Unworkable("max_attempts and parallel must be at least 1", "use whole numbers of at least 1")
-    if isinstance(step, S.Race) and not 1 <= step.n <= 256:
-        raise _Unworkable(f"race n = {step.n} is out of range", "race between 1 and 256 copies")
-
-
 def _check_story(
     path: Path, nodes: Iterable[yaml.Node | None], steps: Iterable[S.Step], relays: tuple[str, ...]
 ) -> None:
     """GUID references, toxic names, slots and timings that cannot work, before anything starts."""
-    story = _Story(relays)
+    story = Story(relays)
     for node, step in zip(nodes, steps, strict=False):
         try:
             story.take(step)
-        except _Unworkable as e:
+        except Unworkable as e:
             raise _fail(path, node, e.what, e.fix) from None
 
 

@@ -139,7 +139,10 @@ class Start:
 
 @dataclass(frozen=True)
 class Resolve:
+    """Run resolve with --min-age `min_age_s`; `since` a mark: the time since that mark, if more (Mark)."""
+
     min_age_s: float
+    since: str | None = None
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,20 @@ class Reprocess:
 
 @dataclass(frozen=True)
 class Purge:
+    """Run purge with --retention `retention_s`; `since` a mark: the time since that mark, if more (Mark)."""
+
     retention_s: float
+    since: str | None = None
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Let `wait_s` seconds pass and name their middle: a resolve or purge `since` this mark takes the time since
+    then as its age, so that the rows changed before the mark are older than it and those changed after are younger
+    (an imported night's rows as old, at its batch runs, as they were in production, without its hours)."""
+
+    name: str
+    wait_s: float
 
 
 @dataclass(frozen=True)
@@ -209,6 +225,7 @@ STEP_KINDS: dict[str, type] = {
     "resolve": Resolve,
     "reprocess": Reprocess,
     "purge": Purge,
+    "mark": Mark,
     "wait": Wait,
     "await_sends": AwaitSends,
     "heal": Heal,

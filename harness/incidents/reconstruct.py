@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from relaychaos.engine import steps as S
-from relaychaos.engine.scenario_file import LIMIT_S
+from relaychaos.engine.story_checks import LIMIT_S
 from relaychaos.incidents import balances, clocks, guids
 from relaychaos.incidents.faults import FaultPlanner, Planned, Unreceived, lines, race, send_step
 from relaychaos.incidents.guids import GuidState
