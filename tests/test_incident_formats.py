@@ -145,7 +145,12 @@ def test_several_batch_sources_each_with_its_own_arguments_make_one_operations_l
     assert code == 0, err
     steps = scenario_file.load(out / "night.yaml").scenario.steps
     batch = [s for s in steps if isinstance(s, (S.Reprocess, S.Resolve, S.Purge))]
-    assert batch == [S.Reprocess(max_attempts=3), S.Resolve(min_age_s=2), S.Purge(retention_s=60)], batch
+    assert batch == [
+        S.Reprocess(max_attempts=3),
+        S.Resolve(min_age_s=0.45, since="age-2"),
+        S.Purge(retention_s=0.0, since="age-3"),
+    ], batch
+    assert "resolve --min-age 2 (the time since mark age-2" in (out / "night.yaml").read_text()
 
 
 def test_a_log_of_several_tables_names_each_table_s_files(tmp_path, capsys):

@@ -204,6 +204,7 @@ Step = (
     | Resolve
     | Reprocess
     | Purge
+    | Mark
     | Wait
     | AwaitSends
     | Heal

@@ -14,9 +14,12 @@ latest cause (its GUID's latest send, or a reprocess run) in one pass. Rules:
     ran early finds the call still being processed; the replay's ACCOUNT_TIMEOUT_MS is then
     at least HELD_TIMEOUT_MS, so the relay that sent a held call is still waiting for it
     when the batch runs, as in production, on every replay, however loaded the machine;
-  - batch commands run at their logged moments with their logged arguments (a --min-age
-    or --retention over the scenario limit of 60 s is capped, and a --min-age is never
-    below the safe one of contract section 6); nothing waits in front of them;
+  - batch commands run at their logged moments with their logged arguments, and their rows
+    are as old as they were: where the night passed the moment a resolve's --min-age (a purge's
+    --retention) before it, the replay makes a mark (a wait of twice the safe --min-age of
+    contract section 6, named at its middle), and the batch run takes the time since that mark
+    as its age (never below the safe one): the rows the night changed before that moment are
+    old enough for it, those changed after are not, without the night's hours;
   - answers the channel never got, refusals, races and slow bursts: faults.py;
   - sends to a relay instance that was down at that moment reached nothing: not replayed,
     and said where they were.
@@ -215,17 +218,36 @@ class _Night:
         self.running = set(self.initial)
         self.held: dict[str, int] = {}  # label -> calls of it held and not yet released
         self.unreached: list[ChannelLine] = []
+        self.safe_s = round(account_timeout_ms / 1000 + TOLERANCES.min_age_margin_s, 3)  # contract section 6
+        # id of each resolve and purge run -> (the run, the name of the mark its rows are aged from)
+        self.marks: dict[int, tuple[OpLine, str]] = {
+            id(o): (o, f"age-{n}")
+            for n, o in enumerate(bundle.operations, 1)
+            if o.event == "batch" and o.command in AGED
+        }
+
+    def _mark(self, name: str) -> Planned:
+        op = next(o for o, n in self.marks.values() if n == name)
+        what = "--min-age" if op.command == "resolve" else "--retention"
+        return Planned(
+            S.Mark(name, wait_s=round(2 * self.safe_s, 3)),
+            f"{op.argument:g} s before {op.where}'s {op.command} {what} {op.argument:g}: the rows changed before "
+            f"here were old enough for it, those after were not (mark {name})",
+        )
 
     def walk(self) -> Iterator[Planned | Unreceived]:
-        ops: Iterator[tuple[float, int, int, OpLine | list[ChannelLine]]]
+        ops: Iterator[tuple[float, int, int, OpLine | list[ChannelLine] | str]]
         ops = ((o.at, 0, n, o) for n, o in enumerate(self.bundle.operations))
         sends = ((g[0].at, 1, n, g) for n, g in enumerate(_bursts(self.bundle.channel)))
+        marks = sorted((o.at - (o.argument or 0.0), 2, n, name) for n, (o, name) in enumerate(self.marks.values()))
         releases: list[tuple] = []
         out = self.faults.out
-        for at, _, _, item in heapq.merge(ops, sends):
+        for at, _, _, item in heapq.merge(ops, sends, marks):
             while releases and releases[0][0] <= at:
                 self._release(heapq.heappop(releases)[2])
-            if type(item) is OpLine:
+            if isinstance(item, str):
+                out.append(self._mark(item))
+            elif isinstance(item, OpLine):
                 self._operation(item)
             else:
                 for call in self._sends(item):
@@ -320,10 +342,17 @@ class _Night:
             out.append(Planned(S.Start(slot), f"{where}: relay {slot} started again on the same ledger"))
             self.running.add(slot)
         if op.event == "batch":
-            out.append(_batch(op, calls_of(op), self.night, self.timeout_ms))
+            mark = self.marks.get(id(op), (op, None))[1]
+            out.append(_batch(op, calls_of(op), self.night, self.safe_s, mark))
 
 
-def _batch(op: OpLine, calls: list[AccountLine], night: dict[str, GuidState], timeout_ms: int) -> Planned:
+AGED = ("resolve", "purge")  # the batch commands whose argument is an age
+
+
+def _batch(
+    op: OpLine, calls: list[AccountLine], night: dict[str, GuidState], safe_s: float, mark: str | None
+) -> Planned:
+    """The batch run's step; a resolve or purge ages its rows since its mark (see the module doc)."""
     arg, where = op.argument, op.where
     assert arg is not None, f"{where}: a batch run without its argument"  # records.Converter requires one
     if op.command == "reprocess":
@@ -337,15 +366,17 @@ def _batch(op: OpLine, calls: list[AccountLine], night: dict[str, GuidState], ti
             f"{where}: reprocess --max-attempts {arg:g}{sent}",
             tuple(night[c.guid].label for c in calls),
         )
+    aged = f"the time since mark {mark}, at least" if mark else "here"
     if op.command == "resolve":
-        safe = round(timeout_ms / 1000 + TOLERANCES.min_age_margin_s, 3)
-        age = min(max(arg, safe), LIMIT_S)
-        why = "" if age == arg else f" (here {age:g}: {'the scenario limit' if age == LIMIT_S else 'the safe minimum'})"
-        return Planned(S.Resolve(min_age_s=age), f"{where}: resolve --min-age {arg:g}{why}, at its logged moment")
+        age = safe_s if mark else min(max(arg, safe_s), LIMIT_S)
+        return Planned(
+            S.Resolve(min_age_s=age, since=mark),
+            f"{where}: resolve --min-age {arg:g} ({aged} {age:g}: rows as old as they were), at its logged moment",
+        )
     keep = min(arg, LIMIT_S)
     return Planned(
-        S.Purge(retention_s=keep),
-        f"{where}: purge --retention {arg:g}{'' if keep == arg else f' (here {keep:g}, the scenario limit)'}",
+        S.Purge(retention_s=keep if not mark else 0.0, since=mark),
+        f"{where}: purge --retention {arg:g} ({aged} {keep if not mark else 0.0:g}: rows as old as they were)",
     )
 
 

@@ -4,7 +4,8 @@
 
 Kept: every step naming an involved label (sends, races, holds and releases narrowed to the
 involved labels, waits); the kills, starts and batch runs from the first such step to the
-last (and a batch run that sent an involved GUID, wherever it is); the fault windows and
+last (and a batch run that sent an involved GUID, wherever it is), with the mark each resolve
+and purge ages its rows from; the fault windows and
 paces in force at a kept send (their opening and closing steps both). Then made whole: a
 start is kept only where its slot is down, the first start after a kept kill is kept. The
 result passes the scenario file's checks; the shrinker (shrink.py) then removes what the
@@ -32,7 +33,7 @@ def keeper(involved: set[str]) -> Callable[[Planned], bool]:
     def keep(p: Planned) -> bool:
         step = p.step
         return (
-            isinstance(step, OPERATIONS + WINDOWS)
+            isinstance(step, OPERATIONS + WINDOWS + (S.Mark,))
             or (isinstance(step, S.ServerFault) and not step.hold_guids)
             or bool(set(S.guids_of(step)) & involved)
         )
@@ -93,6 +94,10 @@ def around(steps: list[Planned], involved: set[str], relays: tuple[str, ...] = (
     for i, p in enumerate(steps):
         if isinstance(p.step, OPERATIONS) and (first <= i <= last or set(p.sent) & involved):
             keep[i] = p
+    marks = {p.step.name: i for i, p in enumerate(steps) if isinstance(p.step, S.Mark)}
+    for since in [getattr(p.step, "since", None) for p in keep.values()]:
+        if since in marks:
+            keep[marks[since]] = steps[marks[since]]
     sends = [i for i, p in keep.items() if isinstance(p.step, (S.Send, S.Race))]
     for j, k in _windows(steps):
         if any(j < i < k for i in sends):
