@@ -160,7 +160,7 @@ class Recorder:
         return self._add("nemesis", "ok", Op.ENABLE_PROXY if enabled else Op.DISABLE_PROXY, proxy=proxy, side=side)
 
     def server_fault(self, **spec: Any) -> Event:
-        """Account-system faults: delay_ms, e500_next, e500_guids, hold_guids."""
+        """Account-system faults: delay_ms, e500_next, e500_guids, hold_guids, e500_once."""
         return self._add("nemesis", "ok", Op.SERVER_FAULT, **spec)
 
     def released(self, guids: list[str] | None) -> Event:

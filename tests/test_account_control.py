@@ -130,7 +130,7 @@ def test_get_faults_reports_them_as_set_not_as_consumed_and_counts_the_writes(ow
         requests.post(f"{own.url}/transfer", json={"guid": guid, "from": "a", "to": "b", "amount": 1}, timeout=5)
     assert own.stats()["faults"]["e500_next"] == 0, "the calls consumed the E500s in force"
     assert third_party(own, "GET", "/_control/faults").json() == {
-        "set": {"delay_ms": 5, "e500_guids": ["x", "y", "z"], "e500_next": 2, "hold_guids": ["h"]},
+        "set": {"delay_ms": 5, "e500_guids": ["x", "y", "z"], "e500_next": 2, "hold_guids": ["h"], "e500_once": []},
         "writes": 3,
     }
 

@@ -69,6 +69,13 @@ def test_e500_for_chosen_guids_and_for_the_next_n_calls(bank):
     assert post(bank, "bad").json()["code"] == "0000"
 
 
+def test_e500_once_answers_the_next_call_of_each_guid_e500_and_the_one_after_as_usual(bank):
+    bank.set_faults(e500_once=["g1"])
+    assert [post(bank, g).json()["code"] for g in ("g2", "g1", "g1")] == ["0000", "E500", "0000"]
+    assert bank.stats()["balances"]["a"] == 80, "the E500 applied nothing"
+    assert bank.audit() == [], "a call consuming it is not a difference"
+
+
 def test_a_held_transfer_is_not_found_until_it_has_been_processed(bank):
     bank.set_faults(hold_guids=["slow"])
     answer = {}

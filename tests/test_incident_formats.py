@@ -8,7 +8,9 @@ import pytest
 
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
+from relaychaos.incidents.verify import reproduced
 
+from .conftest import ROOT
 from .test_incident_bad_input import run_import, small_bundle, spoil
 
 JOURNAL = "ledger-journal.csv"
@@ -159,3 +161,36 @@ def test_a_log_of_several_tables_names_each_table_s_files(tmp_path, capsys):
     spoil(bundle, "incident.toml", "[logs.ledger]\n", '[[logs.operations]]\ntime = "iso"\n[logs.ledger]\n')
     code, _, err, _ = run_import(bundle, tmp_path, capsys)
     assert code == 2 and "[[logs.operations]] number 2: a log of several tables names the files of each" in err, err
+
+
+def e500_night(tmp_path):
+    """The small night with p3's call answered E500 by core banking (ERR), and the channel given E500 for it."""
+    bundle = small_bundle(tmp_path / "b")
+    spoil(bundle, JOURNAL, "2026-11-23 10:06:42.030,acme,zed,900,BOOKED", "2026-11-23 10:06:42.030,acme,zed,900,ERR")
+    spoil(bundle, "incident.toml", 'codes = {BOOKED = "0000"', 'codes = {ERR = "E500", BOOKED = "0000"')
+    spoil(bundle, "incident.toml", "codes = {APPROVED", 'codes = {FAILED = "E500", APPROVED')
+    spoil(bundle, "gateway-1.log", '"code": "APPROVED"', '"code": "FAILED"')
+    return bundle
+
+
+def test_a_call_core_banking_answered_e500_is_answered_e500_again_before_its_send(tmp_path, capsys):
+    code, _, err, out = run_import(e500_night(tmp_path), tmp_path, capsys)
+    assert code == 0, err
+    steps = list(scenario_file.load(out / "night.yaml").scenario.steps)
+    fault = steps.index(S.ServerFault(e500_once=("g3",)))
+    send = next(i for i, s in enumerate(steps) if isinstance(s, S.Send) and s.guid == "g3")
+    assert fault < send and not any("g3" in S.guids_of(s) for s in steps[fault + 1 : send]), steps[fault : send + 1]
+    assert (
+        "ledger-journal.csv line 4: the account system answered E500 (nothing applied)"
+        in (out / "night.yaml").read_text()
+    )
+
+
+@pytest.mark.stack
+def test_the_e500_night_replays_with_production_s_answer_for_it(tmp_path, capsys, run_chaos):
+    """Replayed, g3 gets core banking's E500 as in production (before, the replay applied it and answered 0000)."""
+    code, _, err, out = run_import(e500_night(tmp_path), tmp_path, capsys)
+    assert code == 0, err
+    night = scenario_file.load(out / "night.yaml").scenario
+    found = reproduced(run_chaos(night, manifest=ROOT / "relay_under_test/mutants/reprocess_unknown/relay.toml"), night)
+    assert found.compared == 3 and not [d for d in found.differ if d[0] == "g3"], found

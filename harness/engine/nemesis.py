@@ -78,6 +78,8 @@ class Nemesis:
             spec["e500_next"] = step.e500_next
         spec["e500_guids"] = [self.guid_of(g) for g in step.e500_guids]
         spec["hold_guids"] = [self.guid_of(g) for g in step.hold_guids]
+        if step.e500_once:
+            spec["e500_once"] = [self.guid_of(g) for g in step.e500_once]
         self.stack.account.set_faults(**spec)
         self.recorder.server_fault(**spec)
 

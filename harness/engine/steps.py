@@ -90,12 +90,14 @@ class EnableProxy:
 
 @dataclass(frozen=True)
 class ServerFault:
-    """Account-system faults: processing delay, E500 for GUIDs or the next N calls, GUIDs held until released."""
+    """Account-system faults: processing delay, E500 for GUIDs (every call, or the next call of each: `e500_once`) or
+    the next N calls, GUIDs held until released."""
 
     delay_ms: float | None = None
     e500_guids: tuple[str, ...] = ()
     e500_next: int | None = None
     hold_guids: tuple[str, ...] = ()
+    e500_once: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -265,7 +267,7 @@ def describe(step: Step) -> str:
 def guids_of(step: Step) -> list[str]:
     """The GUID labels a step names."""
     out = [step.guid] if hasattr(step, "guid") else []
-    for attr in ("e500_guids", "hold_guids", "guids"):
+    for attr in ("e500_guids", "hold_guids", "e500_once", "guids"):
         out += list(getattr(step, attr, None) or ())
     return out
 

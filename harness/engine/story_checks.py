@@ -57,7 +57,7 @@ class Story:
         if isinstance(step, (S.Send, S.Race)):
             self.known.add(step.guid)
         if isinstance(step, S.ServerFault):
-            self.known |= set(step.hold_guids) | set(step.e500_guids)
+            self.known |= set(step.hold_guids) | set(step.e500_guids) | set(step.e500_once)
         for label in S.guids_of(step):
             if label not in self.known:
                 raise Unworkable(

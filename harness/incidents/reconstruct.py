@@ -20,7 +20,8 @@ latest cause (its GUID's latest send, or a reprocess run) in one pass. Rules:
     contract section 6, named at its middle), and the batch run takes the time since that mark
     as its age (never below the safe one): the rows the night changed before that moment are
     old enough for it, those changed after are not, without the night's hours;
-  - answers the channel never got, refusals, races and slow bursts: faults.py;
+  - answers the channel never got, refusals, races and slow bursts: faults.py; a call the account
+    log shows answered E500 is answered E500 again (`server_fault: e500_once`), nothing applied;
   - sends to a relay instance that was down at that moment reached nothing: not replayed,
     and said where they were.
 Opening balances come from balances.py, the account clock's offset from clocks.py. The walk
@@ -38,8 +39,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from relaychaos.engine import steps as S
-from relaychaos.engine.story_checks import LIMIT_S
 from relaychaos.incidents import balances, clocks, guids
+from relaychaos.incidents.batch_runs import AGED, batch_step, mark_step
 from relaychaos.incidents.faults import FaultPlanner, Planned, Unreceived, lines, race, send_step
 from relaychaos.incidents.guids import GuidState
 from relaychaos.incidents.mapping import BundleError
@@ -226,15 +227,6 @@ class _Night:
             if o.event == "batch" and o.command in AGED
         }
 
-    def _mark(self, name: str) -> Planned:
-        op = next(o for o, n in self.marks.values() if n == name)
-        what = "--min-age" if op.command == "resolve" else "--retention"
-        return Planned(
-            S.Mark(name, wait_s=round(2 * self.safe_s, 3)),
-            f"{op.argument:g} s before {op.where}'s {op.command} {what} {op.argument:g}: the rows changed before "
-            f"here were old enough for it, those after were not (mark {name})",
-        )
-
     def walk(self) -> Iterator[Planned | Unreceived]:
         ops: Iterator[tuple[float, int, int, OpLine | list[ChannelLine] | str]]
         ops = ((o.at, 0, n, o) for n, o in enumerate(self.bundle.operations))
@@ -246,7 +238,7 @@ class _Night:
             while releases and releases[0][0] <= at:
                 self._release(heapq.heappop(releases)[2])
             if isinstance(item, str):
-                out.append(self._mark(item))
+                out.append(mark_step(next(o for o, n in self.marks.values() if n == item), item, self.safe_s))
             elif isinstance(item, OpLine):
                 self._operation(item)
             else:
@@ -261,6 +253,18 @@ class _Night:
         self.faults.pace(None, [])
         yield from out
         out.clear()
+
+    def _e500s(self, calls: list[AccountLine]) -> None:
+        """The account system answers E500 to each call the account log shows answered E500 (not applied)."""
+        failed = [c for c in calls if c.code == "E500"]
+        if failed:
+            labels = tuple(dict.fromkeys(self.night[c.guid].label for c in failed))
+            self.faults.out.append(
+                Planned(
+                    S.ServerFault(e500_once=labels),
+                    f"{lines(failed)}: the account system answered E500 (nothing applied): it does so again",
+                )
+            )
 
     def _release(self, call: AccountLine) -> None:
         label = self.night[call.guid].label
@@ -287,6 +291,7 @@ class _Night:
             )
             return []
         calls = [c for s in group for c in calls_of(s)]
+        self._e500s(calls)
         if len(group) > 1:
             self.faults.close()
             self.faults.pace(self.faults.slow_ms(calls), calls)
@@ -342,42 +347,10 @@ class _Night:
             out.append(Planned(S.Start(slot), f"{where}: relay {slot} started again on the same ledger"))
             self.running.add(slot)
         if op.event == "batch":
+            if op.command == "reprocess":
+                self._e500s(calls_of(op))
             mark = self.marks.get(id(op), (op, None))[1]
-            out.append(_batch(op, calls_of(op), self.night, self.safe_s, mark))
-
-
-AGED = ("resolve", "purge")  # the batch commands whose argument is an age
-
-
-def _batch(
-    op: OpLine, calls: list[AccountLine], night: dict[str, GuidState], safe_s: float, mark: str | None
-) -> Planned:
-    """The batch run's step; a resolve or purge ages its rows since its mark (see the module doc)."""
-    arg, where = op.argument, op.where
-    assert arg is not None, f"{where}: a batch run without its argument"  # records.Converter requires one
-    if op.command == "reprocess":
-        sent = (
-            f"; {lines(calls)}: {', '.join(night[c.guid].label for c in calls[:20])} sent by this run"
-            if calls
-            else "; it sent nothing"
-        )
-        return Planned(
-            S.Reprocess(max_attempts=max(1, int(arg))),
-            f"{where}: reprocess --max-attempts {arg:g}{sent}",
-            tuple(night[c.guid].label for c in calls),
-        )
-    aged = f"the time since mark {mark}, at least" if mark else "here"
-    if op.command == "resolve":
-        age = safe_s if mark else min(max(arg, safe_s), LIMIT_S)
-        return Planned(
-            S.Resolve(min_age_s=age, since=mark),
-            f"{where}: resolve --min-age {arg:g} ({aged} {age:g}: rows as old as they were), at its logged moment",
-        )
-    keep = min(arg, LIMIT_S)
-    return Planned(
-        S.Purge(retention_s=keep if not mark else 0.0, since=mark),
-        f"{where}: purge --retention {arg:g} ({aged} {keep if not mark else 0.0:g}: rows as old as they were)",
-    )
+            out.append(batch_step(op, calls_of(op), self.night, self.safe_s, mark))
 
 
 def _initial_relays(bundle: Bundle) -> tuple[str, ...]:

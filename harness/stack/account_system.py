@@ -163,7 +163,7 @@ class AccountSystem:
         return self._call("GET", "/_control/stats", timeout=STATS_TIMEOUT_S)
 
     def set_faults(self, **spec: float | list[str]) -> None:
-        """Merge server-side faults: delay_ms and e500_next replace, e500_guids and hold_guids (lists) add."""
+        """Merge server-side faults: delay_ms and e500_next replace; e500_guids, hold_guids, e500_once (lists) add."""
         merged = self._faults.merged(spec)  # a spec of the wrong shape fails here, before the fixture sees it
         self._write("POST", "/_control/faults", json=spec)
         self._faults = merged
@@ -190,7 +190,7 @@ class AccountSystem:
     def audit(self) -> list[str]:
         """How the fixture's faults and control-write count differ from what this client did; [] when they agree.
 
-        One small GET. Calls consuming e500_next and releases do not count as differences:
+        One small GET. Calls consuming e500_next or e500_once and releases do not count as differences:
         the fixture reports the faults as set, not as consumed since.
         """
         seen = self._call("GET", "/_control/faults")
