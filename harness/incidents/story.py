@@ -44,9 +44,10 @@ def keeper(involved: set[str]) -> Callable[[Planned], bool]:
 def _narrowed(p: Planned, involved: set[str]) -> Planned | None:
     """The step about the involved labels only; None when it is about none of them."""
     step = p.step
-    if isinstance(step, S.ServerFault) and step.hold_guids:
-        kept = tuple(g for g in step.hold_guids if g in involved)
-        return Planned(S.ServerFault(hold_guids=kept), p.comment) if kept else None
+    if isinstance(step, S.ServerFault) and (step.hold_guids or step.e500_once):
+        held = tuple(g for g in step.hold_guids if g in involved)
+        failed = tuple(g for g in step.e500_once if g in involved)
+        return Planned(S.ServerFault(hold_guids=held, e500_once=failed), p.comment) if held or failed else None
     if isinstance(step, S.Release) and step.guids:
         kept = tuple(g for g in step.guids if g in involved)
         return Planned(S.Release(kept), p.comment) if kept else None
