@@ -31,8 +31,8 @@ SLOW_MS = 50  # an account system taking this long keeps the copies of a burst i
 PACE_SHARE = 0.8  # of ACCOUNT_TIMEOUT_MS at most, so a paced call is still answered in time
 
 WHY = {
-    "answer-lost": "the account system applied it but the relay never got the answer: the answer was dropped "
-    "between them",
+    "answer-lost": "the account system applied it but the relay never got the answer (dropped between them, or given "
+    "after the relay's ACCOUNT_TIMEOUT_MS): the answer is dropped between them",
     "request-lost": "the relay timed out and the account system never saw it: the request was lost on the way",
     "account-down": "refused, and the account system never saw it: the account system could not be reached",
     "channel-answer-lost": "the channel timed out on a call the account system applied: the relay's answer was "
@@ -81,11 +81,14 @@ def lines(records: Sequence[ChannelLine | AccountLine | OpLine]) -> str:
     return "; ".join(parts)
 
 
-def _fault(send: ChannelLine, calls: list[AccountLine]) -> tuple[str, S.Step, S.Step] | None:
-    """(window key, the step opening it, the step closing it) that explains this send's answer; None if none."""
+def _fault(send: ChannelLine, calls: list[AccountLine], timeout_s: float) -> tuple[str, S.Step, S.Step] | None:
+    """(window key, the step opening it, the step closing it) that explains this send's answer; None if none.
+    `timeout_s`: production's ACCOUNT_TIMEOUT_MS, in seconds."""
     result, applied = send.result, [c for c in calls if c.code == "0000"]
     hub = f"hub-{send.relay}"
-    if result in ("E901", "E902") and calls:
+    late = [c for c in applied if c.answered_at is not None and c.answered_at - c.at > timeout_s]
+    if (result in ("E901", "E902") and calls) or (result == "timeout" and late):
+        # the relay got no answer: dropped, or (late) given after the relay had stopped waiting for it
         return (
             "answer-lost",
             S.AddToxic("account", "timeout", name="answer-lost", attributes={"timeout": 0}),
@@ -115,11 +118,15 @@ def _fault(send: ChannelLine, calls: list[AccountLine]) -> tuple[str, S.Step, S.
 
 
 def race(group: list[ChannelLine], calls: list[AccountLine], label: str) -> Planned:
-    """Resends of one GUID closer than the burst window: one race of as many copies."""
+    """Resends of one GUID closer than the burst window: one race of as many copies, each to the relay instance it
+    reached (split over the slots as the race step splits its copies: one each, in order)."""
     first, answers = group[0], Counter(s.result for s in group)
+    relays = tuple(s.relay for s in group)  # each copy to the instance it reached
+    slots = relays if len(set(relays)) > 1 else (first.relay,)
+    on = f" on relays {', '.join(relays)}" if len(slots) > 1 else ""
     return Planned(
-        S.Race(label, n=len(group), amount=first.amount, src=first.src, dst=first.dst, slots=(first.relay,)),
-        f"{lines([*group, *calls])}: {len(group)} sends of {first.guid} within "
+        S.Race(label, n=len(group), amount=first.amount, src=first.src, dst=first.dst, slots=slots),
+        f"{lines([*group, *calls])}: {len(group)} sends of {first.guid}{on} within "
         f"{(group[-1].at - first.at) * 1000:.0f} ms (answers: "
         f"{', '.join(f'{c} ×{n}' for c, n in answers.items())}), {len(calls)} account call(s) → they "
         "reached the relay together: a race",
@@ -130,8 +137,9 @@ def race(group: list[ChannelLine], calls: list[AccountLine], label: str) -> Plan
 class FaultPlanner:
     """The steps being planned, with the fault window and the account system's pace in force."""
 
-    def __init__(self, account_timeout_ms: int):
-        self.account_timeout_ms = account_timeout_ms
+    def __init__(self, account_timeout_ms: int, production_ms: int | None = None):
+        self.account_timeout_ms = account_timeout_ms  # the replay's
+        self.production_ms = production_ms if production_ms is not None else account_timeout_ms  # the night's
         self.out: list[Planned | Unreceived] = []
         self.window: tuple[str, S.Step] | None = None  # (key, closing step)
         self.slow: int | None = None  # the account system's processing delay in force, in ms
@@ -165,7 +173,7 @@ class FaultPlanner:
     def send(self, send: ChannelLine, calls: list[AccountLine], label: str) -> None:
         """One send, inside the fault window that explains its answer."""
         self.pace(None, [])
-        fault = _fault(send, calls)
+        fault = _fault(send, calls, self.production_ms / 1000)
         if (fault[0] if fault else None) != (self.window[0] if self.window else None):
             self.close()
             if fault:

@@ -68,6 +68,7 @@ class Plan:
     clock_offset_s: float = 0.0
     notes: list[str] = field(default_factory=list)  # said at the top of the scenario file
     unreached: list[ChannelLine] = field(default_factory=list)  # sends to a relay that was down, filled in by the walk
+    ledger_lock_delay_ms: int = 0  # the scenario's: set when copies of one GUID reached two instances together
 
 
 def _merged(bundle: Bundle) -> Iterator[tuple[float, int, int, OpLine | ChannelLine | AccountLine]]:
@@ -128,22 +129,23 @@ def calls_of(cause: ChannelLine | OpLine) -> list[AccountLine]:
 
 
 def _bursts(sends: list[ChannelLine]) -> Iterator[list[ChannelLine]]:
-    """Sends in time order, resends of one GUID to one relay within BURST_S of its first grouped; groups in
-    the order of their first send, each given once its window has passed (only open windows are kept). The
-    list lets go of each send as it is read."""
-    open_: dict[tuple, list[ChannelLine]] = {}
+    """Sends in time order, resends of one GUID within BURST_S of its first grouped, whichever relay instances
+    they reached (copies on two instances sharing a ledger race each other); groups in the order of their first
+    send, each given once its window has passed (only open windows are kept). The list lets go of each send as
+    it is read."""
+    open_: dict[str, list[ChannelLine]] = {}
     order: deque = deque()
     for i, s in enumerate(sends):
         sends[i] = None  # type: ignore[call-overload]  # let go of the read send: the walk empties the list
         while order and s.at - order[0][0].at > BURST_S:
             g = order.popleft()
-            del open_[(g[0].guid, g[0].relay)]
+            del open_[g[0].guid]
             yield g
-        g = open_.get((s.guid, s.relay))
+        g = open_.get(s.guid)
         if g is not None:
             g.append(s)
         else:
-            g = open_[(s.guid, s.relay)] = [s]
+            g = open_[s.guid] = [s]
             order.append(g)
     yield from order
 
@@ -169,6 +171,26 @@ def _rules(night: dict[str, GuidState]) -> tuple[list[str], dict[str, list[str]]
     return list(broke) + (["balances"] if "one-debit" in broke else []), broke
 
 
+SHARED_LOCK_MS = 20  # as the suite's race-pairs-two-relays: each file lock on the ledger held this long
+
+
+def _raced_across(sends: list[ChannelLine]) -> str | None:
+    """The note when copies of one GUID reached two relay instances within BURST_S (they race on the shared
+    ledger, and the replay holds its locks as slow shared storage does); None when none did."""
+    last: dict[str, ChannelLine] = {}
+    for s in sends:
+        before = last.get(s.guid)
+        if before is not None and before.relay != s.relay and s.at - before.at <= BURST_S:
+            return (
+                f"copies of one GUID reached two relay instances within {BURST_S * 1000:.0f} ms ({before.where}, "
+                f"{s.where}): they race on the ledger the instances share, and the replay holds each file lock "
+                f"on it {SHARED_LOCK_MS} ms (ledger_lock_delay_ms), as shared storage does, so that a "
+                "check-then-insert of one instance meets the other's as production's did"
+            )
+        last[s.guid] = s
+    return None
+
+
 def _held_timeout(bundle: Bundle, account_timeout_ms: int) -> tuple[int, str | None]:
     """ACCOUNT_TIMEOUT_MS for the replay: at least HELD_TIMEOUT_MS when calls are held (see the module doc)."""
     moments = sorted(o.at for o in bundle.operations if o.event in KILLS or o.event == "batch")
@@ -187,11 +209,13 @@ def reconstruct(bundle: Bundle, account_timeout_ms: int, offset_s: float | None 
     offset, clock_note = clocks.clock_offset(bundle, gaps, offset_s)
     clocks.shift(bundle, offset)
     attribute(bundle, night, account_timeout_ms)
+    production_ms = account_timeout_ms
     account_timeout_ms, timeout_note = _held_timeout(bundle, account_timeout_ms)
     accounts, balance_notes = balances.opening(bundle)
     bundle.account = []  # each call is kept by its cause from now on, until the walk has passed it
     rules, broke = _rules(night)
-    walker = _Night(bundle, night, account_timeout_ms)
+    shared = _raced_across(bundle.channel)
+    walker = _Night(bundle, night, account_timeout_ms, production_ms)
     plan = Plan(
         night,
         rules,
@@ -201,7 +225,8 @@ def reconstruct(bundle: Bundle, account_timeout_ms: int, offset_s: float | None 
         walker.walk,
         account_timeout_ms,
         offset,
-        [n for n in [clock_note, timeout_note] if n] + balance_notes,
+        [n for n in [clock_note, timeout_note, shared] if n] + balance_notes,
+        ledger_lock_delay_ms=SHARED_LOCK_MS if shared else 0,
     )
     walker.unreached = plan.unreached
     return plan
@@ -210,10 +235,10 @@ def reconstruct(bundle: Bundle, account_timeout_ms: int, offset_s: float | None 
 class _Night:
     """The walk through the night in time order, planning steps (see the module doc)."""
 
-    def __init__(self, bundle: Bundle, night: dict[str, GuidState], account_timeout_ms: int):
+    def __init__(self, bundle: Bundle, night: dict[str, GuidState], account_timeout_ms: int, production_ms: int):
         self.bundle, self.night = bundle, night
         self.timeout_ms = account_timeout_ms
-        self.faults = FaultPlanner(account_timeout_ms)
+        self.faults = FaultPlanner(account_timeout_ms, production_ms)
         self.moments = sorted(o.at for o in bundle.operations if o.event in KILLS or o.event == "batch")
         self.initial = _initial_relays(bundle)
         self.running = set(self.initial)
@@ -279,17 +304,21 @@ class _Night:
 
     def _sends(self, group: list[ChannelLine]) -> list[AccountLine]:
         """Plan one burst; returns the calls held (released at their answer)."""
-        first, label = group[0], self.night[group[0].guid].label
-        if first.relay not in self.running:
-            self.unreached += group
+        label = self.night[group[0].guid].label
+        down = [s for s in group if s.relay not in self.running]
+        if down:
+            self.unreached += down
             self.faults.out.append(
                 Unreceived(
-                    f"{lines(group)}: {first.guid} ({label}) reached relay "
-                    f"{first.relay} while it was down ({first.result}): nothing received "
+                    f"{lines(down)}: {down[0].guid} ({label}) reached relay "
+                    f"{down[0].relay} while it was down ({down[0].result}): nothing received "
                     "it, not replayed",
                 )
             )
-            return []
+            group = [s for s in group if s.relay in self.running]
+            if not group:
+                return []
+        first = group[0]
         calls = [c for s in group for c in calls_of(s)]
         self._e500s(calls)
         if len(group) > 1:

@@ -123,6 +123,8 @@ def head_lines(plan: Plan, bundle: Bundle, head: Head, extra: Iterable[str] = ()
         "accounts": plan.accounts,
         "relays": list(plan.relays),
     }
+    if plan.ledger_lock_delay_ms:
+        data["ledger_lock_delay_ms"] = plan.ledger_lock_delay_ms
     expect: dict = {"holds_on": head.holds_on}
     if head.relay and plan.rules:
         expect["breaks"] = {head.relay: plan.rules}
