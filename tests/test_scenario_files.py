@@ -83,7 +83,13 @@ def test_every_named_scenario_survives_a_round_trip_through_a_file(tmp_path, nam
         (
             "name: x\nsteps:\n  - send: {guid: g1}\n  - remove_toxic: {proxy: account, name: t}\n",
             4,
-            ["no toxic named 't' was added"],
+            ["no toxic named 't' is on 'account' at this step (never added, or removed already)"],
+        ),
+        (
+            "name: x\nsteps:\n  - add_toxic: {proxy: account, kind: latency, name: t}\n"
+            "  - remove_toxic: {proxy: account, name: t}\n  - remove_toxic: {proxy: account, name: t}\n",
+            5,
+            ["no toxic named 't' is on 'account' at this step"],
         ),
         ("name: x\nsteps:\n  - send: {guid: g1, slot: b}\n", 3, ["relay slot 'b' is not running"]),
         ("name: x\nsteps:\n  - add_toxic: {proxy: db, kind: latency}\n", 3, ["no proxy 'db'"]),

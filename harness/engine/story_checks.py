@@ -88,11 +88,13 @@ class Story:
                     "give milliseconds or bytes as plain numbers",
                 )
             self.toxics.add((step.proxy, step.name or f"{step.kind}_{step.stream}"))
-        if isinstance(step, S.RemoveToxic) and (step.proxy, step.name) not in self.toxics:
-            raise Unworkable(
-                f"no toxic named {step.name!r} was added to {step.proxy!r} before this step",
-                "name the toxic in add_toxic (name: ...) and remove it by that name",
-            )
+        if isinstance(step, S.RemoveToxic):
+            if (step.proxy, step.name) not in self.toxics:
+                raise Unworkable(
+                    f"no toxic named {step.name!r} is on {step.proxy!r} at this step (never added, or removed already)",
+                    "name the toxic in add_toxic (name: ...) and remove it by that name, once",
+                )
+            self.toxics.discard((step.proxy, step.name))
         if isinstance(step, S.Heal):
             self.toxics.clear()
 
