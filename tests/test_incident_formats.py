@@ -194,3 +194,50 @@ def test_the_e500_night_replays_with_production_s_answer_for_it(tmp_path, capsys
     night = scenario_file.load(out / "night.yaml").scenario
     found = reproduced(run_chaos(night, manifest=ROOT / "relay_under_test/mutants/reprocess_unknown/relay.toml"), night)
     assert found.compared == 3 and not [d for d in found.differ if d[0] == "g3"], found
+
+
+def test_a_time_minus_a_duration_is_the_request_s_start_from_its_end(tmp_path, capsys):
+    """The journal's received time written as the booked time minus the milliseconds it took: at = {path =
+    "booked", minus = "took_ms"} gives the night the received column gave."""
+    code, _, err, folder = run_import(small_bundle(tmp_path / "plain"), tmp_path / "a", capsys)
+    assert code == 0, err
+    bundle = small_bundle(tmp_path / "b")
+    journal = bundle / JOURNAL
+    rows = [line.split(",") for line in journal.read_text().splitlines()]
+    rows[0][1] = "took_ms"
+    for row in rows[1:]:
+        row[1] = "10"
+    journal.write_text("\n".join(",".join(row) for row in rows) + "\n")
+    spoil(bundle, "incident.toml", 'at = "received"', 'at = {path = "booked", minus = "took_ms"}')
+    code, _, err, other = run_import(bundle, tmp_path / "b-out", capsys)
+    assert code == 0, err
+    got, want = scenario_file.load(other / "night.yaml"), scenario_file.load(folder / "night.yaml")
+    assert got.scenario.steps == want.scenario.steps
+
+
+def test_loki_s_nanosecond_times_read_as_epoch_ns(tmp_path, capsys):
+    code, _, err, folder = run_import(small_bundle(tmp_path / "plain"), tmp_path / "a", capsys)
+    assert code == 0, err
+    bundle = small_bundle(tmp_path / "b")
+    for name in ("gateway-0.log", "gateway-1.log"):
+        lines = [json.loads(line) for line in (bundle / name).read_text().splitlines()]
+        (bundle / name).write_text("".join(json.dumps({**d, "t_us": str(d["t_us"] * 1000)}) + "\n" for d in lines))
+    spoil(bundle, "incident.toml", 'time = "epoch_us"', 'time = "epoch_ns"')
+    code, _, err, other = run_import(bundle, tmp_path / "b-out", capsys)
+    assert code == 0, err
+    got, want = scenario_file.load(other / "night.yaml"), scenario_file.load(folder / "night.yaml")
+    assert got.scenario.steps == want.scenario.steps
+
+
+def test_a_log_exported_newest_first_is_read_in_time_order_without_blame(tmp_path, capsys):
+    code, out_plain, err, folder = run_import(small_bundle(tmp_path / "plain"), tmp_path / "a", capsys)
+    assert code == 0, err
+    bundle = small_bundle(tmp_path / "b")
+    journal = bundle / JOURNAL
+    head, *rows = journal.read_text().splitlines()
+    journal.write_text("\n".join([head, *reversed(rows)]) + "\n")  # as an export lists it: the newest first
+    code, said, err, other = run_import(bundle, tmp_path / "b-out", capsys)
+    assert code == 0, err
+    assert "ledger-journal.csv: newest first, as log exports" in said and "correct them" not in said, said
+    got, want = scenario_file.load(other / "night.yaml"), scenario_file.load(folder / "night.yaml")
+    assert got.scenario.steps == want.scenario.steps

@@ -115,6 +115,8 @@ def _load(
     last: dict[str, float] = {}  # the latest at so far, per file
     disorder: dict[str, tuple[int, float]] = {}  # file -> (the first line out of order, how far back)
     taken: dict[str, int] = {}  # records taken, per file
+    previous: dict[str, float] = {}  # the at of the file's record before, and the files where one rose above it
+    rising: set[str] = set()
     # an account log: the last answered_at per file, and whether the file follows it
     answered: dict[str, float] = {}
     by_answer: dict[str, bool] = {}
@@ -122,6 +124,9 @@ def _load(
     append, tick = out.append, progress.tick
     for file, line, fields in rows(source, skipped):
         record = convert(file, line, fields)
+        if record.at > previous.get(file, record.at):
+            rising.add(file)
+        previous[file] = record.at
         prev = last.get(file)
         if prev is None or record.at >= prev:
             last[file] = record.at
@@ -135,19 +140,7 @@ def _load(
         append(record)
         tick(file, line)
     merged = " and merged with the other files" if len(source.files) > 1 else ""
-    for path, (line, back) in disorder.items():
-        if follow_answers and by_answer.get(path, True):
-            notes.append(
-                f"{path}: in the order the calls were answered (answered_at), not the order they were "
-                f"received (at: line {line}'s is {back:.3f} s earlier than a line above it's): its lines were "
-                f"sorted by at{merged}"
-            )
-        else:
-            notes.append(
-                f"{path}: not in the order of at (line {line}'s is {back:.3f} s earlier than a line above "
-                f"it's): its lines were sorted by at{merged}. That is usual when a line is written as its "
-                "request ends; if each line was written at its at, the file's times are wrong: correct them"
-            )
+    notes += _order_notes(disorder, rising, by_answer if follow_answers else None, merged)
     notes += skipped.notes()
     warnings += _unread(source, skipped, len(out))
     empty = [str(p) for p in source.files if not taken.get(str(p))]
@@ -165,6 +158,33 @@ def _load(
         )
     out.sort(key=attrgetter("at"))  # stable: lines of one moment stay in file order
     return out, sum(skipped.lines.values())
+
+
+def _order_notes(
+    disorder: dict[str, tuple[int, float]], rising: set[str], by_answer: dict[str, bool] | None, merged: str
+) -> list[str]:
+    """What the import says of each file not in the order of at: newest first (an export's order), in the order
+    calls were answered (an account log, `by_answer`), or out of order (times to check)."""
+    out: list[str] = []
+    for path, (line, back) in disorder.items():
+        if path not in rising:
+            out.append(
+                f"{path}: newest first, as log exports (Loki, CloudWatch Logs Insights, kubectl) write them: "
+                f"its lines were read in time order{merged}"
+            )
+        elif by_answer is not None and by_answer.get(path, True):
+            out.append(
+                f"{path}: in the order the calls were answered (answered_at), not the order they were "
+                f"received (at: line {line}'s is {back:.3f} s earlier than a line above it's): its lines were "
+                f"sorted by at{merged}"
+            )
+        else:
+            out.append(
+                f"{path}: not in the order of at (line {line}'s is {back:.3f} s earlier than a line above "
+                f"it's): its lines were sorted by at{merged}. That is usual when a line is written as its "
+                "request ends; if each line was written at its at, the file's times are wrong: correct them"
+            )
+    return out
 
 
 def _unread(source: Source, skipped: Skipped, taken: int) -> list[str]:

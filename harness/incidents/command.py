@@ -164,9 +164,10 @@ def cmd_import(args: argparse.Namespace) -> int:
             told = tell(plan, b, head, out, args, night)
             if told.not_reproduced:
                 print(
-                    f"relaychaos: wrote {told.path}, but {told.not_reproduced}. The mapping or the night's faults may "
-                    f"differ from production's: `relaychaos incident verify {out / 'night.yaml'} --relay {relay}` "
-                    "replays the whole night and says what is missing (docs/incident-bundle.md)",
+                    f"relaychaos: wrote {told.path}, but {told.not_reproduced}. The mapping may misread a log, or "
+                    "the night may hold what the import does not replay (docs/incident-bundle.md, what the import "
+                    f"infers): `relaychaos incident verify {out / 'night.yaml'} --relay {relay}` replays the whole "
+                    "night and says what is missing",
                     file=sys.stderr,
                 )
                 return 1

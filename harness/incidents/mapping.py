@@ -57,7 +57,7 @@ SUFFIXES = {
     ".db": "sqlite",
     ".sqlite3": "sqlite",
 }
-TIME_FORMATS = ("auto", "iso", "epoch_s", "epoch_ms", "epoch_us", "local")
+TIME_FORMATS = ("auto", "iso", "epoch_s", "epoch_ms", "epoch_us", "epoch_ns", "local")
 KEYS = {
     *("files", "format", "fields", "time", "zone", "codes", "take", "defaults", "guid_case", "records", "pattern"),
     *("delimiter", "quote"),
@@ -72,7 +72,8 @@ class BundleError(HarnessError):
 class FieldSpec:
     """Where one of the bundle's fields is in a source's line: a dotted path, and optionally a regex's group 1; or
     (`file`) the regex's group 1 in the name of the file the line is in. A time may be `plus` a duration read from
-    another field, in `unit` seconds (answered_at = a booking time plus its processing milliseconds)."""
+    another field, in `unit` seconds, negative for a duration taken off (`minus`: a request's start from the time
+    it ended and how long it took)."""
 
     path: tuple[str, ...]
     regex: re.Pattern | None = None
@@ -145,19 +146,27 @@ def _spec(where: str, key: str, value: object) -> FieldSpec:
         return FieldSpec(("file",), _regex(where, key, value["file"]), file=True)
     if isinstance(value, dict) and isinstance(value.get("path"), str):
         regex = _regex(where, key, value["regex"]) if value.get("regex") else None
-        plus = value.get("plus")
-        if plus is None:
+        plus, minus = value.get("plus"), value.get("minus")
+        if plus is None and minus is None:
             return FieldSpec(tuple(value["path"].split(".")), regex)
         unit = value.get("unit", "ms")
-        if key not in TIMES or not isinstance(plus, str) or unit not in UNITS_S:
+        by = plus if minus is None else minus
+        if (
+            key not in TIMES
+            or not isinstance(by, str)
+            or (plus is not None and minus is not None)
+            or unit not in UNITS_S
+        ):
             raise _fail(
                 where,
-                f"fields.{key}: plus = {plus!r}, unit = {unit!r} cannot be read",
-                f"a time ({', '.join(TIMES)}) may be a time plus a duration: "
-                '{path = "BOOK_TS", plus = "PROC_MS", unit = "ms"} (unit s, ms or us)',
+                f"fields.{key}: plus = {plus!r}, minus = {minus!r}, unit = {unit!r} cannot be read",
+                f"a time ({', '.join(TIMES)}) may be a time plus or minus a duration: "
+                '{path = "BOOK_TS", plus = "PROC_MS", unit = "ms"} or {path = "finished", minus = "took_ms"} '
+                "(unit s, ms or us)",
             )
+        sign = 1.0 if minus is None else -1.0
         return FieldSpec(
-            tuple(value["path"].split(".")), regex, plus=FieldSpec(tuple(plus.split("."))), unit=UNITS_S[unit]
+            tuple(value["path"].split(".")), regex, plus=FieldSpec(tuple(by.split("."))), unit=sign * UNITS_S[unit]
         )
     raise _fail(
         where,

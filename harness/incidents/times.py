@@ -4,7 +4,7 @@
     at = reader.read(value, where)        # BundleError naming `where` and the fix
 
 Formats: `iso` (ISO 8601; a time without a zone needs the source's `zone`), `epoch_s`,
-`epoch_ms`, `epoch_us` (numbers, or numbers as text), `local` (ISO without a zone, in
+`epoch_ms`, `epoch_us`, `epoch_ns` (numbers, or numbers as text: Loki's nanoseconds), `local` (ISO without a zone, in
 `zone`), and `auto` (the default: ISO with a zone, or unix seconds). In every format a
 number that is not a plausible unix time in its unit (epoch milliseconds read as
 seconds, seconds read as milliseconds) and, in `auto` and `iso`, a time without a zone
@@ -19,8 +19,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from relaychaos.incidents.mapping import BundleError, Source
 
 PLAUSIBLE = (1e8, 1e10)  # unix seconds from 1973 to 2286
-UNITS = {"epoch_s": 1.0, "epoch_ms": 1e3, "epoch_us": 1e6}
-WORDS = {"epoch_s": "unix seconds", "epoch_ms": "unix milliseconds", "epoch_us": "unix microseconds"}
+UNITS = {"epoch_s": 1.0, "epoch_ms": 1e3, "epoch_us": 1e6, "epoch_ns": 1e9}
+WORDS = {
+    "epoch_s": "unix seconds",
+    "epoch_ms": "unix milliseconds",
+    "epoch_us": "unix microseconds",
+    "epoch_ns": "unix nanoseconds",
+}
 
 
 class TimeReader:
