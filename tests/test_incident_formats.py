@@ -16,6 +16,21 @@ from .test_incident_bad_input import run_import, small_bundle, spoil
 JOURNAL = "ledger-journal.csv"
 
 
+def as_the_plain_night(tmp_path, capsys, change):
+    """Import the small bundle as it is and again after `change(bundle)`: the same steps (and incident block);
+    returns what the second import said on stdout."""
+    code, _, err, plain = run_import(small_bundle(tmp_path / "plain"), tmp_path / "a", capsys)
+    assert code == 0, err
+    bundle = small_bundle(tmp_path / "b")
+    change(bundle)
+    code, said, err, other = run_import(bundle, tmp_path / "b-out", capsys)
+    assert code == 0, err
+    got, want = scenario_file.load(other / "night.yaml"), scenario_file.load(plain / "night.yaml")
+    assert got.scenario.steps == want.scenario.steps and got.scenario.incident == want.scenario.incident
+    assert len(got.scenario.steps) > 5
+    return said
+
+
 def _resplit(bundle, delimiter, quote='"'):
     """The small bundle's account journal written with `delimiter`, and a memo column, quoted, holding it."""
     path = bundle / JOURNAL
@@ -34,16 +49,11 @@ def _resplit(bundle, delimiter, quote='"'):
 def test_a_csv_journal_with_its_own_delimiter_and_quoting_reads_as_the_comma_one(
     tmp_path, capsys, delimiter, written, quote
 ):
-    code, _, err, folder = run_import(small_bundle(tmp_path / "plain"), tmp_path / "a", capsys)
-    assert code == 0, err
-    bundle = small_bundle(tmp_path / "b")
-    _resplit(bundle, delimiter, quote)
-    spoil(bundle, "incident.toml", 'time = "local"', f'delimiter = {written}\nquote = {quote!r}\ntime = "local"')
-    code, _, err, other = run_import(bundle, tmp_path / "b-out", capsys)
-    assert code == 0, err
-    got, want = scenario_file.load(other / "night.yaml"), scenario_file.load(folder / "night.yaml")
-    assert got.scenario.steps == want.scenario.steps, "the same night, whatever the delimiter"
-    assert len(got.scenario.steps) > 5
+    def change(bundle):
+        _resplit(bundle, delimiter, quote)
+        spoil(bundle, "incident.toml", 'time = "local"', f'delimiter = {written}\nquote = {quote!r}\ntime = "local"')
+
+    as_the_plain_night(tmp_path, capsys, change)
 
 
 def test_a_journal_split_by_another_character_than_the_mapping_says_is_named_with_the_fix(tmp_path, capsys):
@@ -58,25 +68,22 @@ def test_a_journal_split_by_another_character_than_the_mapping_says_is_named_wit
 def test_a_logfmt_gateway_log_reads_as_the_json_one_its_keys_whole(tmp_path, capsys):
     """The gateway's lines as logfmt (key=value, a quoted message with spaces and an escaped quote, keys with dots
     read whole): the same night as from its JSON lines."""
-    code, _, err, folder = run_import(small_bundle(tmp_path / "plain"), tmp_path / "a", capsys)
-    assert code == 0, err
-    bundle = small_bundle(tmp_path / "b")
-    for name in ("gateway-0.log", "gateway-1.log"):
-        lines = []
-        for line in (bundle / name).read_text().splitlines():
-            d = json.loads(line)
-            req, resp = d.get("req", {}), d.get("resp", {})
-            pairs = [f"event={d['event']}", f"t_us={d['t_us']}", 'msg="a \\"gateway\\" line"']
-            if req:
-                pairs += [f"req.id={req['id']}", f"req.debtor={req['debtor']}", f"req.creditor={req['creditor']}"]
-                pairs += [f"req.minor={req['minor']}", f"resp.code={resp['code']}", f"upstream={d['upstream']}"]
-            lines.append(" ".join(pairs))
-        (bundle / name).write_text("\n".join(lines) + "\n\n")
-    spoil(bundle, "incident.toml", 'format = "jsonl"', 'format = "logfmt"')
-    code, _, err, other = run_import(bundle, tmp_path / "b-out", capsys)
-    assert code == 0, err
-    got, want = scenario_file.load(other / "night.yaml"), scenario_file.load(folder / "night.yaml")
-    assert got.scenario.steps == want.scenario.steps and got.scenario.incident == want.scenario.incident
+
+    def change(bundle):
+        for name in ("gateway-0.log", "gateway-1.log"):
+            lines = []
+            for line in (bundle / name).read_text().splitlines():
+                d = json.loads(line)
+                req, resp = d.get("req", {}), d.get("resp", {})
+                pairs = [f"event={d['event']}", f"t_us={d['t_us']}", 'msg="a \\"gateway\\" line"']
+                if req:
+                    pairs += [f"req.id={req['id']}", f"req.debtor={req['debtor']}", f"req.creditor={req['creditor']}"]
+                    pairs += [f"req.minor={req['minor']}", f"resp.code={resp['code']}", f"upstream={d['upstream']}"]
+                lines.append(" ".join(pairs))
+            (bundle / name).write_text("\n".join(lines) + "\n\n")
+        spoil(bundle, "incident.toml", 'format = "jsonl"', 'format = "logfmt"')
+
+    as_the_plain_night(tmp_path, capsys, change)
 
 
 def test_files_one_per_pod_are_tied_to_relay_instances_by_their_names(tmp_path, capsys):
@@ -102,20 +109,17 @@ def test_a_file_name_the_regex_does_not_match_is_a_counted_warning(tmp_path, cap
 def test_a_time_plus_a_duration_is_one_time_booked_plus_its_processing_milliseconds(tmp_path, capsys):
     """The journal's booked time written as the received time plus the milliseconds it took: answered_at =
     {path = "received", plus = "proc_ms", unit = "ms"} gives the night the booked column gave."""
-    code, _, err, folder = run_import(small_bundle(tmp_path / "plain"), tmp_path / "a", capsys)
-    assert code == 0, err
-    bundle = small_bundle(tmp_path / "b")
-    journal = bundle / JOURNAL
-    rows = [line.split(",") for line in journal.read_text().splitlines()]
-    rows[0][2] = "proc_ms"
-    for row in rows[1:]:
-        row[2] = "10"  # each booked 10 ms after it was received (the plain journal's booked column)
-    journal.write_text("\n".join(",".join(row) for row in rows) + "\n")
-    spoil(bundle, "incident.toml", 'answered_at = "booked"', 'answered_at = {path = "received", plus = "proc_ms"}')
-    code, _, err, other = run_import(bundle, tmp_path / "b-out", capsys)
-    assert code == 0, err
-    got, want = scenario_file.load(other / "night.yaml"), scenario_file.load(folder / "night.yaml")
-    assert got.scenario.steps == want.scenario.steps
+
+    def change(bundle):
+        journal = bundle / JOURNAL
+        rows = [line.split(",") for line in journal.read_text().splitlines()]
+        rows[0][2] = "proc_ms"
+        for row in rows[1:]:
+            row[2] = "10"  # each booked 10 ms after it was received (the plain journal's booked column)
+        journal.write_text("\n".join(",".join(row) for row in rows) + "\n")
+        spoil(bundle, "incident.toml", 'answered_at = "booked"', 'answered_at = {path = "received", plus = "proc_ms"}')
+
+    as_the_plain_night(tmp_path, capsys, change)
 
 
 def test_a_duration_that_is_not_a_number_names_the_line(tmp_path, capsys):
@@ -199,34 +203,27 @@ def test_the_e500_night_replays_with_production_s_answer_for_it(tmp_path, capsys
 def test_a_time_minus_a_duration_is_the_request_s_start_from_its_end(tmp_path, capsys):
     """The journal's received time written as the booked time minus the milliseconds it took: at = {path =
     "booked", minus = "took_ms"} gives the night the received column gave."""
-    code, _, err, folder = run_import(small_bundle(tmp_path / "plain"), tmp_path / "a", capsys)
-    assert code == 0, err
-    bundle = small_bundle(tmp_path / "b")
-    journal = bundle / JOURNAL
-    rows = [line.split(",") for line in journal.read_text().splitlines()]
-    rows[0][1] = "took_ms"
-    for row in rows[1:]:
-        row[1] = "10"
-    journal.write_text("\n".join(",".join(row) for row in rows) + "\n")
-    spoil(bundle, "incident.toml", 'at = "received"', 'at = {path = "booked", minus = "took_ms"}')
-    code, _, err, other = run_import(bundle, tmp_path / "b-out", capsys)
-    assert code == 0, err
-    got, want = scenario_file.load(other / "night.yaml"), scenario_file.load(folder / "night.yaml")
-    assert got.scenario.steps == want.scenario.steps
+
+    def change(bundle):
+        journal = bundle / JOURNAL
+        rows = [line.split(",") for line in journal.read_text().splitlines()]
+        rows[0][1] = "took_ms"
+        for row in rows[1:]:
+            row[1] = "10"
+        journal.write_text("\n".join(",".join(row) for row in rows) + "\n")
+        spoil(bundle, "incident.toml", 'at = "received"', 'at = {path = "booked", minus = "took_ms"}')
+
+    as_the_plain_night(tmp_path, capsys, change)
 
 
 def test_loki_s_nanosecond_times_read_as_epoch_ns(tmp_path, capsys):
-    code, _, err, folder = run_import(small_bundle(tmp_path / "plain"), tmp_path / "a", capsys)
-    assert code == 0, err
-    bundle = small_bundle(tmp_path / "b")
-    for name in ("gateway-0.log", "gateway-1.log"):
-        lines = [json.loads(line) for line in (bundle / name).read_text().splitlines()]
-        (bundle / name).write_text("".join(json.dumps({**d, "t_us": str(d["t_us"] * 1000)}) + "\n" for d in lines))
-    spoil(bundle, "incident.toml", 'time = "epoch_us"', 'time = "epoch_ns"')
-    code, _, err, other = run_import(bundle, tmp_path / "b-out", capsys)
-    assert code == 0, err
-    got, want = scenario_file.load(other / "night.yaml"), scenario_file.load(folder / "night.yaml")
-    assert got.scenario.steps == want.scenario.steps
+    def change(bundle):
+        for name in ("gateway-0.log", "gateway-1.log"):
+            lines = [json.loads(line) for line in (bundle / name).read_text().splitlines()]
+            (bundle / name).write_text("".join(json.dumps({**d, "t_us": str(d["t_us"] * 1000)}) + "\n" for d in lines))
+        spoil(bundle, "incident.toml", 'time = "epoch_us"', 'time = "epoch_ns"')
+
+    as_the_plain_night(tmp_path, capsys, change)
 
 
 def test_a_log_exported_newest_first_is_read_in_time_order_without_blame(tmp_path, capsys):
