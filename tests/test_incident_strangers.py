@@ -39,3 +39,14 @@ def test_a_strangers_bundle_imports_as_it_is_and_its_story_breaks_what_the_key_s
     found = reproduced(run_chaos(story, manifest=ROOT / "relay_under_test" / "mutants" / mutant / "relay.toml"), story)
     assert found.ok, found
     run_chaos(story, manifest=REFERENCE).assert_holds()
+
+
+def test_the_notes_count_a_json_document_s_records_and_name_the_table_of_several_that_skipped_them(capsys, tmp_path):
+    bundle = EXAMPLES / "stranger-loki-purge-aged"
+    assert main(["incident", "import", str(bundle), "--out", str(tmp_path / "out"), "--no-shrink"]) == 0
+    said = capsys.readouterr().out
+    for n in (1, 2):
+        assert (
+            f"operations-k8s-events.json: 24 record(s) skipped by [[logs.operations]] number {n} in incident.toml"
+            in said
+        )

@@ -141,7 +141,7 @@ def _load(
         tick(file, line)
     merged = " and merged with the other files" if len(source.files) > 1 else ""
     notes += _order_notes(disorder, rising, by_answer if follow_answers else None, merged)
-    notes += skipped.notes()
+    notes += skipped.notes(source.table if source.part else "")
     warnings += _unread(source, skipped, len(out))
     empty = [str(p) for p in source.files if not taken.get(str(p))]
     if empty and source.name in ("channel", "account") and len(empty) == len(source.files):

@@ -53,6 +53,7 @@ class Skipped:
     counts: dict[str, int] = field(default_factory=dict)
     first: dict[str, tuple[int, str]] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)  # the last line (or record) number read, per file
+    unit: str = "line"  # what a number counts: a file's lines, or (format json) the records of its document
     # per mapped field: the records taken without a value for it, and for a field read by a regex, the records whose
     # value its regex did not match (how many; the first: file, line, value)
     empty: dict[str, int] = field(default_factory=dict)
@@ -64,9 +65,11 @@ class Skipped:
         if file not in self.first:
             self.first[file] = (line, why)
 
-    def notes(self) -> list[str]:
+    def notes(self, by: str = "") -> list[str]:
+        """A note per file; `by`: the table that read it, where one file is read by several."""
+        by = f" by {by}" if by else ""
         return [
-            f"{f}: {n:,} line(s) skipped (first: line {self.first[f][0]}, {self.first[f][1]})"
+            f"{f}: {n:,} {self.unit}(s) skipped{by} (first: {self.unit} {self.first[f][0]}, {self.first[f][1]})"
             for f, n in self.counts.items()
         ]
 
@@ -180,6 +183,7 @@ def _words(source: Source) -> list[str]:
 
 def rows(source: Source, skipped: Skipped) -> Iterator[tuple[str, int, dict[str, Any]]]:
     """Every record of the source's files, file by file, in each file's order (see the module doc)."""
+    skipped.unit = "record" if source.format == "json" else "line"
     for path in map(str, source.files):
         with contextlib.ExitStack() as opened:  # a CSV file stays open while its rows are read
             if source.format == "csv":
@@ -347,7 +351,7 @@ def _fields(
         missing = [source.fields[k].name for k in source.required if k not in fields]
         raise BundleError(
             f"the record lacks {', '.join(missing)}",
-            where=f"{path}, line {n}",
+            where=f"{path}, {'record' if source.format == 'json' else 'line'} {n}",
             fix=f"give every record the fields {', '.join(source.fields[k].name for k in source.required)}"
             f", or map them in {source.table} (see {DOC})",
         )
