@@ -152,3 +152,11 @@ def test_reset_forgets_everything(bank):
     stats = bank.stats()
     assert stats["guids"] == {} and stats["calls"] == [] and stats["balances"] == {"x": 1}
     assert stats["faults"]["e500_next"] == 0
+
+
+def test_a_reset_opens_a_night_s_hundred_thousand_accounts_in_one_request(account_system, tmp_path):
+    """An imported night opens every account its logs imply: a body of megabytes (aiohttp's own limit is 1 MiB)."""
+    accounts = {f"cust-{n:07d}": 1000 for n in range(100_000)}
+    account_system.reset(ledger_path=tmp_path / "ledger.sqlite", accounts=accounts)
+    assert len(account_system.stats()["balances"]) == 100_000
+    account_system.reset(ledger_path=tmp_path / "ledger.sqlite", accounts={"a": 100, "b": 0})

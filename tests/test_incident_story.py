@@ -3,6 +3,7 @@ each kept resolve or purge keeps the mark its rows are aged from, wherever the m
 
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
+from relaychaos.incidents import story
 from relaychaos.incidents.faults import Planned
 from relaychaos.incidents.story import around
 
@@ -30,3 +31,16 @@ def test_a_server_fault_keeps_only_the_story_s_guids_for_its_e500s_and_holds():
         S.Send("g2"),
     ], story
     scenario_file.check(story, ("a",))  # a story that can run
+
+
+def test_a_story_opens_only_the_accounts_its_sends_touch():
+    """A night of a million transfers opens a million accounts (a 22 MB story the account system refused); its
+    story's handful of sends needs theirs."""
+    opened = {f"acct-{n}": 1000 for n in range(10_000)}
+    steps = [
+        S.Send("g1", 10, src="acct-1", dst="acct-2"),
+        S.Race("g2", n=2, src="acct-3", dst="acct-4"),
+        S.Send("g3", raw='{"guid": "g3", "from": "acct-5", "to": "acct-6", "amount": 1.5}'),
+        S.Kill("a"),
+    ]
+    assert story.accounts(steps, opened) == {f"acct-{n}": 1000 for n in range(1, 7)}

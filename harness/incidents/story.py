@@ -14,6 +14,8 @@ violation does not need.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Callable
 
 from relaychaos.engine import steps as S
@@ -133,3 +135,18 @@ def _next_start(steps: list[Planned], before: int, slot: str) -> Planned:
         if isinstance(p.step, S.Start) and p.step.slot == slot:
             return p
     return Planned(S.Start(slot), f"relay {slot} started (it was up for this send in production)")
+
+
+def accounts(steps: list[S.Step], opened: dict[str, int]) -> dict[str, int]:
+    """The opening balances of the accounts the story's sends and races touch (a night of a million transfers opens
+    a million accounts; its story needs a handful)."""
+    touched: set[str] = set()
+    for step in steps:
+        if isinstance(step, (S.Send, S.Race)):
+            touched |= {step.src, step.dst}
+            raw = getattr(step, "raw", None)
+            if raw:
+                with contextlib.suppress(ValueError, AttributeError):
+                    body = json.loads(raw)
+                    touched |= {str(body.get("from")), str(body.get("to"))}
+    return {name: balance for name, balance in opened.items() if name in touched}

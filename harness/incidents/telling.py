@@ -65,7 +65,8 @@ def _write(
     story_head = Head(
         f"{head.name}-story", head.description, head.account_timeout_ms, head.relay, head.holds_on, head.source
     )
-    return write(path, head_lines(plan, bundle, story_head, extra), steps, plan, bundle, involved, answers=answers).path
+    lines = head_lines(plan, bundle, story_head, extra, story.accounts([p.step for p in steps], plan.accounts))
+    return write(path, lines, steps, plan, bundle, involved, answers=answers).path
 
 
 @dataclass(frozen=True)

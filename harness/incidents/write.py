@@ -98,8 +98,11 @@ def step_line(step: S.Step) -> str:
     return f"  - {S.kind(step)}: {{{', '.join(parts)}}}"
 
 
-def head_lines(plan: Plan, bundle: Bundle, head: Head, extra: Iterable[str] = ()) -> list[str]:
-    """The file's comments and keys, up to `steps:`."""
+def head_lines(
+    plan: Plan, bundle: Bundle, head: Head, extra: Iterable[str] = (), accounts: dict[str, int] | None = None
+) -> list[str]:
+    """The file's comments and keys, up to `steps:`; `accounts`: the opening balances to write (default: every
+    account the night opens)."""
     out = [
         f"# Incident imported by `relaychaos incident import {head.source}`.",
         f"# {bundle.counts['channel']} channel records, {bundle.counts['account']} account records, "
@@ -120,7 +123,7 @@ def head_lines(plan: Plan, bundle: Bundle, head: Head, extra: Iterable[str] = ()
         "name": head.name,
         "description": head.description,
         "account_timeout_ms": head.account_timeout_ms,
-        "accounts": plan.accounts,
+        "accounts": plan.accounts if accounts is None else accounts,
         "relays": list(plan.relays),
     }
     if plan.ledger_lock_delay_ms:
