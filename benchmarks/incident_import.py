@@ -1,6 +1,6 @@
 """Benchmark: `relaychaos incident import` on a production-sized bundle: time and peak memory against its lines.
 
-    .venv/bin/python -m benchmarks.incident_import [--lines 1000000,5000000] [--rounds 3] [--keep DIR]
+    .venv/bin/python -m benchmarks.incident_import [--lines 1000000,5000000] [--rounds 3] [--keep DIR] [--customers N]
 
 1. For each size, a bundle is written by examples/incidents/oom_night.py (not kept unless --keep):
    the OOM night stretched to lines/5 transfers over its 35 minutes, as production logs them: per
@@ -40,9 +40,10 @@ LINES_PER_TRANSFER = 5
 READS_LIMIT, MEMORY_LIMIT_MIB = 10.0, 1024
 
 
-def bundle(folder: Path, lines: int) -> int:
-    """Write a bundle of about `lines` lines (in a process of its own: a child forked from a process holding the
-    generator's gigabytes would count them in its peak memory); returns the lines written."""
+def bundle(folder: Path, lines: int, customers: int = 40) -> int:
+    """Write a bundle of about `lines` lines between `customers` accounts (in a process of its own: a child forked
+    from a process holding the generator's gigabytes would count them in its peak memory); returns the lines
+    written."""
     subprocess.run(
         [
             sys.executable,
@@ -52,6 +53,8 @@ def bundle(folder: Path, lines: int) -> int:
             str(max(lines // LINES_PER_TRANSFER, 10)),
             "--noise",
             "2",
+            "--customers",
+            str(customers),
         ],
         check=True,
         stdout=subprocess.DEVNULL,
@@ -125,6 +128,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lines", default="1000000,5000000", help="bundle sizes, in lines, comma-separated")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--keep", help="keep the bundles and scenarios in this folder")
+    parser.add_argument(
+        "--customers",
+        type=int,
+        default=40,
+        help="the accounts the transfers move between (production's nights touch a new account in most transfers)",
+    )
     args = parser.parse_args(argv)
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="relaychaos-import-bench-"))
     failed = False
@@ -133,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = work / f"bundle-{size}"
             shutil.rmtree(folder, ignore_errors=True)
             t0 = time.monotonic()
-            lines = bundle(folder, size)
+            lines = bundle(folder, size, args.customers)
             mb = sum(p.stat().st_size for p in folder.iterdir()) / 1e6
             print(f"bundle: {lines:,} lines, {mb:,.0f} MB (written in {time.monotonic() - t0:.0f} s)", flush=True)
             rounds = []

@@ -85,9 +85,9 @@ def _local(t: float) -> str:
     return datetime.fromtimestamp(t, BERLIN).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def _transfers(n: int, rng: random.Random) -> list[dict]:
-    """The night's transfers in send order, with their production fate."""
-    customers = [f"cust-{i:04d}" for i in range(1, 41)]
+def _transfers(n: int, rng: random.Random, customers: int = 40) -> list[dict]:
+    """The night's transfers in send order, with their production fate, between `customers` accounts."""
+    customers = [f"cust-{i:04d}" for i in range(1, customers + 1)]
     gap = 35 * 60 / (n + 4)
     out, t = [], START + 2.0
     for i in range(n):
@@ -111,11 +111,11 @@ def _transfers(n: int, rng: random.Random) -> list[dict]:
     return sorted(out, key=lambda x: x["at"])
 
 
-def _night(n: int, seed: int) -> tuple[list, list, list]:
+def _night(n: int, seed: int, customers: int = 40) -> tuple[list, list, list]:
     """(channel lines (pod, line), account rows, events): every request, call and event of the night."""
     rng = random.Random(seed)
     channel, account = [], []
-    for x in _transfers(n, rng):
+    for x in _transfers(n, rng, customers):
         took = rng.uniform(2.7, 3.3) if x["at"] >= SLOW_FROM else rng.uniform(0.02, 0.09)
         recv = x["at"] + rng.uniform(0.02, 0.05)
         story = x.get("story")
@@ -171,11 +171,11 @@ def _write_channel(folder: Path, channel: list, noise: int, rng: random.Random) 
             f.close()
 
 
-def write(folder: Path, transfers: int = 300, noise: int = 1, seed: int = 21) -> Path:
+def write(folder: Path, transfers: int = 300, noise: int = 1, seed: int = 21, customers: int = 40) -> Path:
     """Write the bundle into folder (see the module doc); returns the folder."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    channel, account, events = _night(transfers, seed)
+    channel, account, events = _night(transfers, seed, customers)
     _write_channel(folder, channel, noise, random.Random(seed + 1))
     with open(folder / "core-banking-journal.csv", "w", newline="") as f:
         w = csv.writer(f)
@@ -221,5 +221,6 @@ if __name__ == "__main__":
     parser.add_argument("--transfers", type=int, default=300)
     parser.add_argument("--noise", type=int, default=1, help="noise lines per transfer in the channel logs")
     parser.add_argument("--seed", type=int, default=21)
+    parser.add_argument("--customers", type=int, default=40, help="the accounts the ordinary transfers move between")
     a = parser.parse_args()
-    print(write(Path(a.out), a.transfers, a.noise, a.seed))
+    print(write(Path(a.out), a.transfers, a.noise, a.seed, a.customers))
