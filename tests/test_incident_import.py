@@ -97,7 +97,7 @@ def test_the_reprocess_night_drops_answers_refuses_one_and_puts_the_resends_down
     assert "# Note: the clocks disagree" in text and "every account time is moved by +1.765 s" in text
     assert "channel.csv line 3: 7f3a9c2e-0b1d-4e55-9a61-2c0d4b8e1f01 (g2) 120 alice→bob on relay a: E901" in text
     resolve = steps.index(S.Resolve(min_age_s=0.45, since="age-2"))  # at least the safe --min-age of section 6
-    assert steps[resolve - 2 : resolve] == (S.Reprocess(max_attempts=3), S.Mark("age-2", wait_s=0.9)), (
+    assert steps[resolve - 2 : resolve] == (S.Reprocess(max_attempts=3), S.Mark("age-2", wait_s=0.5)), (
         "300 s before the resolve, the night had just run its reprocess: the rows it changed are old enough"
     )
     assert "resolve --min-age 300 (the time since mark age-2, at least 0.45: rows as old as they were)" in text
@@ -146,7 +146,7 @@ def test_the_oom_night_holds_both_debits_in_flight_across_the_kill_and_the_early
         < at[S.Release((doubled,))]
         < sends[-1]
     ), "the early resolve finds the first answered and the second still being processed; then the channel resends"
-    assert steps.index(S.Mark("age-4", wait_s=6.3)) < sends[0], "the rows in flight at the kill were not old enough"
+    assert steps.index(S.Mark("age-4", wait_s=0.5)) < sends[0], "the rows in flight at the kill were not old enough"
     assert night.scenario.incident["broke"] == {"one-account-call": [doubled], "one-debit": [doubled]}
     assert night.scenario.incident["answers"][doubled] == ["timeout", "0000"]
     assert f"{REFUSED} ({label_of(night, REFUSED)}) reached relay a while it was down" in text

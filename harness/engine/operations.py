@@ -49,7 +49,9 @@ class Operator:
         time.sleep(step.wait_s / 2)
 
     def _age(self, seconds: float, since: str | None) -> float:
-        """A batch run's age argument: `seconds`, or the time since the mark named, if more."""
+        """A batch run's age argument: `seconds`, or the time since the mark named. Sooner than `seconds` after the
+        mark, it first waits until then: the rows changed before the mark stay older than the age it gives, and the
+        age is never below `seconds` (a resolve's safe --min-age, contract section 6)."""
         if since is None:
             return seconds
         if since not in self.marks:
@@ -57,7 +59,11 @@ class Operator:
                 f"a batch step ages its rows since mark {since!r}, which no step before it made",
                 fix="put `- mark: {name: ...}` before it (the scenario file's checks refuse this)",
             )
-        return max(seconds, round(time.time() - self.marks[since], 3))
+        early = seconds - (time.time() - self.marks[since])
+        if early > 0:
+            self.recorder.aged(round(early, 3), seconds)
+            time.sleep(early)  # a wait for age, not for ordering
+        return round(time.time() - self.marks[since], 3)
 
     def _batch(self, command: str, argument: float, parallel: int = 1) -> None:
         sup = self.stack.supervisor

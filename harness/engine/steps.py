@@ -141,7 +141,8 @@ class Start:
 
 @dataclass(frozen=True)
 class Resolve:
-    """Run resolve with --min-age `min_age_s`; `since` a mark: the time since that mark, if more (Mark)."""
+    """Run resolve with --min-age `min_age_s`; `since` a mark: the time since that mark, waiting first until
+    `min_age_s` has passed since it (Mark)."""
 
     min_age_s: float
     since: str | None = None
@@ -157,7 +158,8 @@ class Reprocess:
 
 @dataclass(frozen=True)
 class Purge:
-    """Run purge with --retention `retention_s`; `since` a mark: the time since that mark, if more (Mark)."""
+    """Run purge with --retention `retention_s`; `since` a mark: the time since that mark, waiting first until
+    `retention_s` has passed since it (Mark)."""
 
     retention_s: float
     since: str | None = None
@@ -167,7 +169,8 @@ class Purge:
 class Mark:
     """Let `wait_s` seconds pass and name their middle: a resolve or purge `since` this mark takes the time since
     then as its age, so that the rows changed before the mark are older than it and those changed after are younger
-    (an imported night's rows as old, at its batch runs, as they were in production, without its hours)."""
+    by `wait_s` / 2 at least (an imported night's rows as old, at its batch runs, as they were in production,
+    without its hours)."""
 
     name: str
     wait_s: float

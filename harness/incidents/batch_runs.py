@@ -2,7 +2,7 @@
 with their rows as old as they were, aged since a mark (relaychaos.incidents.reconstruct, whose walk places it).
 
     step = batch_step(op, calls, night, safe_s, mark)     # mark: the name of the Mark its rows are aged from
-    step = mark_step(op, name, safe_s)                    # where the night passed the moment op's age before it
+    step = mark_step(op, name)                            # where the night passed the moment op's age before it
 """
 
 from __future__ import annotations
@@ -13,12 +13,14 @@ from relaychaos.incidents.faults import Planned, lines
 from relaychaos.incidents.guids import GuidState
 from relaychaos.incidents.records import AccountLine, OpLine
 
+MARK_WAIT_S = 0.5  # a mark's wait: the rows changed before it and after it are this far apart in age at least
 
-def mark_step(op: OpLine, name: str, safe_s: float) -> Planned:
-    """The mark op's rows are aged from: a wait of twice the safe --min-age, named at its middle."""
+
+def mark_step(op: OpLine, name: str) -> Planned:
+    """The mark op's rows are aged from (see relaychaos.engine.steps.Mark)."""
     what = "--min-age" if op.command == "resolve" else "--retention"
     return Planned(
-        S.Mark(name, wait_s=round(2 * safe_s, 3)),
+        S.Mark(name, wait_s=MARK_WAIT_S),
         f"{op.argument:g} s before {op.where}'s {op.command} {what} {op.argument:g}: the rows changed before "
         f"here were old enough for it, those after were not (mark {name})",
     )

@@ -16,10 +16,11 @@ latest cause (its GUID's latest send, or a reprocess run) in one pass. Rules:
     when the batch runs, as in production, on every replay, however loaded the machine;
   - batch commands run at their logged moments with their logged arguments, and their rows
     are as old as they were: where the night passed the moment a resolve's --min-age (a purge's
-    --retention) before it, the replay makes a mark (a wait of twice the safe --min-age of
-    contract section 6, named at its middle), and the batch run takes the time since that mark
-    as its age (never below the safe one): the rows the night changed before that moment are
-    old enough for it, those changed after are not, without the night's hours;
+    --retention) before it, the replay makes a mark (a short wait, named at its middle), and
+    the batch run takes the time since that mark as its age (a resolve waits, if need be, until
+    the safe --min-age of contract section 6 has passed since the mark): the rows the night
+    changed before that moment are old enough for it, those changed after are not, without the
+    night's hours;
   - answers the channel never got, refusals, races and slow bursts: faults.py; a call the account
     log shows answered E500 is answered E500 again (`server_fault: e500_once`), nothing applied;
   - sends to a relay instance that was down at that moment reached nothing: not replayed,
@@ -263,7 +264,7 @@ class _Night:
             while releases and releases[0][0] <= at:
                 self._release(heapq.heappop(releases)[2])
             if isinstance(item, str):
-                out.append(mark_step(next(o for o, n in self.marks.values() if n == item), item, self.safe_s))
+                out.append(mark_step(next(o for o, n in self.marks.values() if n == item), item))
             elif isinstance(item, OpLine):
                 self._operation(item)
             else:
