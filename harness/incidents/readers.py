@@ -330,7 +330,8 @@ def _fields(
         value = get(data)
         if value is None or value == "" or type(value) is Unmatched:
             if name in source.mapped:
-                missed = [*(missed or ()), (name, value)]
+                missed = missed or []
+                missed.append((name, value))
             value = source.defaults.get(name)
             if value is None:
                 continue

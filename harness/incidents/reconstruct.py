@@ -254,17 +254,17 @@ class _Night:
         }
 
     def walk(self) -> Iterator[Planned | Unreceived]:
-        ops: Iterator[tuple[float, int, int, OpLine | list[ChannelLine] | str]]
+        ops: Iterator[tuple[float, int, int, OpLine | list[ChannelLine] | tuple[OpLine, str]]]
         ops = ((o.at, 0, n, o) for n, o in enumerate(self.bundle.operations))
         sends = ((g[0].at, 1, n, g) for n, g in enumerate(_bursts(self.bundle.channel)))
-        marks = sorted((o.at - (o.argument or 0.0), 2, n, name) for n, (o, name) in enumerate(self.marks.values()))
+        marks = sorted((a[0].at - (a[0].argument or 0.0), 2, n, a) for n, a in enumerate(self.marks.values()))
         releases: list[tuple] = []
         out = self.faults.out
         for at, _, _, item in heapq.merge(ops, sends, marks):
             while releases and releases[0][0] <= at:
                 self._release(heapq.heappop(releases)[2])
-            if isinstance(item, str):
-                out.append(mark_step(next(o for o, n in self.marks.values() if n == item), item))
+            if isinstance(item, tuple):  # (a resolve or purge, the name of its mark)
+                out.append(mark_step(*item))
             elif isinstance(item, OpLine):
                 self._operation(item)
             else:
