@@ -5,6 +5,7 @@ from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
 from relaychaos.incidents import story
 from relaychaos.incidents.faults import Planned
+from relaychaos.incidents.shrink import ddmin
 from relaychaos.incidents.story import around
 
 
@@ -44,3 +45,28 @@ def test_a_story_opens_only_the_accounts_its_sends_touch():
         S.Kill("a"),
     ]
     assert story.accounts(steps, opened) == {f"acct-{n}": 1000 for n in range(1, 7)}
+
+
+def test_the_shrinker_replays_no_candidate_that_cannot_give_production_s_answers():
+    """Production's channel got two answers for g1 and one for g2: a candidate keeping one send of g1 (or a send of g2
+    besides a race of it) cannot reproduce faithfully, so it is refused without a replay; a send of up to three
+    attempts may give two answers."""
+    gives = story.gives_answers({"g1": ["timeout", "0000"], "g2": "0000"})
+    assert gives(night(S.Send("g1", background=True), S.Kill(), S.Start(), S.Send("g1"), S.Send("g2")))
+    assert not gives(night(S.Send("g1"), S.Send("g2")))
+    assert not gives(night(S.Send("g1"), S.Send("g1"), S.Send("g2"), S.Race("g2", n=2)))
+    assert gives(night(S.Send("g1", attempts=3), S.Race("g2", n=1)))
+
+
+def test_ddmin_counts_the_candidates_it_refused_and_never_replays_them():
+    steps = night(S.Send("g1"), S.Kill(), S.Start(), S.Send("g1"))
+    replayed = []
+
+    def reproduces(candidate):
+        replayed.append([p.step for p in candidate])
+        return True
+
+    small, tried = ddmin(steps, reproduces, ("a",), admits=story.gives_answers({"g1": ["timeout", "0000"]}))
+    assert [p.step for p in small] == [S.Send("g1"), S.Send("g1")]
+    assert all(sum(isinstance(s, S.Send) for s in c) == 2 for c in replayed), replayed
+    assert tried.refused > 0 and tried.runs == len(replayed)

@@ -2,16 +2,14 @@
 
     small, tried = ddmin(steps, reproduces, budget=Budget(runs=80, seconds=300))
 
-`reproduces(candidate)` replays a candidate (a list of Planned steps) on the relay and says
-whether every expected rule still broke for every expected GUID; a candidate that is not a
-valid scenario (a toxic removed that was never added, a send to a relay that is down) is
-not run and counts as not reproducing. ddmin (Zeller and Hildebrandt) removes chunks of
-the list, halving the chunk size when no chunk can go, until no single step can be removed
-or the budget of runs or seconds is spent (the smallest reproducing candidate found so far
-is kept). A background send and the wait_calls after it, and a pace with its races, are removed together
-(units). Each candidate is tried once here; the import replays the result again (three
-times on the relay, once on each relay it must hold on) before it keeps it.
-"""
+`reproduces(candidate)` replays a candidate (a list of Planned steps) on the relay and says whether every expected
+rule still broke for every expected GUID; a candidate that is not a valid scenario (a toxic removed that was never
+added, a send to a relay that is down) is not run and counts as not reproducing. ddmin (Zeller and Hildebrandt)
+removes chunks of the list, halving the chunk size when no chunk can go, until no single step can be removed or the
+budget of runs or seconds is spent (the smallest reproducing candidate found so far is kept). A candidate `admits`
+refuses (one that cannot give production's answers) is not run either. A background send and the wait_calls after
+it, and a pace with its races, are removed together (units). Each candidate is tried once here; the import replays
+the result again (three times on the relay, once on each relay it must hold on) before it keeps it."""
 
 from __future__ import annotations
 
@@ -37,6 +35,7 @@ class Tried:
 
     runs: int = 0
     invalid: int = 0
+    refused: int = 0  # valid candidates `admits` refused, not run
     out_of_budget: bool = False
     seconds: float = 0.0
 
@@ -54,6 +53,7 @@ def ddmin(
     reproduces: Callable[[list[Planned]], bool],
     relays: tuple[str, ...],
     budget: Budget | None = None,
+    admits: Callable[[list[Planned]], bool] | None = None,
 ) -> tuple[list[Planned], Tried]:
     """The smallest reproducing list of steps found (see the module doc), and what it took."""
     budget, tried, started = budget or Budget(), Tried(), time.monotonic()
@@ -66,6 +66,9 @@ def ddmin(
             candidate = [steps[i] for u in kept for i in units[u]]
             if not _valid(candidate, relays):
                 tried.invalid += 1
+                cache[key] = False
+            elif admits is not None and not admits(candidate):
+                tried.refused += 1
                 cache[key] = False
             elif tried.runs >= budget.runs or time.monotonic() - started > budget.seconds:
                 tried.out_of_budget = True

@@ -150,3 +150,25 @@ def accounts(steps: list[S.Step], opened: dict[str, int]) -> dict[str, int]:
                     body = json.loads(raw)
                     touched |= {str(body.get("from")), str(body.get("to"))}
     return {name: balance for name, balance in opened.items() if name in touched}
+
+
+def gives_answers(answers: dict[str, str | list[str]]) -> Callable[[list[Planned]], bool]:
+    """Whether a candidate story can give each label as many channel answers as production gave it: its sends make
+    from one call to `attempts` calls each, a race one call a copy (the closing phase sends none). A story with fewer
+    or more cannot reproduce faithfully, so the shrinker need not replay it."""
+    wanted = {label: 1 if isinstance(got, str) else len(got) for label, got in answers.items()}
+
+    def gives(steps: list[Planned]) -> bool:
+        low = dict.fromkeys(wanted, 0)
+        high = dict.fromkeys(wanted, 0)
+        for p in steps:
+            step = p.step
+            if isinstance(step, S.Send) and step.guid in wanted:
+                low[step.guid] += 1
+                high[step.guid] += step.attempts
+            elif isinstance(step, S.Race) and step.guid in wanted:
+                low[step.guid] += step.n
+                high[step.guid] += step.n
+        return all(low[label] <= n <= high[label] for label, n in wanted.items())
+
+    return gives

@@ -121,10 +121,17 @@ def tell(plan: Plan, bundle: Bundle, head: Head, out: Path, args: argparse.Names
         faithful = first.faithful
         fidelity = _fidelity(first, plan, labels, head.relay)
         replays = [0]
-        small, tried = ddmin(cut, _in_a_row(judge, faithful, replays), plan.relays, Budget(runs=args.shrink_runs))
+        small, tried = ddmin(
+            cut,
+            _in_a_row(judge, faithful, replays),
+            plan.relays,
+            Budget(runs=args.shrink_runs),
+            story.gives_answers(answers) if faithful else None,
+        )
+        refused = f", {tried.refused} that could not give production's answers" if tried.refused else ""
         shrunk = (
             f"Shrunk by delta debugging against {head.relay}: {len(small)} steps, {replays[0]} replays, "
-            f"{tried.invalid} invalid candidates skipped, {tried.seconds:.0f} s"
+            f"{tried.invalid} invalid candidates skipped{refused}, {tried.seconds:.0f} s"
             f"{' (budget spent)' if tried.out_of_budget else ''}."
         )
         failed = _confirm(small, run, head, faithful)
