@@ -159,6 +159,27 @@ def test_several_batch_sources_each_with_its_own_arguments_make_one_operations_l
     assert "resolve --min-age 2 (the time since mark age-2" in (out / "night.yaml").read_text()
 
 
+def test_a_resolve_or_purge_before_anything_was_sent_runs_at_once_on_the_empty_ledger(tmp_path, capsys):
+    """A resolve --min-age 300 and a purge at 09:06:30, ten seconds before the night's first send: aged from a
+    mark, the resolve would wait its safe --min-age for a ledger with nothing in it. They run at once, unaged, and
+    say why; a resolve after the sends (09:07:20) is still aged from its mark, made where the night passed it."""
+    bundle = small_bundle(tmp_path / "b")
+    (bundle / "ops.txt").write_text(
+        "2026-11-23T09:06:30Z batch resolve --min-age 300\n2026-11-23T09:06:30Z batch purge --retention 30\n"
+        "2026-11-23T09:07:10Z batch reprocess --max-attempts 3\n2026-11-23T09:07:20Z batch resolve --min-age 2\n"
+    )
+    code, _, err, out = run_import(bundle, tmp_path, capsys)
+    assert code == 0, err
+    steps = scenario_file.load(out / "night.yaml").scenario.steps
+    first_send = next(n for n, s in enumerate(steps) if isinstance(s, S.Send))
+    assert list(steps[:first_send]) == [S.Resolve(min_age_s=60.0), S.Purge(retention_s=30.0)], steps[:first_send]
+    assert [s for s in steps if isinstance(s, (S.Mark, S.Resolve))][1:] == [
+        S.Mark("age-4", wait_s=0.5),
+        S.Resolve(min_age_s=0.45, since="age-4"),
+    ]
+    assert "(60: nothing was sent before it, so the ledger is empty" in (out / "night.yaml").read_text()
+
+
 def test_a_log_of_several_tables_names_each_table_s_files(tmp_path, capsys):
     bundle = small_bundle(tmp_path / "b")
     spoil(bundle, "incident.toml", "[logs.operations]\n", "[[logs.operations]]\n")

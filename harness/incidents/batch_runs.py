@@ -3,9 +3,16 @@ with their rows as old as they were, aged since a mark (relaychaos.incidents.rec
 
     step = batch_step(op, calls, night, safe_s, mark)     # mark: the name of the Mark its rows are aged from
     step = mark_step(op, name)                            # where the night passed the moment op's age before it
+    marks = Marks(bundle.operations); marks.passed(op, name, out); marks.sending(out); marks.of_run(op)
+
+A mark the night passes before anything was sent is made only when the first send comes (nothing in the ledger was
+changed between the two): a resolve or purge that comes first finds an empty ledger, so it runs at once, unaged
+(a resolve aged from such a mark would wait its safe --min-age for nothing).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from relaychaos.engine import steps as S
 from relaychaos.engine.story_checks import LIMIT_S
@@ -29,6 +36,42 @@ def mark_step(op: OpLine, name: str) -> Planned:
 AGED = ("resolve", "purge")  # the batch commands whose argument is an age
 
 
+class Marks:
+    """The marks of a night's resolve and purge runs, made as the walk passes them (see the module doc)."""
+
+    def __init__(self, operations: Iterable[OpLine]):
+        # id of each resolve and purge run -> (the run, the name of the mark its rows are aged from)
+        self.of: dict[int, tuple[OpLine, str]] = {
+            id(o): (o, f"age-{n}") for n, o in enumerate(operations, 1) if o.event == "batch" and o.command in AGED
+        }
+        self.made: set[str] = set()
+        self.waiting: list[tuple[str, Planned]] = []  # passed before anything was sent: made at the first send
+        self.sent = False
+
+    def passed(self, op: OpLine, name: str, out: list) -> None:
+        """The walk passed op's mark: made now, or at the first send when nothing was sent yet."""
+        if self.sent:
+            out.append(mark_step(op, name))
+            self.made.add(name)
+        else:
+            self.waiting.append((name, mark_step(op, name)))
+
+    def sending(self, out: list) -> None:
+        """A send is planned next: the marks waiting for one are made first."""
+        if not self.sent:
+            self.sent = True
+            out += [p for _, p in self.waiting]
+            self.made.update(name for name, _ in self.waiting)
+            self.waiting.clear()
+
+    def of_run(self, op: OpLine) -> str | None:
+        """The mark a resolve or purge run ages its rows from; None for another run, or one that comes before
+        anything was sent (its mark is never made)."""
+        name = self.of.get(id(op), (op, None))[1]
+        self.waiting = [(n, p) for n, p in self.waiting if n != name]
+        return name if name in self.made else None
+
+
 def batch_step(
     op: OpLine, calls: list[AccountLine], night: dict[str, GuidState], safe_s: float, mark: str | None
 ) -> Planned:
@@ -46,15 +89,18 @@ def batch_step(
             f"{where}: reprocess --max-attempts {arg:g}{sent}",
             tuple(night[c.guid].label for c in calls),
         )
-    aged = f"the time since mark {mark}, at least" if mark else "here"
     if op.command == "resolve":
         age = safe_s if mark else min(max(arg, safe_s), LIMIT_S)
-        return Planned(
-            S.Resolve(min_age_s=age, since=mark),
-            f"{where}: resolve --min-age {arg:g} ({aged} {age:g}: rows as old as they were), at its logged moment",
-        )
-    keep = min(arg, LIMIT_S)
-    return Planned(
-        S.Purge(retention_s=keep if not mark else 0.0, since=mark),
-        f"{where}: purge --retention {arg:g} ({aged} {keep if not mark else 0.0:g}: rows as old as they were)",
+        step: S.Resolve | S.Purge = S.Resolve(min_age_s=age, since=mark)
+    else:
+        age = 0.0 if mark else min(arg, LIMIT_S)
+        step = S.Purge(retention_s=age, since=mark)
+    what = "--min-age" if op.command == "resolve" else "--retention"
+    # a resolve or purge without a mark came before anything was sent (Marks.of_run)
+    aged = (
+        f"the time since mark {mark}, at least {age:g}: rows as old as they were"
+        if mark
+        else f"{age:g}: nothing was sent before it, so the ledger is empty and no row's age can matter"
     )
+    moment = ", at its logged moment" if op.command == "resolve" else ""
+    return Planned(step, f"{where}: {op.command} {what} {arg:g} ({aged}){moment}")

@@ -20,7 +20,7 @@ latest cause (its GUID's latest send, or a reprocess run) in one pass. Rules:
     the batch run takes the time since that mark as its age (a resolve waits, if need be, until
     the safe --min-age of contract section 6 has passed since the mark): the rows the night
     changed before that moment are old enough for it, those changed after are not, without the
-    night's hours;
+    night's hours (a run that comes before anything was sent finds an empty ledger: it runs at once, batch_runs.py);
   - answers the channel never got, refusals, races and slow bursts: faults.py; a call the account
     log shows answered E500 is answered E500 again (`server_fault: e500_once`), nothing applied;
   - sends to a relay instance that was down at that moment reached nothing: not replayed,
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 from relaychaos.engine import steps as S
 from relaychaos.incidents import balances, clocks, guids
-from relaychaos.incidents.batch_runs import AGED, batch_step, mark_step
+from relaychaos.incidents.batch_runs import Marks, batch_step
 from relaychaos.incidents.faults import FaultPlanner, Planned, Unreceived, lines, race, send_step
 from relaychaos.incidents.guids import GuidState
 from relaychaos.incidents.mapping import BundleError
@@ -246,25 +246,20 @@ class _Night:
         self.held: dict[str, int] = {}  # label -> calls of it held and not yet released
         self.unreached: list[ChannelLine] = []
         self.safe_s = round(account_timeout_ms / 1000 + TOLERANCES.min_age_margin_s, 3)  # contract section 6
-        # id of each resolve and purge run -> (the run, the name of the mark its rows are aged from)
-        self.marks: dict[int, tuple[OpLine, str]] = {
-            id(o): (o, f"age-{n}")
-            for n, o in enumerate(bundle.operations, 1)
-            if o.event == "batch" and o.command in AGED
-        }
+        self.marks = Marks(bundle.operations)
 
     def walk(self) -> Iterator[Planned | Unreceived]:
         ops: Iterator[tuple[float, int, int, OpLine | list[ChannelLine] | tuple[OpLine, str]]]
         ops = ((o.at, 0, n, o) for n, o in enumerate(self.bundle.operations))
         sends = ((g[0].at, 1, n, g) for n, g in enumerate(_bursts(self.bundle.channel)))
-        marks = sorted((a[0].at - (a[0].argument or 0.0), 2, n, a) for n, a in enumerate(self.marks.values()))
+        marks = sorted((a[0].at - (a[0].argument or 0.0), 2, n, a) for n, a in enumerate(self.marks.of.values()))
         releases: list[tuple] = []
         out = self.faults.out
         for at, _, _, item in heapq.merge(ops, sends, marks):
             while releases and releases[0][0] <= at:
                 self._release(heapq.heappop(releases)[2])
             if isinstance(item, tuple):  # (a resolve or purge, the name of its mark)
-                out.append(mark_step(*item))
+                self.marks.passed(*item, out)
             elif isinstance(item, OpLine):
                 self._operation(item)
             else:
@@ -319,6 +314,7 @@ class _Night:
             group = [s for s in group if s.relay in self.running]
             if not group:
                 return []
+        self.marks.sending(self.faults.out)
         first = group[0]
         calls = [c for s in group for c in calls_of(s)]
         self._e500s(calls)
@@ -379,8 +375,7 @@ class _Night:
         if op.event == "batch":
             if op.command == "reprocess":
                 self._e500s(calls_of(op))
-            mark = self.marks.get(id(op), (op, None))[1]
-            out.append(batch_step(op, calls_of(op), self.night, self.safe_s, mark))
+            out.append(batch_step(op, calls_of(op), self.night, self.safe_s, self.marks.of_run(op)))
 
 
 def _initial_relays(bundle: Bundle) -> tuple[str, ...]:
