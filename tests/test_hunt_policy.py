@@ -2,7 +2,9 @@
 state machine's random stories do not run, and the report says so; `--hunt` runs them anyway.
 
 The broken relay here is write_after_call: `happy-path` shows its bug in about a second, and the
-machine finds it too when it runs. Each test selects a few scenarios (`-k`) to stay short.
+machine finds it too when it runs. Each test selects a few scenarios (`-k`) to stay short, and a machine that
+hunts shrinks what it found for SHRINK_S (these tests are about whether it runs; tests/test_power.py and
+tests/test_shrink_budget.py are about its shrinking).
 """
 
 import json
@@ -21,6 +23,7 @@ pytestmark = pytest.mark.stack
 BROKEN = ROOT / "relay_under_test" / "mutants" / "write_after_call" / "relay.toml"
 E903_WAITS = ROOT / "relay_under_test" / "mutants" / "e903_waits" / "relay.toml"
 FAST = "happy-path or stateful"
+SHRINK_S = "1"
 
 
 def cli(*args, env=None, timeout=300):
@@ -54,7 +57,22 @@ def test_run_does_not_hunt_what_a_named_scenario_has_shown_and_says_so_everywher
 def test_run_with_hunt_runs_the_random_stories_anyway(tmp_path, how):
     run = tmp_path / "run"
     flags, env = (how, None) if isinstance(how, list) else ([], how)
-    proc = cli("run", "--relay", BROKEN, "--out", run, *flags, "--", "-k", FAST, "--relaychaos-budget", "ci", env=env)
+    proc = cli(
+        "run",
+        "--relay",
+        BROKEN,
+        "--out",
+        run,
+        "--shrink-s",
+        SHRINK_S,
+        *flags,
+        "--",
+        "-k",
+        FAST,
+        "--relaychaos-budget",
+        "ci",
+        env=env,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     stories, entry = machine_entry(run)
     assert stories["ran"] is True and stories["examples"] >= 1, stories
@@ -93,7 +111,16 @@ def test_the_plugin_skips_the_machine_after_a_named_failure_and_the_ini_value_hu
     skipped = plugin_run(tmp_path, "-k", FAST)
     assert skipped.returncode == 1, skipped.stdout + skipped.stderr
     assert "1 failed, 1 skipped" in skipped.stdout and f"relaychaos: {WHY_NOT} (failed: happy-path)" in skipped.stdout
-    hunted = plugin_run(tmp_path, "-k", FAST, "--relaychaos-budget", "ci", ini="relaychaos_hunt = true\n")
+    hunted = plugin_run(
+        tmp_path,
+        "-k",
+        FAST,
+        "--relaychaos-budget",
+        "ci",
+        "--relaychaos-shrink-s",
+        SHRINK_S,
+        ini="relaychaos_hunt = true\n",
+    )
     assert "2 failed" in hunted.stdout and WHY_NOT not in hunted.stdout, hunted.stdout[-3000:]
 
 
@@ -143,6 +170,8 @@ def test_grade_with_hunt_runs_and_counts_the_machine(tmp_path):
         "--seed",
         "1",
         "--hunt",
+        "--shrink-s",
+        SHRINK_S,
         timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
