@@ -33,6 +33,25 @@ def grade(*args, timeout=600):
     )
 
 
+def grades_at_once(*runs: list, timeout=600) -> list[subprocess.CompletedProcess]:
+    """`relaychaos grade` with each list of arguments, all started together (as a CI matrix runs them)."""
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-m", "relaychaos.commands.cli", "grade", *map(str, args)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for args in runs
+    ]
+    done = []
+    for proc in started:
+        out, err = proc.communicate(timeout=timeout)
+        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    return done
+
+
 def records(out: Path) -> dict[str, dict]:
     return {r["submission"]: r for r in (json.loads(p.read_text()) for p in out.glob("submissions/*/grade.json"))}
 
@@ -128,12 +147,17 @@ def test_a_grade_cut_at_its_budget_is_not_scored_and_says_how_far_it_got(tmp_pat
 def test_a_regrade_with_the_same_seed_gives_the_same_score_however_far_shrinking_got(tmp_path, relay, scenarios):
     """The machine alone grades the mutant here: with seed 1 it finds the bug in its first examples.
 
-    The second grade may shrink for 0.01 s only: the story shown is cut short, the grade is not.
+    The second grade, run beside the first, may shrink for 0.01 s only: the story shown is cut short, the grade is not.
     """
     scores, machine = [], []
-    for n, shrink_s in enumerate((10, 0.01)):
-        out = tmp_path / f"book{n}"
-        done = grade(RELAYS / relay, "--out", out, "--scenarios", scenarios, "--seed", 1, "--shrink-s", shrink_s)
+    outs = [tmp_path / f"book{n}" for n in range(2)]
+    runs = grades_at_once(
+        *(
+            [RELAYS / relay, "--out", out, "--scenarios", scenarios, "--seed", 1, "--shrink-s", shrink_s]
+            for out, shrink_s in zip(outs, (10, 0.01), strict=True)
+        )
+    )
+    for out, done in zip(outs, runs, strict=True):
         assert done.returncode == 0, done.stdout + done.stderr
         (record,) = records(out).values()
         assert record["seed"] == 1
@@ -160,11 +184,12 @@ def test_a_regrade_with_the_same_seed_gives_the_same_score_however_far_shrinking
 
 
 def test_three_shards_merged_equal_one_unsharded_run(tmp_path):
+    """The three shards run at once, as a CI matrix runs them, beside the unsharded grade."""
     subs = [RELAYS / "reference", RELAYS / "base", RELAYS / "mutants" / "check_then_insert"]
     whole = tmp_path / "whole"
-    assert grade(*subs, "--out", whole, "--scenarios", QUICK).returncode == 0
-    for i in range(3):
-        assert grade(*subs, "--out", tmp_path / f"shard{i}", "--scenarios", QUICK, "--shard", f"{i}/3").returncode == 0
+    shards = [["--out", tmp_path / f"shard{i}", "--shard", f"{i}/3"] for i in range(3)]
+    for done in grades_at_once(*([*subs, *args, "--scenarios", QUICK] for args in [["--out", whole], *shards])):
+        assert done.returncode == 0, done.stdout + done.stderr
     merged = tmp_path / "merged"
     done = subprocess.run(
         [

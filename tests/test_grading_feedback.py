@@ -17,7 +17,7 @@ import pytest
 from relaychaos.reports.student_text import masked
 
 from .conftest import ROOT, derived_relay
-from .test_grading import RELAYS, grade, manifest, records
+from .test_grading import RELAYS, grade, grades_at_once, manifest, records
 
 pytestmark = pytest.mark.stack
 LEAKS = re.compile(
@@ -54,16 +54,14 @@ def test_a_relay_that_cannot_start_is_graded_within_10_s_with_its_own_output_in_
 
 
 def test_a_regrade_gives_the_same_words_and_none_of_them_names_a_path_port_pid_worker_or_guid(tmp_path):
+    """The two grades run at once."""
     texts = []
-    for n in range(2):
-        out = tmp_path / f"book{n}"
-        done = grade(
-            RELAYS / "mutants" / "unknown_resent",
-            "--out",
-            out,
-            "--scenarios",
-            "happy-path,dropped-response-downstream,race-pairs-two-relays",
-        )
+    outs = [tmp_path / f"book{n}" for n in range(2)]
+    scenarios = "happy-path,dropped-response-downstream,race-pairs-two-relays"
+    runs = grades_at_once(
+        *([RELAYS / "mutants" / "unknown_resent", "--out", out, "--scenarios", scenarios] for out in outs)
+    )
+    for out, done in zip(outs, runs, strict=True):
         assert done.returncode == 0, done.stdout + done.stderr
         (folder,) = out.glob("submissions/*")
         data = json.loads((folder / "results.json").read_text())
