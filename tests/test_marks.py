@@ -6,6 +6,7 @@ import pytest
 
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
+from relaychaos.engine.operations import first_marks
 from relaychaos.events import Op
 
 from .conftest import REFERENCE
@@ -40,6 +41,36 @@ def test_resolve_since_a_mark_decides_the_rows_changed_before_it_and_leaves_thos
     rows = {label[g]: row["status"] for g, row in after.value["rows"].items() if g in label}
     assert rows == {"g1": "DONE", "g2": "UNKNOWN"}, rows
     assert result.ok, result.verdicts
+
+
+@pytest.mark.stack
+def test_a_resolve_since_a_mark_made_before_any_row_changed_does_not_wait_and_leaves_the_rows_changed_after(run_chaos):
+    """No row changed before the mark, so none needs to be older than the age: the resolve runs at once, with its safe
+    --min-age (3 s here) as the age, and the row changed after the mark is too young for it."""
+    sc = S.Scenario(
+        "a-mark-before-any-row",
+        (
+            S.Mark("first", wait_s=0.5),
+            LATE,
+            S.Send("g1", 10),
+            S.RemoveToxic("account", "late"),
+            S.Resolve(min_age_s=3.0, since="first"),
+        ),
+    )
+    result = run_chaos(sc, manifest=REFERENCE)
+    resolve = next(e for e in result.history if e.f == "resolve" and e.type == "invoke")
+    assert resolve.value["argument"] == 3.0, resolve.value
+    waited = [e for e in result.history if e.f == Op.AGE and e.index < resolve.index]
+    assert not waited, f"no wait for age before the resolve: {waited}"
+    after = next(e for e in result.history if e.f == Op.LEDGER_SNAPSHOT and e.value.get("after_step") == len(sc.steps))
+    assert [row["status"] for row in after.value["rows"].values()] == ["UNKNOWN"], after.value
+    assert result.ok, result.verdicts
+
+
+def test_the_marks_made_before_any_step_that_may_change_a_row_are_known_before_the_run():
+    steps = [S.Mark("m1", 0.5), S.Kill(), S.Start(), S.Mark("m2", 0.5), S.Send("g1"), S.Mark("m3", 0.5)]
+    assert first_marks(steps) == {"m1", "m2"}
+    assert first_marks([S.Reprocess(3), S.Mark("m", 0.5)]) == set()
 
 
 def test_a_batch_run_since_a_mark_no_step_made_is_refused_before_anything_runs():

@@ -14,13 +14,29 @@ from relaychaos.errors import HarnessError, RelayError
 from relaychaos.recorder import Recorder
 from relaychaos.stack.world import Stack
 
+CHANGES_ROWS = (S.Send, S.Race, S.Resolve, S.Reprocess, S.Purge)  # the steps that may change a row of the ledger
+
+
+def first_marks(steps: tuple[S.Step, ...] | list[S.Step]) -> frozenset[str]:
+    """The marks made before any step that may change a row of the ledger (CHANGES_ROWS)."""
+    out = set()
+    for step in steps:
+        if isinstance(step, CHANGES_ROWS):
+            break
+        if isinstance(step, S.Mark):
+            out.add(step.name)
+    return frozenset(out)
+
 
 class Operator:
     """Starts relays and runs batch commands for one run; batch runs are killed at `batch_timeout_s`."""
 
-    def __init__(self, stack: Stack, recorder: Recorder, batch_timeout_s: float):
+    def __init__(
+        self, stack: Stack, recorder: Recorder, batch_timeout_s: float, first_marks: frozenset[str] = frozenset()
+    ):
         self.stack, self.recorder, self.batch_timeout_s = stack, recorder, batch_timeout_s
         self.marks: dict[str, float] = {}  # Mark name -> the unix time of its middle
+        self.first_marks = first_marks  # marks made before any step of the run changed a row (first_marks())
 
     def start(self, step: S.Start) -> None:
         sup = self.stack.supervisor
@@ -51,7 +67,8 @@ class Operator:
     def _age(self, seconds: float, since: str | None) -> float:
         """A batch run's age argument: `seconds`, or the time since the mark named. Sooner than `seconds` after the
         mark, it first waits until then: the rows changed before the mark stay older than the age it gives, and the
-        age is never below `seconds` (a resolve's safe --min-age, contract section 6)."""
+        age is never below `seconds` (a resolve's safe --min-age, contract section 6). After a mark made before any
+        step of the run changed a row there are no such rows: the age is the larger of the two, at once."""
         if since is None:
             return seconds
         if since not in self.marks:
@@ -59,6 +76,8 @@ class Operator:
                 f"a batch step ages its rows since mark {since!r}, which no step before it made",
                 fix="put `- mark: {name: ...}` before it (the scenario file's checks refuse this)",
             )
+        if since in self.first_marks:
+            return max(seconds, round(time.time() - self.marks[since], 3))
         early = seconds - (time.time() - self.marks[since])
         if early > 0:
             self.recorder.aged(round(early, 3), seconds)

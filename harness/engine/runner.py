@@ -28,7 +28,7 @@ from relaychaos.engine import steps as S
 from relaychaos.engine.client import Client
 from relaychaos.engine.nemesis import Nemesis
 from relaychaos.engine.observer import Observer
-from relaychaos.engine.operations import Operator
+from relaychaos.engine.operations import Operator, first_marks
 from relaychaos.errors import HarnessError, RelayError
 from relaychaos.history import History
 from relaychaos.recorder import Recorder
@@ -79,7 +79,7 @@ class Runner:
         self.guids: dict[str, str] = {}
         self.client: Client = Client(stack, self.recorder, scenario.account_timeout_ms, self.guid)
         self.nemesis: Nemesis = Nemesis(stack, self.recorder, self.guid)
-        self.operator: Operator = Operator(stack, self.recorder, scenario.batch_timeout_s)
+        self.operator: Operator = Operator(stack, self.recorder, scenario.batch_timeout_s, first_marks(scenario.steps))
         self.observer: Observer = Observer(stack, self.recorder, self.tag)
 
     @property

@@ -170,7 +170,8 @@ class Mark:
     """Let `wait_s` seconds pass and name their middle: a resolve or purge `since` this mark takes the time since
     then as its age, so that the rows changed before the mark are older than it and those changed after are younger
     by `wait_s` / 2 at least (an imported night's rows as old, at its batch runs, as they were in production,
-    without its hours)."""
+    without its hours). When no step before the mark may change a row, a batch run since it does not wait
+    (relaychaos.engine.operations.first_marks)."""
 
     name: str
     wait_s: float
