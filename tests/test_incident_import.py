@@ -85,6 +85,10 @@ def test_a_strangers_bundle_imports_as_written_and_finds_the_double_debits_its_n
     assert set(story.scenario.incident["guids"].values()) == doubled
     blamed = [line for line in text.splitlines() if line.startswith("# Note:") and "correct them" in line]
     assert not [line for line in blamed if "/account" in line], "an account log in the order of answers is not blamed"
+    for loaded in (night, story):  # IBANs, digits only: each account a step names is opened under the same string
+        sc = loaded.scenario
+        named = {p for step in sc.steps if isinstance(step, S.Send) and step.raw is None for p in (step.src, step.dst)}
+        assert named <= set(sc.accounts) and all(isinstance(a, str) for a in sc.accounts), named - set(sc.accounts)
 
 
 def test_the_reprocess_night_drops_answers_refuses_one_and_puts_the_resends_down_to_the_batch_run(tmp_path):

@@ -326,6 +326,23 @@ def test_a_ledger_that_is_a_view_or_a_slow_query_is_unreadable_at_once(tmp_path)
     assert time.monotonic() - started < ledger_file.QUERY_S + 1
 
 
+def test_select_streams_the_named_columns_of_every_row_and_is_bounded_by_the_time_it_is_given(tmp_path):
+    """An incident bundle's ledger may hold millions of rows: read a tuple at a time, only the columns asked."""
+    import sqlite3
+
+    from relaychaos.stack import ledger_file
+
+    path = tmp_path / "ledger.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute('CREATE TABLE ledger (guid TEXT PRIMARY KEY, status TEXT, "odd""name" TEXT, request TEXT)')
+        conn.executemany("INSERT INTO ledger VALUES (?, ?, ?, ?)", [(f"g{n}", "DONE", "x", "{}") for n in range(3000)])
+    rows = ledger_file.select(path, ("guid", 'odd"name'))
+    assert next(rows) == ("g0", "x")
+    assert sum(1 for _ in rows) == 2999
+    with pytest.raises(sqlite3.OperationalError, match="interrupted"):
+        list(ledger_file.select(path, ("guid", "status"), query_s=-1.0))
+
+
 def test_a_ledger_file_that_is_a_fifo_is_never_opened(tmp_path):
     from relaychaos.stack import ledger_file
 

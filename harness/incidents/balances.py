@@ -32,6 +32,7 @@ def opening(bundle: Bundle) -> tuple[dict[str, int], list[str]]:
     need: dict[str, int] = {}
     upper: dict[str, tuple[float, AccountLine]] = {}  # party -> (upper bound, the B201 line)
     largest: dict[str, int] = {}
+    # the parties of calls other than applied debits (those are in net) the account system knew: few, as are B202's
     known: set[str] = set()
     refused_unknown: set[str] = set()
     for c in bundle.account:
@@ -41,7 +42,6 @@ def opening(bundle: Bundle) -> tuple[dict[str, int], list[str]]:
             net[c.src] = before - c.amount
             net[c.dst] = net.get(c.dst, 0) + c.amount
             largest[c.src] = max(largest.get(c.src, 0), c.amount)
-            known |= {c.src, c.dst}
         elif c.code == "B201":
             bound = c.amount - net.get(c.src, 0) - 1
             if bound < upper.get(c.src, (math.inf,))[0]:
@@ -51,10 +51,15 @@ def opening(bundle: Bundle) -> tuple[dict[str, int], list[str]]:
             refused_unknown |= {c.src, c.dst}
         else:
             known |= {c.src, c.dst}
-    parties = sorted({r.src for r in bundle.channel} | {r.dst for r in bundle.channel})
+    named: set[str] = set()  # every party the channel named (a night may name a million: one set, no copies)
+    for r in bundle.channel:
+        named.add(r.src)
+        named.add(r.dst)
+    parties = sorted(named)
+    del named
     out, notes, unknown = {}, [], []
     for p in parties:
-        if p not in known and p in refused_unknown:
+        if p not in net and p not in known and p in refused_unknown:
             unknown.append(p)
             continue
         low = need.get(p, 0)

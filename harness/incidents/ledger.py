@@ -20,6 +20,8 @@ from relaychaos.incidents.readers import Skipped, rows
 from relaychaos.stack import ledger_file
 
 CONTRACT_COLUMNS = ("guid", "status", "resp_code", "request", "response", "attempts", "updated_at")
+WORDS = ("guid", "status", "resp_code", "attempts")  # the columns the last word on a GUID is made of
+READ_S = 600.0  # a production ledger of millions of rows is read in seconds; a read that takes longer is stopped
 
 
 def read(source: Source, strings: dict[str, str]) -> dict[str, str]:
@@ -43,7 +45,8 @@ def read(source: Source, strings: dict[str, str]) -> dict[str, str]:
 
 
 def _sqlite(path: Path) -> Iterator[dict[str, object]]:
-    """The rows of the ledger table, one dict at a time, read as the harness reads a relay's (stack.ledger_file)."""
+    """The rows of the ledger table, one dict of WORDS at a time, streamed (a production ledger may hold millions),
+    read as the harness reads a relay's (stack.ledger_file) but given READ_S for the whole read."""
     try:
         missing = [c for c in CONTRACT_COLUMNS if c not in ledger_file.columns(path)]
         if missing:
@@ -53,12 +56,24 @@ def _sqlite(path: Path) -> Iterator[dict[str, object]]:
                 fix="give the relay's ledger file as it is (contract section 4), "
                 "a CSV dump of the table, or leave it out",
             )
-        for r in ledger_file.rows(path).values():
-            yield {k: r.get(k) for k in ("guid", "status", "resp_code", "attempts")}
-    except sqlite3.DatabaseError as e:
+        for guid, status, code, attempts in ledger_file.select(path, WORDS, READ_S):
+            yield {"guid": guid, "status": status, "resp_code": code, "attempts": attempts}
+    except sqlite3.OperationalError as e:
+        if str(e) != "interrupted":
+            raise _unreadable(path, e) from None
         raise BundleError(
-            f"not a SQLite database: {e}",
+            f"reading the ledger took over {READ_S:g} s, and was stopped",
             where=str(path),
-            fix="give the relay's ledger file as it is (copy it with `sqlite3 LEDGER '.backup "
-            "ledger.sqlite'`), or a CSV dump with a header (name it ledger.csv)",
+            fix="give a CSV dump of the table (`\\copy ledger to 'ledger.csv' csv header`), or leave the ledger out",
         ) from None
+    except sqlite3.DatabaseError as e:
+        raise _unreadable(path, e) from None
+
+
+def _unreadable(path: Path, e: sqlite3.DatabaseError) -> BundleError:
+    return BundleError(
+        f"not a SQLite database: {e}",
+        where=str(path),
+        fix="give the relay's ledger file as it is (copy it with `sqlite3 LEDGER '.backup "
+        "ledger.sqlite'`), or a CSV dump with a header (name it ledger.csv)",
+    )

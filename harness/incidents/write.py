@@ -119,21 +119,27 @@ def head_lines(
         out.append(f"# The logs show the incident broke: {', '.join(plan.rules)}.")
     if not head.relay:
         out.append("# The relay that ran is not named (incident.toml `relay`, or --relay): expect lists only holds_on.")
-    data = {
-        "name": head.name,
-        "description": head.description,
-        "account_timeout_ms": head.account_timeout_ms,
-        "accounts": plan.accounts if accounts is None else accounts,
-        "relays": list(plan.relays),
-    }
+    data: dict = {"name": head.name, "description": head.description, "account_timeout_ms": head.account_timeout_ms}
+    out.append(_dumped(data))
+    # a night may open a million accounts: written a line each, as the steps are (a YAML library would hold a node
+    # for each, hundreds of MB)
+    opened = plan.accounts if accounts is None else accounts
+    out.append(
+        "accounts:" + "".join(f"\n  {scalar(k)}: {scalar(v)}" for k, v in opened.items()) if opened else "accounts: {}"
+    )
+    rest: dict = {"relays": list(plan.relays)}
     if plan.ledger_lock_delay_ms:
-        data["ledger_lock_delay_ms"] = plan.ledger_lock_delay_ms
+        rest["ledger_lock_delay_ms"] = plan.ledger_lock_delay_ms
     expect: dict = {"holds_on": head.holds_on}
     if head.relay and plan.rules:
         expect["breaks"] = {head.relay: plan.rules}
-    data["expect"] = expect
-    out.append(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100).rstrip())
+    rest["expect"] = expect
+    out.append(_dumped(rest))
     return out
+
+
+def _dumped(data: dict) -> str:
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100).rstrip()
 
 
 def incident_lines(

@@ -1,6 +1,7 @@
 """The one reader of a relay's ledger from outside: read-only, regular files only, never waiting on the relay.
 
     rows(path)                 {guid: row}, every row (or those whose GUID ends in `suffix`)
+    select(path, names, query_s)   the named columns of every row, one tuple at a time (a large ledger, streamed)
     columns(path)              the ledger table's columns
     keep(path, folder, cap)    a copy of the ledger's files, for the run's record
 
@@ -23,6 +24,7 @@ import shutil
 import sqlite3
 import stat
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,15 +64,16 @@ def check(path: Path) -> bool:
 
 
 class _Bounded(sqlite3.Connection):
-    """A connection whose every statement is interrupted once it has run QUERY_S."""
+    """A connection whose every statement is interrupted once it has run `query_s` (QUERY_S unless set)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # sqlite3.connect's arguments, passed on as they are
         super().__init__(*args, **kwargs)
         self._deadline = 0.0
+        self.query_s = QUERY_S
         self.set_progress_handler(lambda: time.monotonic() > self._deadline, 10_000)
 
     def execute(self, sql: str, parameters: _Parameters = (), /) -> sqlite3.Cursor:
-        self._deadline = time.monotonic() + QUERY_S
+        self._deadline = time.monotonic() + self.query_s
         return super().execute(sql, parameters)
 
 
@@ -99,6 +102,19 @@ def rows(path: Path, suffix: str | None = None) -> dict[str, dict]:
         else:
             found = conn.execute("SELECT * FROM ledger WHERE substr(guid, -?) = ?", (len(suffix), suffix))
         return {r["guid"]: dict(r) for r in found}
+    finally:
+        conn.close()
+
+
+def select(path: Path, names: tuple[str, ...], query_s: float = QUERY_S) -> Iterator[tuple]:
+    """The named columns of every row of the ledger, one tuple at a time, the whole read interrupted after query_s:
+    a ledger of millions of rows is streamed, never held (names are column names, quoted here)."""
+    conn = connect(path)
+    try:
+        if isinstance(conn, _Bounded):
+            conn.query_s = query_s
+        quoted = ", ".join('"' + n.replace('"', '""') + '"' for n in names)
+        yield from conn.execute(f"SELECT {quoted} FROM ledger")
     finally:
         conn.close()
 
