@@ -49,3 +49,16 @@ def test_every_nested_command_is_listed_in_its_command_s_help():
         text = " ".join(sub.format_help().split())
         for child, line in commands(sub).items():
             assert line and f"{child} {' '.join(line.split())}" in text, f"relaychaos {name} --help: {child}"
+
+
+def test_relaychaos_version_prints_the_installed_version_as_pyproject_gives_it(capsys):
+    """A team pins a version: `relaychaos --version` says which one runs, the distribution's as installed."""
+    import tomllib
+
+    from .conftest import ROOT
+
+    wanted = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"relaychaos {wanted}\n"

@@ -17,6 +17,7 @@ are written, marked partial, with their report).
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import signal
 import sys
@@ -208,9 +209,18 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=24, width=160)
 
 
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's, as pip installed it)."""
+    try:
+        return importlib.metadata.version("relaychaos")
+    except importlib.metadata.PackageNotFoundError:
+        return "(version unknown: relaychaos is not installed; `pip install -e .` in the project, or install the wheel)"
+
+
 def parser() -> argparse.ArgumentParser:
     """The whole command line: every command's parser, registered on `sub`; --help lists each with its help line."""
     parser = argparse.ArgumentParser(prog="relaychaos", description=__doc__, formatter_class=_formatter)
+    parser.add_argument("--version", action="version", version=f"relaychaos {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, title="commands")
     run = sub.add_parser(
         "run",
