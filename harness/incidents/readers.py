@@ -181,9 +181,14 @@ def _words(source: Source) -> list[str]:
     return out
 
 
+def unit(source: Source) -> str:
+    """What a record's number counts: a file's lines, or (format json) the records of its document."""
+    return "record" if source.format == "json" else "line"
+
+
 def rows(source: Source, skipped: Skipped) -> Iterator[tuple[str, int, dict[str, Any]]]:
     """Every record of the source's files, file by file, in each file's order (see the module doc)."""
-    skipped.unit = "record" if source.format == "json" else "line"
+    skipped.unit = unit(source)
     for path in map(str, source.files):
         with contextlib.ExitStack() as opened:  # a CSV file stays open while its rows are read
             if source.format == "csv":
@@ -352,7 +357,7 @@ def _fields(
         missing = [source.fields[k].name for k in source.required if k not in fields]
         raise BundleError(
             f"the record lacks {', '.join(missing)}",
-            where=f"{path}, {'record' if source.format == 'json' else 'line'} {n}",
+            where=f"{path}, {unit(source)} {n}",
             fix=f"give every record the fields {', '.join(source.fields[k].name for k in source.required)}"
             f", or map them in {source.table} (see {DOC})",
         )

@@ -77,12 +77,12 @@ class _Bounded(sqlite3.Connection):
         return super().execute(sql, parameters)
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path) -> _Bounded:
     """A read-only connection to the ledger, after check(), whose statements are interrupted after QUERY_S and
     whose `ledger` is a table; sqlite3 errors (and LedgerFileError) propagate."""
     if not check(path):
         raise sqlite3.OperationalError(f"the ledger {path} does not exist")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_S, factory=_Bounded)
+    conn: _Bounded = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_S, factory=_Bounded)
     kind = conn.execute("SELECT type FROM sqlite_master WHERE name = 'ledger'").fetchone()
     if kind is not None and kind[0] != "table":
         conn.close()
@@ -111,8 +111,7 @@ def select(path: Path, names: tuple[str, ...], query_s: float = QUERY_S) -> Iter
     a ledger of millions of rows is streamed, never held (names are column names, quoted here)."""
     conn = connect(path)
     try:
-        if isinstance(conn, _Bounded):
-            conn.query_s = query_s
+        conn.query_s = query_s
         quoted = ", ".join('"' + n.replace('"', '""') + '"' for n in names)
         yield from conn.execute(f"SELECT {quoted} FROM ledger")
     finally:
