@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 VERSION = "1.1"
+# §4: the ledger table's columns, the only ones the harness reads (a relay may add others, which it never reads)
+LEDGER_COLUMNS = ("guid", "status", "resp_code", "request", "response", "attempts", "updated_at")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from relaychaos import contract, idempotency_key
 from relaychaos.checkers.claims import as_dict
-from relaychaos.checkers.interface import REQUIRED_COLUMNS
+from relaychaos.contract import LEDGER_COLUMNS
 from relaychaos.fixtures.account_system.bank import MESSAGES
 from relaychaos.history import History
 from relaychaos.recorder import Recorder
@@ -93,7 +93,7 @@ class HistoryBuilder:
         self.requests: dict[str, dict] = {}  # GUID -> the last well-formed request the channel sent
         self.calls: list[dict] = []
         self.balances: dict[str, int] | None = None  # None: derived from the applied calls, as the bank does
-        self.columns, self.schema_error = list(REQUIRED_COLUMNS), None
+        self.columns, self.schema_error = list(LEDGER_COLUMNS), None
         self.schema_table: str | None = None  # a PostgreSQL ledger's table (None: the SQLite file's)
         self.schema_required: list[str] | None = None  # the columns a keyed service's [ledger] maps
         self.queries: list[dict] = []  # the query API's answers (bank.Bank.queried)

@@ -300,56 +300,47 @@ def test_a_relay_that_listens_without_binding_is_refused_the_ephemeral_port(make
     assert "seccomp refused listen on 0.0.0.0:0 (an unbound socket" in str(e.value), str(e.value)
 
 
-@pytest.mark.slow
-def test_a_ledger_that_is_a_view_or_a_slow_query_is_unreadable_at_once(tmp_path):
-    import sqlite3
-    import time
-
-    from relaychaos.stack import ledger_file
-
-    path = tmp_path / "ledger.sqlite"
-    with sqlite3.connect(path) as conn:
-        conn.execute(
-            "CREATE VIEW ledger AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
-            "SELECT i AS guid FROM r"
-        )
-    with pytest.raises(ledger_file.LedgerFileError, match="is a view, not a table"):
-        ledger_file.rows(path)
-    with sqlite3.connect(path) as conn:
-        conn.execute("DROP VIEW ledger")
-        conn.execute("CREATE TABLE ledger (guid TEXT PRIMARY KEY)")
-    started = time.monotonic()
-    with pytest.raises(sqlite3.OperationalError, match="interrupted"):
-        ledger_file.connect(path).execute(
-            "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
-        ).fetchone()
-    assert time.monotonic() - started < ledger_file.QUERY_S + 1
+@ROOT_ONLY
+def test_a_listen_from_a_thread_that_is_not_the_processs_first_is_looked_at_all_the_same(make_stack, write_manifest):
+    threaded = [
+        sys.executable,
+        "-c",
+        "import socket, threading; t = threading.Thread(target=lambda: socket.socket().listen()); t.start(); t.join()",
+    ]
+    stack = make_stack(write_manifest(serve=threaded, ready_timeout_s=5))
+    with pytest.raises(RelayError) as e:
+        stack.start_relay()
+    assert "seccomp refused listen on 0.0.0.0:0 (an unbound socket" in str(e.value), str(e.value)
 
 
-def test_select_streams_the_named_columns_of_every_row_and_is_bounded_by_the_time_it_is_given(tmp_path):
-    """An incident bundle's ledger may hold millions of rows: read a tuple at a time, only the columns asked."""
-    import sqlite3
+SWAP = """
+import ctypes, os, socket, threading
+allowed = socket.socket()
+allowed.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+allowed.bind(("127.0.0.1", int(os.environ["RELAY_PORT"])))
+unbound = socket.socket()
+fd, done = os.dup(allowed.fileno()), threading.Event()
+def swap():
+    while not done.is_set():
+        os.dup2(unbound.fileno(), fd)
+        os.dup2(allowed.fileno(), fd)
+threading.Thread(target=swap, daemon=True).start()
+listen = ctypes.CDLL(None).listen
+for _ in range(3000):
+    listen(fd, 8)
+done.set()
+print("the unbound socket listens:", bool(unbound.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)), flush=True)
+"""
 
-    from relaychaos.stack import ledger_file
 
-    path = tmp_path / "ledger.sqlite"
-    with sqlite3.connect(path) as conn:
-        conn.execute('CREATE TABLE ledger (guid TEXT PRIMARY KEY, status TEXT, "odd""name" TEXT, request TEXT)')
-        conn.executemany("INSERT INTO ledger VALUES (?, ?, ?, ?)", [(f"g{n}", "DONE", "x", "{}") for n in range(3000)])
-    rows = ledger_file.select(path, ("guid", 'odd"name'))
-    assert next(rows) == ("g0", "x")
-    assert sum(1 for _ in rows) == 2999
-    with pytest.raises(sqlite3.OperationalError, match="interrupted"):
-        list(ledger_file.select(path, ("guid", "status"), query_s=-1.0))
-
-
-def test_a_ledger_file_that_is_a_fifo_is_never_opened(tmp_path):
-    from relaychaos.stack import ledger_file
-
-    os.mkfifo(tmp_path / "ledger.sqlite-journal")
-    (tmp_path / "ledger.sqlite").touch()
-    with pytest.raises(ledger_file.LedgerFileError, match="ledger.sqlite-journal is not a regular file"):
-        ledger_file.rows(tmp_path / "ledger.sqlite")
+@ROOT_ONLY
+def test_a_socket_swapped_in_after_init_looked_never_listens_init_listens_on_the_socket_it_looked_at(
+    make_stack, write_manifest
+):
+    stack = make_stack(write_manifest(serve=[sys.executable, "-c", SWAP], ready_timeout_s=20))
+    with pytest.raises(RelayError) as e:
+        stack.start_relay()
+    assert "the unbound socket listens: False" in str(e.value), str(e.value)
 
 
 # -- tamper evidence -----------------------------------------------------------------------------

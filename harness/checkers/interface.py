@@ -8,9 +8,8 @@ from relaychaos import idempotency_key
 from relaychaos.checkers.facts import KNOWN_CODES, Facts
 from relaychaos.checkers.rulebook import rule
 from relaychaos.checkers.verdict import Verdict
+from relaychaos.contract import LEDGER_COLUMNS
 from relaychaos.events import Op
-
-REQUIRED_COLUMNS = ("guid", "status", "resp_code", "request", "response", "attempts", "updated_at")
 
 
 @rule(
@@ -91,7 +90,7 @@ def ledger_schema(facts: Facts) -> list[Verdict]:
         if e.f == Op.LEDGER_SCHEMA:
             if facts.header.profile == "idempotency-key" and "required" not in e.value:
                 continue  # an older history's reading of a keyed service: not its own table's
-            required = e.value.get("required") or REQUIRED_COLUMNS
+            required = e.value.get("required") or LEDGER_COLUMNS
             missing = [c for c in required if c not in e.value.get("columns", [])]
             if missing:
                 why = e.value.get("error") or "the table exists"

@@ -15,11 +15,11 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+from relaychaos.contract import LEDGER_COLUMNS
 from relaychaos.incidents.mapping import BundleError, Source
 from relaychaos.incidents.readers import Skipped, rows
 from relaychaos.stack import ledger_file
 
-CONTRACT_COLUMNS = ("guid", "status", "resp_code", "request", "response", "attempts", "updated_at")
 WORDS = ("guid", "status", "resp_code", "attempts")  # the columns the last word on a GUID is made of
 READ_S = 600.0  # a production ledger of millions of rows is read in seconds; a read that takes longer is stopped
 
@@ -48,7 +48,7 @@ def _sqlite(path: Path) -> Iterator[dict[str, object]]:
     """The rows of the ledger table, one dict of WORDS at a time, streamed (a production ledger may hold millions),
     read as the harness reads a relay's (stack.ledger_file) but given READ_S for the whole read."""
     try:
-        missing = [c for c in CONTRACT_COLUMNS if c not in ledger_file.columns(path)]
+        missing = [c for c in LEDGER_COLUMNS if c not in ledger_file.columns(path)]
         if missing:
             raise BundleError(
                 f"no table `ledger` with the contract's columns (missing: {', '.join(missing)})",

@@ -8,7 +8,7 @@ its plan (plan.py) applied before its own code runs. With isolation (root), thre
             submission's budget (logpump.py) and exits with the relay's status
     init    (PID 1 of a new PID namespace) joins the slot's network namespace, makes its own
             mount, IPC, UTS and cgroup namespaces, builds the filesystem view (view.py), forks
-            the relay, answers its seccomp refusals (seccomp.Listener), forwards stop signals,
+            the relay, answers its seccomp refusals (notify.Listener), forwards stop signals,
             reaps, and exits with the relay's status: every process left in the namespace dies
     relay   (PID 2) takes the rlimits, the slot's uid, Landlock and seccomp, and execs ARGV
 
@@ -32,12 +32,13 @@ import sys
 # itself is not imported, to keep the start fast.
 TYPE_CHECKING = False
 if TYPE_CHECKING or __package__:  # python -m relaychaos.sandbox
-    from . import kernel, landlock, logpump, seccomp, view
+    from . import kernel, landlock, logpump, notify, seccomp, view
 else:  # run as a script under -I -S: the sibling modules, without importing the package
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import kernel  # noqa: E402
     import landlock  # noqa: E402
     import logpump  # noqa: E402
+    import notify  # noqa: E402
     import seccomp  # noqa: E402
     import view  # noqa: E402
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ def _supervise(relay: int, listener_fd: int | None, rules: dict | None, lock_del
     _forward_stop_signals(relay)
     ports = {"bind": tuple(rules["bind"]), "connect": tuple(rules["connect"])} if rules else {}
     listener = (
-        seccomp.Listener(listener_fd, _say, lock_delay_s=lock_delay_ms / 1000, **ports)
+        notify.Listener(listener_fd, _say, lock_delay_s=lock_delay_ms / 1000, **ports)
         if listener_fd is not None
         else None
     )

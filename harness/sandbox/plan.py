@@ -77,7 +77,7 @@ class Plan:
     seccomp: bool = False
     isolation: Isolation | None = None
     log: LogBudget | None = None
-    lock_delay_ms: int = 0  # each file lock held this long by init (seccomp.Listener; isolated plans only)
+    lock_delay_ms: int = 0  # each file lock held this long by init (notify.Listener; isolated plans only)
 
     def dumps(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))

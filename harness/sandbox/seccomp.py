@@ -16,11 +16,10 @@ What a relay may not do, whatever its uid (x86_64; another architecture gets no 
 
 `program(notify)` assembles the classic BPF. With notify, each refusal goes to the command's init process
 (SECCOMP_RET_USER_NOTIF), which answers with the errno of `refusal()` and writes one line naming the call and its
-arguments into the relay's log (`Listener`); without, the filter answers the errno itself. With notify, init also
-looks at every bind and connect with an address of an IP socket's size, and every listen: one on a port the plan
-does not allow (a listen on an unbound socket, which would take an ephemeral port, included) is refused with EACCES
-and said in the log with its address; the others go on, and Landlock, which a relay cannot race, decides a bind or
-connect. With `slow_locks` (a plan's lock_delay_ms), init also holds every record lock a relay takes or lets go with
+arguments into the relay's log (relaychaos.sandbox.notify); without, the filter answers the errno itself. With
+notify, init also looks at every bind and connect with an address of an IP socket's size, and every listen, against
+the ports the plan allows (notify's module doc says how, and how each look fails closed). With `slow_locks` (a
+plan's lock_delay_ms), init also holds every record lock a relay takes or lets go with
 fcntl (SQLite's locks on its ledger) for that long before it goes on, as storage shared across machines would: a
 scenario's way to force two relays' copies to interleave inside a check-then-insert, which on a local tmpfs lasts
 microseconds. A relay cannot tell it from a slow disk; a correct one is correct at any speed.
@@ -29,16 +28,10 @@ Stdlib only (the exec wrapper imports it by path).
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
-import fcntl
-import heapq
 import os
-import socket
 import struct
-import time
-from collections.abc import Callable
 
 AUDIT_ARCH_X86_64 = 0xC000003E
 X32_SYSCALL_BIT = 0x40000000
@@ -273,128 +266,3 @@ def install(notify: bool, slow_locks: bool = False) -> int | None:
         err = ctypes.get_errno()
         raise OSError(err, f"seccomp(SET_MODE_FILTER): {os.strerror(err)}")
     return fd if notify else None
-
-
-class Listener:
-    """The init process's end of the filter: answers each refusal with its errno and says it once in the log;
-    looks at TCP binds and connects (see the module doc), given the ports the plan allows."""
-
-    def __init__(
-        self,
-        fd: int,
-        write: Callable[[str], object],
-        bind: tuple[int, ...] | None = None,
-        connect: tuple[int, ...] = (),
-        lock_delay_s: float = 0.0,
-    ) -> None:
-        """`bind` None: the plan has no port rules (no Landlock network rules), so nothing is looked at.
-        `lock_delay_s`: how long each record lock is held before it goes on (the filter sends them when
-        slow_locks)."""
-        self.fd, self.write = fd, write
-        self.said: set[str] = set()  # what was told in the log already
-        self.allowed = {BIND: set(bind), LISTEN: set(bind), CONNECT: set(connect)} if bind is not None else {}
-        self.lock_delay_s = lock_delay_s
-        self.held: list[tuple[float, int]] = []  # (when it goes on, notification id), in order
-
-    def timeout_ms(self) -> int | None:
-        """How long init may wait for the next event before a held lock is due (None: nothing is held)."""
-        if not self.held:
-            return None
-        return max(0, int((self.held[0][0] - time.monotonic()) * 1000) + 1)
-
-    def release_due(self) -> None:
-        """Let every held lock whose time has come go on."""
-        now = time.monotonic()
-        while self.held and self.held[0][0] <= now:
-            _, ident = heapq.heappop(self.held)
-            self._send(NOTIF_RESP.pack(ident, 0, 0, FLAG_CONTINUE))
-
-    def answer(self) -> None:
-        """Take one notification (the fd is readable) and answer it."""
-        buf = bytearray(NOTIF.size)
-        try:
-            fcntl.ioctl(self.fd, NOTIF_RECV, buf, True)
-        except OSError:
-            return  # the caller was interrupted by a signal meanwhile: nothing to answer
-        ident, pid, _, nr, _, _, *args = NOTIF.unpack(buf)
-        if nr == FCNTL and args[1] in LOCKS:  # only the filter's slow_locks sends these: held, then on
-            if "locks" not in self.said:
-                self.said.add("locks")
-                self.write(
-                    f"relaychaos sandbox: this scenario delays each file lock by "
-                    f"{self.lock_delay_s * 1000:g} ms, as slow shared storage would\n"
-                )
-            heapq.heappush(self.held, (time.monotonic() + self.lock_delay_s, ident))
-            return
-        found = self._address(ident, pid, nr, args) if nr in self.allowed else refusal(nr, tuple(args))
-        if found is None:  # not refused here: the call goes on as asked (Landlock still decides a bind or connect)
-            resp = NOTIF_RESP.pack(ident, 0, 0, FLAG_CONTINUE)
-        else:
-            call, err = found
-            if call not in self.said:
-                self.said.add(call)
-                self.write(
-                    f"relaychaos sandbox: seccomp refused {call} (pid {pid} in the relay's namespace): "
-                    f"{errno.errorcode.get(err, err)}; {_why(nr, call, self.allowed)}\n"
-                )
-            resp = NOTIF_RESP.pack(ident, 0, -err, 0)
-        self._send(resp)
-
-    def _send(self, resp: bytes) -> None:
-        with contextlib.suppress(OSError):  # the caller is gone or was interrupted: the kernel restarts or drops it
-            fcntl.ioctl(self.fd, NOTIF_SEND, bytearray(resp), True)
-
-    def _address(self, ident: int, pid: int, nr: int, args: list[int]) -> tuple[str, int] | None:
-        """A bind, connect or listen on a port the plan does not allow, as (the call, EACCES); None to let it go."""
-        try:
-            family, host, port = _listening(pid, args[0]) if nr == LISTEN else _sockaddr(pid, args[1], args[2])
-            fcntl.ioctl(self.fd, NOTIF_ID_VALID, struct.pack("=Q", ident))  # still the same caller
-        except (OSError, ValueError, OverflowError, struct.error):
-            return None
-        if family not in (AF_INET, AF_INET6) or port in self.allowed[nr]:
-            return None
-        name = {BIND: "bind to", CONNECT: "connect to", LISTEN: "listen on"}[nr]
-        return f"{name} {host}:{port}" + (
-            " (an unbound socket: an ephemeral port)" if nr == LISTEN and host in ("0.0.0.0", "[::]") else ""
-        ), errno.EACCES
-
-
-def _sockaddr(pid: int, address: int, length: int) -> tuple[int, str, int]:
-    """(family, host, port) of the struct sockaddr at `address` in process pid's memory."""
-    with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
-        mem.seek(address)
-        raw = mem.read(min(length, 128))
-    family, port = struct.unpack_from("=H", raw)[0], struct.unpack_from("!H", raw, 2)[0]
-    if family == AF_INET:
-        return family, socket.inet_ntop(socket.AF_INET, raw[4:8]), port
-    if family == AF_INET6:
-        return family, f"[{socket.inet_ntop(socket.AF_INET6, raw[8:24])}]", port
-    return family, "", port
-
-
-def _listening(pid: int, fd: int) -> tuple[int, str, int]:
-    """(family, host, port) a socket of process pid is bound to (an unbound one: port 0), through a copy of it."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    pidfd = os.pidfd_open(pid)
-    try:
-        copy = libc.syscall(ctypes.c_long(438), ctypes.c_int(pidfd), ctypes.c_int(fd), ctypes.c_uint(0))  # pidfd_getfd
-        if copy < 0:
-            raise OSError(ctypes.get_errno(), "pidfd_getfd")
-    finally:
-        os.close(pidfd)
-    with socket.socket(fileno=copy) as sock:
-        if sock.family not in (socket.AF_INET, socket.AF_INET6):
-            return int(sock.family), "", 0
-        host, port = sock.getsockname()[:2]
-        return int(sock.family), host if sock.family == socket.AF_INET else f"[{host}]", port
-
-
-def _why(nr: int, call: str, allowed: dict[int, set[int]]) -> str:
-    if nr in (BIND, LISTEN):
-        return f"serve may listen only on RELAY_PORT ({', '.join(map(str, sorted(allowed[BIND]))) or 'none here'})"
-    if nr == CONNECT:
-        return (
-            f"a relay may connect only to ACCOUNT_URL (port {', '.join(map(str, sorted(allowed[CONNECT]))) or 'none'})"
-        )
-    return WHY_SOCKET if call.startswith("socket") else "the sandbox does not allow it"

@@ -11,10 +11,18 @@ ever), a symbolic link to a file of the harness's, a device, or a file under a l
 open() waits for the lease to break). Before SQLite opens anything, each is opened with
 O_NOFOLLOW | O_NONBLOCK and fstat'ed: a regular file, free, or nothing, else LedgerFileError
 (an sqlite3.DatabaseError, so that it reads as any unreadable ledger: the relay's fault,
-judged from the history). `ledger` must be a table (contract section 4), not a view whose
-query the relay wrote; SQLite waits at most BUSY_S for a lock, and a statement that runs
-longer than QUERY_S is interrupted. (In the sandbox a relay can make none of these: its
-ledger folder takes regular files only, and seccomp refuses leases.)
+judged from the history). `ledger` must be a plain table (contract section 4), not a view
+or a virtual table whose code the relay chose; SQLite waits at most BUSY_S for a lock, and a
+statement that runs longer than QUERY_S is interrupted. (In the sandbox a relay can make none
+of these files: its ledger folder takes regular files only, and seccomp refuses leases.)
+
+What the harness reads is bounded too, so that a ledger cannot make the harness spend memory
+or disk the relay's own limits do not count: only the contract's columns (LEDGER_COLUMNS), by
+name, so a column the relay added is never read; none of them a virtual generated column
+(whose expression the reader would compute); no value over VALUE_BYTES (SQLite's length limit
+on the connection), no read of a run's rows over ROWS_BYTES. The connection is read-only and
+query-only, with `trusted_schema` off (no function of the relay's schema runs unless SQLite
+rates it harmless). Beyond a bound, LedgerFileError names what and where.
 """
 
 from __future__ import annotations
@@ -24,9 +32,11 @@ import shutil
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from relaychaos.contract import LEDGER_COLUMNS
 
 if TYPE_CHECKING:
     from sqlite3 import _Parameters  # typeshed's: what Connection.execute takes
@@ -34,6 +44,10 @@ if TYPE_CHECKING:
 BUSY_S = 2.0
 QUERY_S = 2.0
 SUFFIXES = ("", "-wal", "-shm", "-journal")
+VALUE_BYTES = 64 << 10  # a transfer's request and answer are under 1 KB (contract section 3)
+ROWS_BYTES = 64 << 20  # one read of a run's rows: about 100,000 rows of a correct relay
+ROW_BYTES = 64  # what a row costs beyond its values, counted against ROWS_BYTES
+GENERATED_VIRTUAL = 2  # PRAGMA table_xinfo's `hidden` of a virtual generated column
 
 
 class LedgerFileError(sqlite3.DatabaseError):
@@ -71,6 +85,9 @@ class _Bounded(sqlite3.Connection):
         self._deadline = 0.0
         self.query_s = QUERY_S
         self.set_progress_handler(lambda: time.monotonic() > self._deadline, 10_000)
+        self.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, VALUE_BYTES)
+        self.execute("PRAGMA trusted_schema = OFF")
+        self.execute("PRAGMA query_only = ON")
 
     def execute(self, sql: str, parameters: _Parameters = (), /) -> sqlite3.Cursor:
         self._deadline = time.monotonic() + self.query_s
@@ -78,30 +95,49 @@ class _Bounded(sqlite3.Connection):
 
 
 def connect(path: Path) -> _Bounded:
-    """A read-only connection to the ledger, after check(), whose statements are interrupted after QUERY_S and
-    whose `ledger` is a table; sqlite3 errors (and LedgerFileError) propagate."""
+    """A read-only connection to the ledger, after check(), bounded as the module says, whose `ledger` (if there
+    is one yet) is a plain table; sqlite3 errors (and LedgerFileError) propagate."""
     if not check(path):
         raise sqlite3.OperationalError(f"the ledger {path} does not exist")
     conn: _Bounded = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_S, factory=_Bounded)
-    kind = conn.execute("SELECT type FROM sqlite_master WHERE name = 'ledger'").fetchone()
-    if kind is not None and kind[0] != "table":
+    try:
+        kind = conn.execute("SELECT type FROM pragma_table_list WHERE schema = 'main' AND name = 'ledger'").fetchone()
+        if kind is not None and kind[0] != "table":
+            what = {"virtual": "virtual table", "shadow": "virtual table's shadow table"}.get(kind[0], kind[0])
+            raise LedgerFileError(f"`ledger` in {path} is a {what}, not a table (contract section 4)")
+    except BaseException:
         conn.close()
-        raise LedgerFileError(f"`ledger` in {path} is a {kind[0]}, not a table (contract section 4)")
+        raise
     return conn
 
 
 def rows(path: Path, suffix: str | None = None) -> dict[str, dict]:
-    """The ledger's rows by GUID (only GUIDs ending in `suffix`, if given); {} when there is no file yet."""
+    """The ledger's rows by GUID (only GUIDs ending in `suffix`, if given), each with the contract's columns the
+    table has; {} when there is no file yet. LedgerFileError beyond a bound: a value over VALUE_BYTES, rows over
+    ROWS_BYTES in all, a contract column that is a virtual generated column."""
     if not check(path):
         return {}
     conn = connect(path)
     try:
-        conn.row_factory = sqlite3.Row
-        if suffix is None:
-            found = conn.execute("SELECT * FROM ledger")
-        else:
-            found = conn.execute("SELECT * FROM ledger WHERE substr(guid, -?) = ?", (len(suffix), suffix))
-        return {r["guid"]: dict(r) for r in found}
+        names = _contract_columns(conn, path)
+        if "guid" not in names:
+            raise sqlite3.OperationalError(f"the ledger {path} has no table `ledger` with a column `guid`")
+        where, args = ("", ()) if suffix is None else (" WHERE substr(guid, -?) = ?", (len(suffix), suffix))
+        found: dict[str, dict] = {}
+        spent = 0
+        try:
+            for values in conn.execute(f"SELECT {_quoted(names)} FROM ledger{where}", args):
+                spent += ROW_BYTES + sum(len(v) for v in values if isinstance(v, (str, bytes)))
+                if spent > ROWS_BYTES:
+                    raise LedgerFileError(
+                        f"the rows read from the ledger {path} hold more than {ROWS_BYTES / 2**20:g} MiB "
+                        f"by row {len(found) + 1}: the harness reads no more (a transfer's row is under 2 KB)"
+                    )
+                row = dict(zip(names, values, strict=True))
+                found[row["guid"]] = row
+        except sqlite3.DataError:  # SQLite's length limit: a value over VALUE_BYTES
+            raise LedgerFileError(_oversized(conn, path, names, where, args)) from None
+        return found
     finally:
         conn.close()
 
@@ -112,8 +148,10 @@ def select(path: Path, names: tuple[str, ...], query_s: float = QUERY_S) -> Iter
     conn = connect(path)
     try:
         conn.query_s = query_s
-        quoted = ", ".join('"' + n.replace('"', '""') + '"' for n in names)
-        yield from conn.execute(f"SELECT {quoted} FROM ledger")
+        try:
+            yield from conn.execute(f"SELECT {_quoted(names)} FROM ledger")
+        except sqlite3.DataError:
+            raise LedgerFileError(_oversized(conn, path, names, "", ())) from None
     finally:
         conn.close()
 
@@ -125,6 +163,39 @@ def columns(path: Path) -> list[str]:
         return [r[1] for r in conn.execute("PRAGMA table_info(ledger)")]
     finally:
         conn.close()
+
+
+def _contract_columns(conn: _Bounded, path: Path) -> list[str]:
+    """The contract's columns the ledger table has, in the contract's order; LedgerFileError when one of them is a
+    virtual generated column (its expression, the relay's, would run in the reader at every read)."""
+    found = {r[1]: r[6] for r in conn.execute("PRAGMA table_xinfo(ledger)")}
+    computed = [c for c in LEDGER_COLUMNS if found.get(c) == GENERATED_VIRTUAL]
+    if computed:
+        raise LedgerFileError(
+            f"the ledger {path}'s column {', '.join(computed)} is a virtual generated column: the contract's columns "
+            "hold what the relay wrote (contract section 4), which the harness reads without running the relay's code"
+        )
+    return [c for c in LEDGER_COLUMNS if c in found]
+
+
+def _oversized(conn: _Bounded, path: Path, names: Sequence[str], where: str, args: tuple) -> str:
+    """Which column of the read holds a value over VALUE_BYTES: the first whose lengths cannot all be read under the
+    limit (a text's length is read through its value, a blob's from its header: never the whole value kept)."""
+    said = f"the harness reads values up to {VALUE_BYTES >> 10} KiB (a transfer's is under 1 KB)"
+    for name in names:
+        try:
+            longest = conn.execute(f"SELECT max(length({_quoted([name])})) FROM ledger{where}", args).fetchone()[0]
+        except sqlite3.DataError:
+            return f"the ledger {path} holds a value over {VALUE_BYTES >> 10} KiB in column `{name}`: {said}"
+        except sqlite3.Error as e:
+            return f"the ledger {path} holds a value over {VALUE_BYTES >> 10} KiB; its column could not be read: {e}"
+        if longest is not None and longest > VALUE_BYTES:
+            return f"the ledger {path} holds a value of {longest:,} bytes in column `{name}`: {said}"
+    return f"the ledger {path} holds a value over {VALUE_BYTES >> 10} KiB (SQLite's length limit on the reader): {said}"
+
+
+def _quoted(names: Sequence[str]) -> str:
+    return ", ".join('"' + n.replace('"', '""') + '"' for n in names)
 
 
 def keep(path: Path, folder: Path, cap_bytes: int) -> Path | None:

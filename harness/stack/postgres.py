@@ -23,11 +23,17 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from relaychaos.contract import LEDGER_COLUMNS
 from relaychaos.errors import FixtureError
 from relaychaos.ports import lease_port, release_port
+from relaychaos.stack import ledger_file
 from relaychaos.stack.processes import Child, spawn
+
+if TYPE_CHECKING:
+    from psycopg.sql import Composable, Composed
 
 START_TIMEOUT_S = 30.0
 ROLE_CONNECTIONS = 32  # sessions a relay's role may hold at once: a relay cannot take the cluster's slots
@@ -35,6 +41,7 @@ ROLE_CONNECTIONS = 32  # sessions a relay's role may hold at once: a relay canno
 # ends within a second (a killed relay leaves nothing running), no parallel workers beyond its own backend,
 # temporary files bounded.
 LIMITS = ("client_connection_check_interval=1000", "max_parallel_workers_per_gather=0", "temp_file_limit=262144")
+OVER = "relaychaos: over the value bound"  # the column naming a value the bounded read left out
 SEARCH = ("/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin")
 INSTALL = "install the server: `apt-get install -y postgresql` (scripts/bootstrap.sh does this where it can)"
 
@@ -212,31 +219,79 @@ def columns(url: str, table: str) -> list[str]:
     """The columns of `table` in the database at `url`, in order, read in a read-only session (psycopg.Error when
     the table cannot be read)."""
     import psycopg  # lazy: only a PostgreSQL ledger needs psycopg
-    from psycopg import sql  # lazy: only a PostgreSQL ledger needs psycopg
 
-    query = sql.SQL("SELECT * FROM {} LIMIT 0").format(sql.Identifier(*table.split(".")))
     options = "-c default_transaction_read_only=on -c statement_timeout=5000"
     with psycopg.connect(url, autocommit=True, connect_timeout=5, options=options) as conn:
-        cur = conn.execute(query)
+        cur = conn.execute(_select_none(table))
         return [d.name for d in cur.description or ()]
 
 
 def rows(
     url: str, table: str, key: str, suffix: str | None = None, columns: tuple[str, ...] | None = None
 ) -> dict[str, dict]:
-    """The ledger table's rows by key (only keys ending in `suffix`, if given), read in a read-only session: a
-    course relay's contract table kept in PostgreSQL, as relaychaos.stack.ledger_file.rows reads SQLite's, or only
-    `columns` of a service's own table. psycopg.Error when it cannot be read."""
+    """The ledger table's rows by key (only keys ending in `suffix`, if given), read in a read-only session with a
+    statement time-out: a course relay's contract table kept in PostgreSQL (the contract's columns it has, as
+    relaychaos.stack.ledger_file.rows reads SQLite's), or only `columns` of a service's own table. Bounded as
+    ledger_file's reads are: a value over its VALUE_BYTES, or rows over its ROWS_BYTES in all, is never taken in
+    (psycopg.DataError names it). psycopg.Error when it cannot be read."""
     import psycopg  # lazy: only a PostgreSQL ledger needs psycopg
     from psycopg import sql  # lazy: only a PostgreSQL ledger needs psycopg
     from psycopg.rows import dict_row  # lazy: only a PostgreSQL ledger needs psycopg
 
-    what = sql.SQL(", ").join(sql.Identifier(c) for c in columns) if columns else sql.SQL("*")
-    query = sql.SQL("SELECT {} FROM {}").format(what, sql.Identifier(*table.split(".")))
+    where: Composable = sql.SQL("")
     params: tuple = ()
     if suffix is not None:
-        query += sql.SQL(" WHERE right({}, %s) = %s").format(sql.Identifier(key))
+        where = sql.SQL(" WHERE right({}::text, %s) = %s").format(sql.Identifier(key))
         params = (len(suffix), suffix)
     options = "-c default_transaction_read_only=on -c statement_timeout=5000"
     with psycopg.connect(url, autocommit=True, connect_timeout=5, options=options, row_factory=dict_row) as conn:
-        return {str(r[key]): dict(r) for r in conn.execute(query, params)}
+        if columns:
+            names = list(dict.fromkeys([key, *columns]))
+        else:
+            present = {d.name for d in conn.execute(_select_none(table)).description or ()}
+            names = [c for c in LEDGER_COLUMNS if c in present]
+        found: dict[str, dict] = {}
+        spent = 0
+        for row in conn.cursor().stream(_bounded_select(table, names, where), params):  # a row at a time
+            over = row.pop(OVER)
+            spent += ledger_file.ROW_BYTES + sum(len(v) for v in row.values() if isinstance(v, (str, bytes)))
+            if over or spent > ledger_file.ROWS_BYTES:
+                what = (
+                    f"a value of over {ledger_file.VALUE_BYTES >> 10} KiB in column `{over}`"
+                    if over
+                    else f"rows of more than {ledger_file.ROWS_BYTES / 2**20:g} MiB"
+                )
+                raise psycopg.DataError(
+                    f"the ledger's table {table} holds {what} (row {len(found) + 1} of those read): the harness reads "
+                    "no more (a transfer's row is under 2 KB)"
+                )
+            found[str(row[key])] = row
+        return found
+
+
+def _select_none(table: str) -> Composed:
+    from psycopg import sql  # lazy: only a PostgreSQL ledger needs psycopg
+
+    return sql.SQL("SELECT * FROM {} LIMIT 0").format(sql.Identifier(*table.split(".")))
+
+
+def _bounded_select(table: str, names: list[str], where: Composable) -> Composed:
+    """SELECT of `names`, each value over ledger_file.VALUE_BYTES (as text) left out by the server, and OVER: the
+    name of the first column whose value was left out (NULL: none)."""
+    from psycopg import sql  # lazy: only a PostgreSQL ledger needs psycopg
+
+    limit = sql.Literal(ledger_file.VALUE_BYTES)
+    longer = [sql.SQL("octet_length({}::text) > {}").format(sql.Identifier(n), limit) for n in names]
+    kept = [
+        sql.SQL("CASE WHEN {} THEN NULL ELSE {} END AS {}").format(too, sql.Identifier(n), sql.Identifier(n))
+        for n, too in zip(names, longer, strict=True)
+    ]
+    which = sql.SQL("CASE {} END AS {}").format(
+        sql.SQL(" ").join(
+            sql.SQL("WHEN {} THEN {}").format(too, sql.Literal(n)) for n, too in zip(names, longer, strict=True)
+        ),
+        sql.Identifier(OVER),
+    )
+    return sql.SQL("SELECT {}, {} FROM {}{}").format(
+        sql.SQL(", ").join(kept), which, sql.Identifier(*table.split(".")), where
+    )
