@@ -160,3 +160,40 @@ def test_a_reset_opens_a_night_s_hundred_thousand_accounts_in_one_request(accoun
     account_system.reset(ledger_path=tmp_path / "ledger.sqlite", accounts=accounts)
     assert len(account_system.stats()["balances"]) == 100_000
     account_system.reset(ledger_path=tmp_path / "ledger.sqlite", accounts={"a": 100, "b": 0})
+
+
+def test_a_body_over_the_bound_is_refused_before_it_is_read_and_is_no_call(bank):
+    padded = b'{"guid": "big", "from": "a", "to": "b", "amount": 1, "pad": "' + b"x" * (100 << 10) + b'"}'
+    resp = requests.post(f"{bank.url}/transfer", data=padded)
+    assert resp.status_code == 413
+    assert bank.stats()["calls"] == []
+
+
+def test_a_body_that_does_not_arrive_in_time_is_refused_and_is_no_call(monkeypatch):
+    """A relay that sends all but the last byte of its body holds the connection for BODY_S, no longer."""
+    import asyncio
+
+    from aiohttp import web
+
+    from relaychaos.fixtures.account_system import bounds
+    from relaychaos.fixtures.account_system.app import BANK, make_apps
+
+    monkeypatch.setattr(bounds, "BODY_S", 0.3)
+
+    async def send_all_but_the_last_byte() -> tuple[bytes, list]:
+        public, _ = make_apps()
+        runner = web.AppRunner(public, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        try:
+            reader, writer = await asyncio.open_connection(*runner.addresses[0][:2])
+            body = b'{"guid": "slow", "from": "a", "to": "b", "amount": 1}'
+            writer.write(b"POST /transfer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:-1])
+            answer = await asyncio.wait_for(reader.read(100), 5)
+            writer.close()
+            return answer, public[BANK].calls
+        finally:
+            await runner.cleanup()
+
+    answer, calls = asyncio.run(send_all_but_the_last_byte())
+    assert answer.startswith(b"HTTP/1.1 408") and calls == []

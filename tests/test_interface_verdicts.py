@@ -2,11 +2,13 @@
 
 import dataclasses
 import json
+import resource
 import shutil
 import sys
 
 import pytest
 
+from relaychaos.contract import LEDGER_COLUMNS
 from relaychaos.engine.steps import Reprocess, Resolve, Scenario, Send
 
 from .conftest import ROOT, derived_relay
@@ -47,6 +49,34 @@ def test_an_answer_that_is_not_json_breaks_the_interface_rule(run_chaos, broken)
 def test_a_wrong_http_status_breaks_the_interface_rule(run_chaos, broken):
     result = run_chaos(SCENARIO, manifest=broken("http-500"))
     assert "code 0000 came with HTTP 500" in result.report(limit=20)
+
+
+def peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def test_an_answer_of_megabytes_is_never_read_whole_and_breaks_the_interface_rule(run_chaos, broken):
+    before = peak_mib()
+    result = run_chaos(SCENARIO, manifest=broken("huge-answer"))
+    assert "interface" in rules(result)
+    assert "(an answer body of over 64 KiB: the harness read none of it)" in result.report(limit=20)
+    assert peak_mib() - before < 20, "the harness kept none of the 4 MiB answers"
+
+
+def test_a_column_the_relay_added_to_its_ledger_is_never_read(run_chaos, broken):
+    """Each row's own column is a virtual generated blob of 100 MB: the harness reads the contract's columns only."""
+    before = peak_mib()
+    result = run_chaos(SCENARIO, manifest=broken("padded-ledger"))
+    assert "ledger-schema" not in rules(result), result.report(limit=20)
+    rows = [e for e in result.history.where(f="ledger-snapshot") if e.type == "ok" and e.value["rows"]]
+    assert rows and all(set(r) <= set(LEDGER_COLUMNS) for e in rows for r in e.value["rows"].values())
+    assert peak_mib() - before < 20
+
+
+def test_a_value_over_the_bound_in_the_ledger_is_named_and_never_read(run_chaos, broken):
+    result = run_chaos(SCENARIO, manifest=broken("huge-response"))
+    assert "ledger-schema" in rules(result)
+    assert "in column `response`: the harness reads values up to 64 KiB" in result.report(limit=20)
 
 
 def test_a_ledger_without_the_contract_table_is_named(run_chaos, broken):

@@ -150,7 +150,8 @@ class Channel:
             async with self._session.request(
                 request.method, url, data=request.body, headers=headers, trace_request_ctx=sent
             ) as resp:
-                outcome = _answered(guid, attempt, resp.status, await resp.read(), self.speech)
+                body, over = await _body_within(resp)
+                outcome = _answered(guid, attempt, resp.status, body, self.speech, over)
         except TimeoutError:
             outcome = Outcome(guid, attempt, "info", error=f"no answer within {self.timeout_s:g} s", timed_out=True)
         except aiohttp.ClientError as e:
@@ -197,7 +198,7 @@ class Channel:
                     raw = await raw_http.exchange(
                         reader, writer, data, wire, deliver_within_s=self.delivery_cap_s, answer_within_s=self.timeout_s
                     )
-                    outcome = _answered(guid, 1, raw.status, raw.body, self.speech)
+                    outcome = _answered(guid, 1, raw.status, raw.body, self.speech, raw.over)
                 except TimeoutError:
                     outcome = Outcome(
                         guid, 1, "info", error=f"no answer within {self.timeout_s:g} s of delivery", timed_out=True
@@ -257,6 +258,22 @@ async def _note_sent(
         ctx.at = time.monotonic()
 
 
-def _answered(guid: str | None, attempt: int, status: int, raw: bytes, speech: Speech) -> Outcome:
-    """An HTTP answer: `ok`, with its code in the contract's words (the speech's reading of it)."""
+OVER_ANSWER = f"(an answer body of over {raw_http.ANSWER_BYTES >> 10} KiB: the harness read none of it)"
+
+
+def _answered(guid: str | None, attempt: int, status: int, raw: bytes, speech: Speech, over: bool = False) -> Outcome:
+    """An HTTP answer: `ok`, with its code in the contract's words (the speech's reading of it); one whose body was
+    over raw_http.ANSWER_BYTES is recorded with OVER_ANSWER for its body, read as the speech reads an empty one."""
+    if over:
+        return Outcome(guid, attempt, "ok", status=status, code=speech.code(status, b""), body=OVER_ANSWER)
     return Outcome(guid, attempt, "ok", status=status, code=speech.code(status, raw), body=raw.decode(errors="replace"))
+
+
+async def _body_within(resp: aiohttp.ClientResponse) -> tuple[bytes, bool]:
+    """(the answer's body, False), or (b"", True) as soon as it is over raw_http.ANSWER_BYTES: no more is read."""
+    body = bytearray()
+    async for chunk in resp.content.iter_chunked(16 << 10):
+        body += chunk
+        if len(body) > raw_http.ANSWER_BYTES:
+            return b"", True
+    return bytes(body), False

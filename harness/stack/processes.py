@@ -37,13 +37,19 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
         return s.connect_ex((host, port)) == 0
 
 
+TAIL_BYTES, TAIL_LINE = 64 << 10, 400  # what of a relay's log an error message quotes: its end, each line cut
+
+
 def log_tail(path: Path, lines: int = 15) -> str:
-    """The last lines of a log file, indented for quoting in an error message."""
+    """The last lines of a log file (of its last TAIL_BYTES, each cut at TAIL_LINE characters), indented for quoting
+    in an error message: a relay's log may be as large as its log budget, and its lines as long."""
     try:
-        text = path.read_text(errors="replace")
+        with path.open("rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - TAIL_BYTES))
+            text = log.read(TAIL_BYTES).decode(errors="replace")
     except OSError:
         return f"    (no log at {path})"
-    tail = text.rstrip().splitlines()[-lines:]
+    tail = [line if len(line) <= TAIL_LINE else line[:TAIL_LINE] + " …" for line in text.rstrip().splitlines()[-lines:]]
     if not tail:
         return f"    (log {path} is empty)"
     return "\n".join("    | " + line for line in tail) + f"\n    (full log: {path})"

@@ -67,11 +67,15 @@ async def delivered(writer: asyncio.StreamWriter, within_s: float) -> float:
     return time.monotonic()
 
 
-class RawResponse:
-    """Status and body of an answer read to the end of the connection."""
+ANSWER_BYTES = 64 << 10  # the most of an answer's body the harness reads: the contract's answer is a small object
 
-    def __init__(self, status: int, body: bytes):
-        self.status, self.body = status, body
+
+class RawResponse:
+    """Status and body of an answer read to the end of the connection; `over`: the body was over ANSWER_BYTES, and
+    none of it was kept."""
+
+    def __init__(self, status: int, body: bytes, over: bool = False):
+        self.status, self.body, self.over = status, body, over
 
 
 async def connect(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -126,26 +130,43 @@ def abort(writer: asyncio.StreamWriter) -> None:
 
 
 async def _read_answer(reader: asyncio.StreamReader) -> RawResponse:
-    """One HTTP answer, read to its end."""
-    head = await reader.readuntil(b"\r\n\r\n")
+    """One HTTP answer, read to its end, or as far as ANSWER_BYTES of its body (ValueError: a head over the stream
+    reader's limit, 64 KiB)."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.LimitOverrunError:
+        raise ValueError("the answer's head is over 64 KiB: the harness reads no more") from None
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     status = int(status_line.split()[1])
     headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines if h)}
     if "content-length" in headers:
-        body = await reader.readexactly(int(headers["content-length"]))
+        length = int(headers["content-length"])
+        if length > ANSWER_BYTES:
+            return RawResponse(status, b"", over=True)
+        body = await reader.readexactly(length)
     elif headers.get("transfer-encoding", "").lower() == "chunked":
-        body = await _read_chunked(reader)
+        chunked = await _read_chunked(reader)
+        if chunked is None:
+            return RawResponse(status, b"", over=True)
+        body = chunked
     else:
-        body = await reader.read()
-    return RawResponse(status, body)
+        body = await reader.read(ANSWER_BYTES + 1)
+        while len(body) <= ANSWER_BYTES and (more := await reader.read(ANSWER_BYTES + 1 - len(body))):
+            body += more
+    return RawResponse(status, b"", over=True) if len(body) > ANSWER_BYTES else RawResponse(status, body)
 
 
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes | None:
+    """A chunked body, joined; None as soon as it is over ANSWER_BYTES (nothing more is read)."""
     parts: list[bytes] = []
+    total = 0
     while True:
         size = int((await reader.readline()).split(b";")[0].strip(), 16)
         if size == 0:
             await reader.readline()
             return b"".join(parts)
+        if total + size > ANSWER_BYTES:
+            return None
         parts.append(await reader.readexactly(size))
+        total += size
         await reader.readline()
