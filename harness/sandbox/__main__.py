@@ -154,11 +154,12 @@ def _spawn_relay(plan: dict, argv: list[str]) -> tuple[int, int | None]:
     return pid, (fds[0] if fds else None)
 
 
-def _supervise(relay: int, listener_fd: int | None, rules: dict | None, lock_delay_ms: int = 0) -> int:
-    """Answer refusals, forward stop signals, reap; the relay's exit status once it has exited."""
+def _supervise(relay: int, listener_fd: int | None, allowed: dict | None, lock_delay_ms: int = 0) -> int:
+    """Answer refusals, forward stop signals, reap; the relay's exit status once it has exited. `allowed`: the plan's
+    Ports (None: no port is looked at)."""
     wake_r = _wake_on_signals()
     _forward_stop_signals(relay)
-    ports = {"bind": tuple(rules["bind"]), "connect": tuple(rules["connect"])} if rules else {}
+    ports = {"bind": tuple(allowed["bind"]), "connect": tuple(allowed["connect"])} if allowed else {}
     listener = (
         notify.Listener(listener_fd, _say, lock_delay_s=lock_delay_ms / 1000, **ports)
         if listener_fd is not None
@@ -242,7 +243,7 @@ def _init(plan: dict, argv: list[str], go: int) -> None:
         _supervise(
             relay,
             listener_fd,
-            plan["landlock"] if plan["landlock"] and plan["landlock"]["abi"] >= 4 else None,
+            plan.get("ports"),
             plan.get("lock_delay_ms", 0),
         )
     )

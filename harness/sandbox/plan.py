@@ -56,6 +56,15 @@ class Rules:
 
 
 @dataclass(frozen=True)
+class Ports:
+    """The TCP ports a command may bind (and listen on) and connect to: its init looks at every such call against
+    them (notify.py), whether or not Landlock, whose Rules hold the same ports, can enforce them here."""
+
+    bind: tuple[int, ...] = ()
+    connect: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class LogBudget:
     """The submission's log bytes: `cap` in all, counted in the file `budget` (logpump.py)."""
 
@@ -76,6 +85,7 @@ class Plan:
     landlock: Rules | None = None
     seccomp: bool = False
     isolation: Isolation | None = None
+    ports: Ports | None = None  # looked at by init (isolated plans only): None, no port is looked at
     log: LogBudget | None = None
     lock_delay_ms: int = 0  # each file lock held this long by init (notify.Listener; isolated plans only)
 

@@ -29,7 +29,7 @@ from relaychaos.sandbox.cgroups import SlotCgroups
 from relaychaos.sandbox.folders import RelayFolders, WorkingCopy
 from relaychaos.sandbox.levels import Limits
 from relaychaos.sandbox.netns import SlotNetwork
-from relaychaos.sandbox.plan import Isolation, LogBudget, Plan, Rules, View
+from relaychaos.sandbox.plan import Isolation, LogBudget, Plan, Ports, Rules, View
 
 SYSTEM = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
@@ -245,6 +245,7 @@ class Sandbox:
             landlock=rules if self.abi else None,
             seccomp="seccomp" not in self.lacks,
             isolation=isolation,
+            ports=Ports(bind=bind, connect=connect),
             log=log,
             lock_delay_ms=lock_delay_ms,
         )
