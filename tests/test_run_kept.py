@@ -98,7 +98,8 @@ def test_a_run_keeps_every_history_and_log_and_recheck_reproduces_its_verdicts(t
 @pytest.mark.stack
 def test_recheck_rewrites_the_verdicts_results_junit_and_report_when_the_judgement_changes(tmp_path):
     run = tmp_path / "run"
-    assert cli("run", "--relay", MUTANT, "--out", run, "--", "-k", "dropped-response-downstream").returncode == 1
+    red = cli("run", "--relay", MUTANT, "--out", run, "--", "-k", "dropped-response-downstream")
+    assert red.returncode == 1, red.stdout + red.stderr
     data = json.loads((run / "results.json").read_text())
     entry = data["scenarios"][0]
     entry.update(outcome="passed", verdicts=[], message=None)  # as an older, wrong checker would have left it
@@ -150,3 +151,14 @@ def test_a_history_already_saved_is_moved_into_the_run_folder_not_written_again(
     kept = RunFolder(tmp_path / "run").keep_history(saved, "happy-path")
     assert kept == "histories/happy-path.jsonl.gz" and not saved.exists()
     assert [e.value for e in History.read(tmp_path / "run" / kept)] == [e.value for e in history]
+
+
+@pytest.mark.stack
+def test_a_red_run_says_a_line_per_failing_scenario_and_its_relay_logs_only_with_verbose(tmp_path):
+    quiet = cli("run", "--relay", MUTANT, "--out", tmp_path / "quiet", "--", "-k", "dropped-response-downstream")
+    assert quiet.returncode == 1
+    lines = quiet.stdout.splitlines()
+    assert any(re.match(r"  FAILED dropped-response-downstream: one-account-call, .*\(first: ", line) for line in lines)
+    assert "relay log" not in quiet.stdout and "timeline" not in quiet.stdout and len(lines) < 25, quiet.stdout
+    loud = cli("run", "-v", "--relay", MUTANT, "--out", tmp_path / "loud", "--", "-k", "dropped-response-downstream")
+    assert loud.returncode == 1 and "relay log relay-a.log" in loud.stdout and "timeline" in loud.stdout, loud.stdout

@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from relaychaos import options
@@ -33,6 +34,7 @@ from relaychaos.grading import command as grading
 from relaychaos.incidents import command as incidents
 from relaychaos.incidents.verify import replay_notes
 from relaychaos.plugin.results_recorder import manifest_name
+from relaychaos.records.results import ResultsFile
 from relaychaos.reports.html import write as write_html
 from relaychaos.reports.results import RunResults
 from relaychaos.run.chaos import run_and_check
@@ -136,6 +138,8 @@ def _suite_argv(args: argparse.Namespace, relay: Path, out: Path) -> list[str]:
     """The suite's command line against `relay` (relaychaos.run.suite.suite_command), as `run` was asked."""
     extra = ["--junitxml", str(out / "junit.xml"), "--relaychaos-not-started", str(out / NOT_STARTED)]
     extra += ["-n", args.workers] if args.workers != "0" else []
+    # verbose: -v twice, past suite_command's -q (the plugin shows relay logs at -v); else _failures' line a failure
+    extra += ["-v", "-v"] if args.verbose else ["--tb=no", "-rN"]
     extra += [*args.pytest_args, *(["--color=yes"] if sys.stdout.isatty() else [])]
     values = {o.name: getattr(args, o.name) for o in options.COMMAND_OPTIONS}
     return suite_command(relay, out, out / "results.json", values, extra)
@@ -149,6 +153,8 @@ def _reported(rc: int, results: Path, out: Path) -> int:
     write_html(results)
     data = RunResults.read(results)
     summary, machine = data.summary, data.random_stories
+    for line in _failures(data):
+        print(line)
     if machine is not None and machine.why_not:
         print(f"relaychaos: random stories not run: {machine.why_not}")
     missed = summary.not_exercised
@@ -160,6 +166,27 @@ def _reported(rc: int, results: Path, out: Path) -> int:
     if data.ok and missed:
         return 3
     return 0 if rc == 0 else 1
+
+
+def _failures(data: ResultsFile, most: int = 30) -> list[str]:
+    """A line per failing scenario (at most `most`, then how many more): the rules it broke, how often, and the first
+    GUID; a scenario that could not run, its message's first line. The report and -v have the timelines."""
+    lines = []
+    for result in data.scenarios:
+        if result.outcome not in ("failed", "error"):
+            continue
+        name = result.nodeid.rpartition("[")[2].rstrip("]") or result.nodeid
+        broken = Counter(v.rule for v in result.verdicts)
+        if broken:
+            first = result.verdicts[0]
+            rules = ", ".join(f"{rule} ×{n}" if n > 1 else rule for rule, n in broken.items())
+            lines.append(f"  FAILED {name}: {rules} (first: {first.rule}, GUID {first.guid or 'none'})")
+        else:
+            said = (result.message or "").strip().splitlines()
+            lines.append(f"  {result.outcome.upper()} {name}: {said[0][:160] if said else 'no message'}")
+    if len(lines) > most:
+        lines = [*lines[:most], f"  ... and {len(lines) - most} more: see the report"]
+    return lines
 
 
 def _interrupted(relay: Path, out: Path) -> int:
@@ -236,6 +263,13 @@ def parser() -> argparse.ArgumentParser:
         default="4",
         help="pytest-xdist workers (default 4: the scenarios mostly wait on holds, time-outs and relays, so four "
         "share two cores; the suite on the reference in 15 s, against 20 s with two); 0 runs in one process",
+    )
+    run.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="each failing scenario's verdicts with their timelines and the tails of its relay logs (default: a line "
+        "per failing scenario; the report has everything)",
     )
     run.add_argument("pytest_args", nargs="*", help="extra pytest arguments, after --")
     options.add_to_argparse(run)  # --sandbox, --sandbox-limit, --hunt, --shrink-s

@@ -125,6 +125,10 @@ def pytest_runtest_makereport(
         from relaychaos.stack.processes import log_tail  # lazy (relaychaos.plugin)
 
         stacks: list = item.stash.get(STACKS, [])
-        for i, stack in enumerate(stacks):
-            for log in sorted(stack.workdir.glob("*.log")):
+        logs = [(i, log) for i, stack in enumerate(stacks) for log in sorted(stack.workdir.glob("*.log"))]
+        if item.config.get_verbosity() > 0:
+            for i, log in logs:
                 report.sections.append((f"relay log {log.name} (stack {i})", log_tail(log, 30)))
+        elif logs:  # a red run's console stays short: where the logs are, their tails with -v
+            where = sorted({str(log.parent) for _, log in logs})
+            report.sections.append(("relay logs", f"in {', '.join(where)} (their last lines here with -v)"))
