@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 
 from relaychaos.run.definition import RunDefinition
+from relaychaos.sandbox import cgroups
 from relaychaos.sandbox.policy import Sandbox
 from relaychaos.stack import toxiproxy_server
 from relaychaos.stack.account_system import AccountSystem
@@ -38,7 +39,7 @@ class Services:
         self._toxiproxy: toxiproxy_server.ToxiproxyServer | None = None
         self._account: AccountSystem | None = None
         self._postgres: Postgres | None = None
-        self._closers: list[Callable[[], None]] = []
+        self._closers: list[Callable[[], None]] = []  # the sandbox's and PostgreSQL's: the servers go first
 
     def __enter__(self) -> Services:
         return self
@@ -58,19 +59,36 @@ class Services:
 
     @property
     def toxiproxy(self) -> Toxiproxy:
-        """The control of the run's Toxiproxy server (found or started as relaychaos.stack.toxiproxy_server says)."""
+        """The control of the run's Toxiproxy server (found or started as relaychaos.stack.toxiproxy_server says);
+        one the harness started that has exited since is started afresh."""
+        if self._toxiproxy is not None and self._toxiproxy.child is not None and not self._toxiproxy.child.alive():
+            self._toxiproxy.close()
+            self._toxiproxy = None
         if self._toxiproxy is None:
+            sandbox = self.sandbox  # first: its slot's services group takes the server
             self._toxiproxy = toxiproxy_server.acquire(self._logs())
-            self._closers.append(self._toxiproxy.close)
+            if self._toxiproxy.child is not None:
+                self._contain(sandbox, self._toxiproxy.child.pid)
         return self._toxiproxy.control
 
     @property
     def account(self) -> AccountSystem:
-        """The account-system fixture, in the shape the run's relay calls ([downstream] of its relay.toml)."""
+        """The account-system fixture, in the shape the run's relay calls ([downstream] of its relay.toml); one
+        that has exited since (its memory group's limit reached, say) is started afresh."""
+        if self._account is not None and not self._account.child.alive():
+            self._account.close()
+            self._account = None
         if self._account is None:
+            sandbox = self.sandbox  # first: its slot's services group takes the fixture
             self._account = AccountSystem.start(self._logs(), self.run.profile.downstream)
-            self._closers.append(self._account.close)
+            self._contain(sandbox, self._account.child.pid)
+            self._account.why_gone = lambda: _oom_said(sandbox)
         return self._account
+
+    def _contain(self, sandbox: Sandbox, pid: int) -> None:
+        """Put a service the harness started into the slot's services group (relaychaos.sandbox.cgroups)."""
+        if sandbox.services is not None:
+            sandbox.services.join(pid)
 
     def postgres(self) -> Postgres:
         """The run's PostgreSQL server, started at the first call: only a relay whose ledger is in it asks."""
@@ -105,10 +123,23 @@ class Services:
             postgres=self.postgres,
         )
 
+    def _close_servers(self) -> None:
+        """Stop the account system and Toxiproxy the run has now (each started afresh has replaced the one before)."""
+        servers, self._account, self._toxiproxy = [self._account, self._toxiproxy], None, None
+        errors = []
+        for server in servers:
+            try:
+                if server is not None:
+                    server.close()
+            except Exception as e:  # noqa: BLE001 - both are stopped; the first failure is raised after
+                errors.append(e)
+        if errors:
+            raise errors[0]
+
     def close(self) -> None:
         """Stop every service that started, the last started first; each is stopped even if another fails."""
-        closers, self._closers = self._closers[::-1], []
-        self._sandbox = self._toxiproxy = self._account = self._postgres = None
+        closers, self._closers = [self._close_servers, *self._closers[::-1]], []
+        self._sandbox = self._postgres = None
         errors = []
         for close in closers:
             try:
@@ -121,3 +152,15 @@ class Services:
     def _logs(self) -> Path:
         self.folder.mkdir(parents=True, exist_ok=True)
         return self.folder
+
+
+def _oom_said(sandbox: Sandbox) -> str:
+    """What the slot's services group says of an end: the kernel's kills at its memory limit, if any."""
+    kills = sandbox.services.oom_kills() if sandbox.services is not None else 0
+    if not kills:
+        return ""
+    return (
+        f"; the kernel killed {kills} process(es) of this slot's account system and Toxiproxy for reaching their "
+        f"memory limit ({cgroups.SERVICES_MIB} MiB): a relay's traffic pushed them there, and the next scenario "
+        "gets a fresh account system"
+    )

@@ -24,6 +24,14 @@ from relaychaos.errors import SandboxError
 from relaychaos.sandbox.slots import kill_until_gone
 
 CONTROLLERS = ("memory", "pids", "cpu")
+# The harness's own servers of a slot (its account system and Toxiproxy) in groups of their own beside the relay's:
+# what a relay's traffic makes them hold is bounded (a million-account night's account system holds about 300 MiB)
+SERVICES_MIB, SERVICES_TASKS = 1024, 1024
+
+
+def names(slot: int) -> tuple[str, str]:
+    """(the relay's groups, its services' groups) of slot number `slot`."""
+    return f"relaychaos-s{slot}", f"relaychaos-s{slot}-services"
 
 
 @dataclass(frozen=True)
@@ -135,6 +143,17 @@ class SlotCgroups:
             (self.groups["pids"] / "pids.max").write_text(str(tasks))
         if cpu_shares is not None and "cpu" in self.groups:
             (self.groups["cpu"] / "cpu.shares").write_text(str(cpu_shares))
+
+    def join(self, pid: int) -> None:
+        """Put process `pid` (and the threads and children it makes from now on) into every group."""
+        for procs in self.procs():
+            with open(procs, "w") as f:
+                f.write(str(pid))
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel has killed in the memory group for reaching its limit."""
+        said = _read(self.groups["memory"] / "memory.oom_control") if "memory" in self.groups else None
+        return next((int(line.split()[1]) for line in (said or "").splitlines() if line.startswith("oom_kill ")), 0)
 
     def usage(self) -> tuple[int, int]:
         """(peak memory in MiB since the last reset, tasks now) of the relay as a whole."""

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from relaychaos import paths
 from relaychaos.ports import port_range
-from relaychaos.sandbox import environment, kernel, levels, slots
+from relaychaos.sandbox import cgroups, environment, kernel, levels, slots
 from relaychaos.sandbox.cgroups import SlotCgroups
 from relaychaos.sandbox.folders import RelayFolders, WorkingCopy
 from relaychaos.sandbox.levels import Limits
@@ -55,6 +55,7 @@ class Sandbox:
         self.mode, self.limits, self.slot, self.lacks, self.abi = mode, limits, slot, lacks, abi
         self.network: SlotNetwork | None = None
         self.cgroups: SlotCgroups | None = None
+        self.services: SlotCgroups | None = None  # the slot's account system and Toxiproxy (cgroups.SERVICES_MIB)
         self.log_budget = log_budget
         self._users = 0  # supervisors running relays in this sandbox now
         self._pristines: dict[Path, Path] = {}  # a relay's folder -> its copy in the slot, under the overlays
@@ -82,11 +83,12 @@ class Sandbox:
         if "network" not in self.lacks:
             self.network = SlotNetwork.create(self._own.number, port_range())
         if "cgroups" not in self.lacks:
+            relay, services = cgroups.names(self._own.number)
             self.cgroups = SlotCgroups.create(
-                f"relaychaos-s{self._own.number}",
-                memory_mib=self.limits.memory_mib,
-                tasks=self.limits.tasks,
-                cpu_shares=self.limits.cpu_shares,
+                relay, memory_mib=self.limits.memory_mib, tasks=self.limits.tasks, cpu_shares=self.limits.cpu_shares
+            )
+            self.services = SlotCgroups.create(
+                services, memory_mib=cgroups.SERVICES_MIB, tasks=cgroups.SERVICES_TASKS, cpu_shares=1024
             )
         if self.log_budget is None:  # the slot's own count, gone with its home
             self.log_budget = self._own.home / ".logs"
@@ -312,9 +314,11 @@ class Sandbox:
 
     def close(self) -> None:
         self.sweep()
-        if self.cgroups is not None:
-            self.cgroups.remove()
-            self.cgroups = None
+        for groups in (self.cgroups, self.services):  # the services were stopped before (run.services)
+            if groups is not None:
+                groups.kill()
+                groups.remove()
+        self.cgroups = self.services = None
         if self.network is not None:
             self.network.destroy()
             self.network = None
@@ -335,17 +339,18 @@ def clear_abandoned() -> list[int]:
 
 def clear_slot(n: int) -> bool:
     """Remove whatever of slot n is on the machine (the caller holds its lock); whether there was anything."""
-    network, groups = SlotNetwork(n, port_range()), SlotCgroups.named(f"relaychaos-s{n}")
+    network, groups = SlotNetwork(n, port_range()), [SlotCgroups.named(name) for name in cgroups.names(n)]
     home = slots.base_dir() / f"slot-{n}"
     if not (
         os.path.exists(network.path)
         or os.path.exists(f"/sys/class/net/{network.host_link}")
-        or groups.exist()
+        or any(g.exist() for g in groups)
         or home.exists()
     ):
         return False
-    groups.kill()
-    groups.remove()
+    for group in groups:
+        group.kill()
+        group.remove()
     network.destroy()
     slots.clear_home(home)
     return True

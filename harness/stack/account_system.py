@@ -11,10 +11,12 @@ The client remembers every fault it set and counts its control writes, so
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import requests
@@ -45,6 +47,7 @@ class AccountSystem:
         self._http.headers[TOKEN_HEADER] = token
         self._writes = 0  # state-changing control calls this client made (and the fixture answered)
         self._faults = Faults()  # the faults as this client set them
+        self.why_gone: Callable[[], str] = lambda: ""  # what else is known of its end (run.services: its memory group)
 
     @classmethod
     def start(cls, log_dir: Path, shape: Downstream | None = None) -> AccountSystem:
@@ -115,7 +118,8 @@ class AccountSystem:
             resp = self._http.request(method, self.control_url + path, params=params, json=json, timeout=timeout)
         except requests.RequestException as e:
             raise FixtureError(
-                f"the account-system fixture did not answer {method} {path}: {e}", details=self.child.tail()
+                f"the account-system fixture did not answer {method} {path}: {e}{self._gone()}",
+                details=self.child.tail(),
             ) from None
         if resp.status_code not in (200, 408):
             raise FixtureError(
@@ -123,6 +127,13 @@ class AccountSystem:
                 details=self.child.tail(),
             )
         return resp.json()
+
+    def _gone(self) -> str:
+        """'' while the fixture runs; once it has exited, how (and what else is known of it)."""
+        with contextlib.suppress(subprocess.TimeoutExpired):  # a process killed as it answered is gone in a moment
+            self.child.popen.wait(timeout=1.0)
+        code = self.child.popen.poll()
+        return "" if code is None else f" (it has exited with status {code}{self.why_gone()})"
 
     def _write(self, method: str, path: str, json: object = None) -> dict:
         """A control call that changes the fixture's state, counted so audit() can compare."""

@@ -24,7 +24,7 @@ from relaychaos import options
 from relaychaos.errors import ToxiproxyError
 from relaychaos.ports import lease_port, release_port
 from relaychaos.stack import toxiproxy_docker
-from relaychaos.stack.processes import spawn, wait_http_ok
+from relaychaos.stack.processes import Child, spawn, wait_http_ok
 from relaychaos.stack.toxiproxy_control import Toxiproxy
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout (in a wheel: nothing there)
@@ -49,6 +49,7 @@ class ToxiproxyServer:
     control: Toxiproxy
     source: str  # 'TOXIPROXY_URL', a binary path, or 'docker container ID of IMAGE'
     _stop: Callable[[], None] = field(default=lambda: None, repr=False)
+    child: Child | None = None  # the process, when the harness spawned the binary
 
     @property
     def url(self) -> str:
@@ -148,7 +149,7 @@ def _spawn_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
         child.stop()
         release_port(port)
 
-    return ToxiproxyServer(Toxiproxy(f"http://127.0.0.1:{port}"), binary, stop)
+    return ToxiproxyServer(Toxiproxy(f"http://127.0.0.1:{port}"), binary, stop, child)
 
 
 def _run_container() -> ToxiproxyServer:
