@@ -169,7 +169,9 @@ ENVIRONMENT: tuple[Option, ...] = (
     TOXIPROXY_LOG_LEVEL,
     TOXIPROXY_IMAGE,
 )
-ENVIRONMENT += (DOCKER_HOST, FOUND_DIR, PATH)
+SUDO_UID = _environment("sudo_uid", "SUDO_UID", _text, "the user sudo ran the command for: its run folders are theirs")
+SUDO_GID = _environment("sudo_gid", "SUDO_GID", _text, "that user's group")
+ENVIRONMENT += (DOCKER_HOST, FOUND_DIR, PATH, SUDO_UID, SUDO_GID)
 
 
 def environment(option: Option, default: Any = None, environ: Mapping[str, str] | None = None) -> Any:

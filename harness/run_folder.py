@@ -13,15 +13,38 @@ of the same name get `name` and `name-2`.
 
 from __future__ import annotations
 
+import argparse
+import os
 import re
 import shutil
+import time
 from pathlib import Path
 
+from relaychaos import options
 from relaychaos.history import COMPRESS_OVER, History, compressed, save
 
 HISTORIES, LOGS = "histories", "logs"
 LOG_BUDGET = "relay-logs.budget"  # one submission's log bytes in all (relaychaos.sandbox.logpump)
 NOT_STARTED = "not-started.txt"  # why a run whose serve never started stopped (relaychaos.plugin.start_gate)
+
+
+def out_folder(args: argparse.Namespace, prefix: str = "") -> Path:
+    """A command's run folder: its --out, or runs/<prefix>YYYYmmdd-HHMMSS under the working folder, resolved and
+    written back to args.out (the command line's main hands it over at the end: hand_over)."""
+    out = (Path(args.out) if args.out else Path("runs") / time.strftime(f"{prefix}%Y%m%d-%H%M%S")).resolve()
+    args.out = str(out)
+    return out
+
+
+def hand_over(folder: str | Path | None) -> None:
+    """Under sudo (root, with SUDO_UID set), give the run folder and all in it to the user who ran the command, so
+    that the steps after it, as that user, can read what it wrote; it stays 0700: theirs alone. Nothing otherwise."""
+    uid = options.environment(options.SUDO_UID)
+    if folder is None or not uid or os.geteuid() != 0 or not Path(folder).is_dir():
+        return
+    gid = options.environment(options.SUDO_GID) or uid
+    for path in (Path(folder), *Path(folder).rglob("*")):
+        os.lchown(path, int(uid), int(gid))
 
 
 def safe_name(name: str) -> str:

@@ -21,11 +21,10 @@ import importlib.metadata
 import os
 import signal
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
-from relaychaos import options
+from relaychaos import options, run_folder
 from relaychaos.commands import recheck, timeline
 from relaychaos.engine import scenario_file
 from relaychaos.engine.budget import BUDGETS, SHRINK_S
@@ -103,8 +102,7 @@ def _run_epilog() -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    out = Path(args.out) if args.out else Path("runs") / time.strftime("%Y%m%d-%H%M%S")
-    out = out.resolve()
+    out = run_folder.out_folder(args)
     out.mkdir(parents=True, exist_ok=True)
     os.chmod(out, 0o700)  # histories and logs: the harness's, not the relays'
     (out / LOG_BUDGET).unlink(missing_ok=True)  # this run's relay logs start from nothing
@@ -209,7 +207,7 @@ def _interrupted(relay: Path, out: Path) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run one scenario file against a relay and print the verdict with its per-GUID timeline."""
-    out = (Path(args.out) if args.out else Path("runs") / f"replay-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
+    out = run_folder.out_folder(args, "replay-")
     try:
         loaded = scenario_file.load(args.file)  # every problem in the file is found before anything starts
         run = RunDefinition.build(vars(args))
@@ -298,7 +296,10 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM (a cancelled CI job, `docker stop`, `timeout`) stops a command as Ctrl-C does: its suites are
     # interrupted, their stacks closed, what finished is written; nothing is left running
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    return args.func(args)
+    try:
+        return args.func(args)
+    finally:
+        run_folder.hand_over(getattr(args, "out", None))  # under sudo: the invoking user's
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from relaychaos import options
+from relaychaos import options, run_folder
 from relaychaos.errors import HarnessError
 from relaychaos.grading import batch, capacity, rubric, submissions
 from relaychaos.grading.progress import Progress
@@ -114,7 +114,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
             raise HarnessError("no submissions given", fix="relaychaos grade path/to/submissions/*/ --out GRADEBOOK")
         found = submissions.find(args.submissions, lambda text: print(f"relaychaos: {text}", file=sys.stderr))
         subs = submissions.shard(found, *submissions.parse_shard(args.shard))
-        out = Path(args.out or Path("runs") / time.strftime("grade-%Y%m%d-%H%M%S")).resolve()
+        out = run_folder.out_folder(args, "grade-")
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2

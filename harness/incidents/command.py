@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from relaychaos import run_folder
 from relaychaos.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -253,7 +254,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 where=str(args.scenario),
                 fix="give --relay path/to/relay.toml",
             )
-        out = Path(args.out) if args.out else Path("runs") / f"verify-{time.strftime('%Y%m%d-%H%M%S')}"
+        out = run_folder.out_folder(args, "verify-")
         failed = 0
         with Replayer(out, args.sandbox, args.sandbox_limit) as replayer:
             for n in range(1, args.runs + 1):

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
-from relaychaos import options
+from relaychaos import options, run_folder
 from relaychaos.atomic import write_text
 from relaychaos.errors import HarnessError
 from relaychaos.history import History, StreamedHistory
@@ -86,7 +86,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def cmd_soak(args: argparse.Namespace) -> int:
-    out = (Path(args.out) if args.out else Path("runs") / f"soak-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
+    out = run_folder.out_folder(args, "soak-")
     status = Status(sys.stdout)
     stop = threading.Event()
     history: StreamedHistory | None = None
