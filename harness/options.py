@@ -171,7 +171,8 @@ ENVIRONMENT: tuple[Option, ...] = (
 )
 SUDO_UID = _environment("sudo_uid", "SUDO_UID", _text, "the user sudo ran the command for: its run folders are theirs")
 SUDO_GID = _environment("sudo_gid", "SUDO_GID", _text, "that user's group")
-ENVIRONMENT += (DOCKER_HOST, FOUND_DIR, PATH, SUDO_UID, SUDO_GID)
+XDG_DATA_HOME = _environment("xdg_data_home", "XDG_DATA_HOME", _text, "the user's data folder (relaychaos/bin in it)")
+ENVIRONMENT += (DOCKER_HOST, FOUND_DIR, PATH, SUDO_UID, SUDO_GID, XDG_DATA_HOME)
 
 
 def environment(option: Option, default: Any = None, environ: Mapping[str, str] | None = None) -> Any:

@@ -17,15 +17,15 @@ are written, marked partial, with their report).
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import signal
 import sys
 from collections import Counter
 from pathlib import Path
 
+import relaychaos
 from relaychaos import options, run_folder
-from relaychaos.commands import recheck, timeline
+from relaychaos.commands import doctor, recheck, setup, timeline
 from relaychaos.engine import scenario_file
 from relaychaos.engine.budget import BUDGETS, SHRINK_S
 from relaychaos.errors import HarnessError, ManifestError
@@ -234,18 +234,10 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=24, width=160)
 
 
-def _version() -> str:
-    """The installed distribution's version (pyproject.toml's, as pip installed it)."""
-    try:
-        return importlib.metadata.version("relaychaos")
-    except importlib.metadata.PackageNotFoundError:
-        return "(version unknown: relaychaos is not installed; `pip install -e .` in the project, or install the wheel)"
-
-
 def parser() -> argparse.ArgumentParser:
     """The whole command line: every command's parser, registered on `sub`; --help lists each with its help line."""
     parser = argparse.ArgumentParser(prog="relaychaos", description=__doc__, formatter_class=_formatter)
-    parser.add_argument("--version", action="version", version=f"relaychaos {_version()}")
+    parser.add_argument("--version", action="version", version=f"relaychaos {relaychaos.version()}")
     sub = parser.add_subparsers(dest="command", required=True, title="commands")
     run = sub.add_parser(
         "run",
@@ -281,7 +273,7 @@ def parser() -> argparse.ArgumentParser:
     replay.add_argument("--out", help="where to keep the history and logs (default: runs/replay-YYYYmmdd-HHMMSS)")
     replay.add_argument("--limit", type=int, default=10, help="how many verdicts to print in full")
     replay.set_defaults(func=cmd_replay)
-    for module in (grading, soak, recheck, incidents, timeline):  # each command's parsers (add_parsers)
+    for module in (grading, soak, recheck, incidents, timeline, doctor, setup):  # each command's (add_parsers)
         module.add_parsers(sub)
     return parser
 

@@ -29,17 +29,35 @@ from relaychaos.stack.toxiproxy_control import Toxiproxy
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout (in a wheel: nothing there)
 TOOLS_BIN = PROJECT_ROOT / "tools" / "bin"
+VERSION = "v2.12.0"  # the Toxiproxy the harness is tested with (scripts/bootstrap.sh, relaychaos setup toxiproxy)
 ROUTES = ("auto", "binary", "docker")
 START_TIMEOUT_S = 15.0
-BUILD_FIX = (
-    "run `bash scripts/bootstrap.sh` (it builds the server with Go: "
-    "go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0, renamed toxiproxy-server), "
-    "or put a toxiproxy-server binary on PATH"
-)
-INSTALL_FIX = (
-    f"{BUILD_FIX}, start a Docker daemon (`bash {toxiproxy_docker.SETUP_SCRIPT}` as root starts one "
-    "and builds a local image), or set TOXIPROXY_URL to a running server"
-)
+
+
+def in_checkout() -> bool:
+    """Whether the harness runs from a checkout of the project (which has scripts/bootstrap.sh), not a wheel."""
+    return (PROJECT_ROOT / "scripts" / "bootstrap.sh").is_file()
+
+
+def build_fix() -> str:
+    """How to get a toxiproxy-server, in the words of a checkout's user or of an installed one's."""
+    if in_checkout():
+        return (
+            "run `bash scripts/bootstrap.sh` (it builds the server with Go: "
+            f"go install github.com/Shopify/toxiproxy/v2/cmd/server@{VERSION}, renamed toxiproxy-server), "
+            "or put a toxiproxy-server binary on PATH"
+        )
+    return (
+        f"run `relaychaos setup toxiproxy` (it builds the server {VERSION} with Go into {user_bin()}, or takes a "
+        "release binary you downloaded: `relaychaos setup toxiproxy --from FILE`), or put a toxiproxy-server on PATH"
+    )
+
+
+def install_fix() -> str:
+    return (
+        f"{build_fix()}, start a Docker daemon (`bash {toxiproxy_docker.SETUP_SCRIPT}` as root starts one "
+        "and builds a local image), or set TOXIPROXY_URL to a running server"
+    )
 
 
 @dataclass
@@ -65,13 +83,31 @@ def tools_bin() -> Path:
     return Path(options.environment(options.TOOLS_BIN, default=str(TOOLS_BIN)))
 
 
+def user_bin() -> Path:
+    """Where `relaychaos setup toxiproxy` puts the server for an installed harness: $XDG_DATA_HOME/relaychaos/bin
+    (default ~/.local/share/relaychaos/bin)."""
+    data = options.environment(options.XDG_DATA_HOME) or str(Path.home() / ".local" / "share")
+    return Path(data) / "relaychaos" / "bin"
+
+
+def search_dirs() -> list[Path]:
+    """The folders a toxiproxy-server is looked for in after PATH: RELAYCHAOS_TOOLS_BIN alone when set, else the
+    checkout's tools/bin and user_bin()."""
+    if options.environment(options.TOOLS_BIN):
+        return [tools_bin()]
+    return [TOOLS_BIN, user_bin()]
+
+
 def find_binary() -> str | None:
-    """The toxiproxy-server the harness would spawn, or None."""
+    """The toxiproxy-server the harness would spawn (on PATH, else in search_dirs()), or None."""
     found = shutil.which("toxiproxy-server")
     if found:
         return found
-    local = tools_bin() / "toxiproxy-server"
-    return str(local) if os.access(local, os.X_OK) else None
+    for folder in search_dirs():
+        local = folder / "toxiproxy-server"
+        if os.access(local, os.X_OK):
+            return str(local)
+    return None
 
 
 def route() -> str:
@@ -94,8 +130,9 @@ def acquire(log_dir: Path) -> ToxiproxyServer:
         binary = find_binary()
         if not binary:
             raise ToxiproxyError(
-                f"RELAYCHAOS_TOXIPROXY=binary, but there is no toxiproxy-server on PATH or in {tools_bin()}",
-                fix=f"{BUILD_FIX}; or unset RELAYCHAOS_TOXIPROXY",
+                "RELAYCHAOS_TOXIPROXY=binary, but there is no toxiproxy-server on PATH or in "
+                + " or ".join(map(str, search_dirs())),
+                fix=f"{build_fix()}; or unset RELAYCHAOS_TOXIPROXY",
             )
         return _spawn_binary(binary, log_dir)
     url = options.environment(options.TOXIPROXY_URL)
@@ -119,13 +156,13 @@ def acquire(log_dir: Path) -> ToxiproxyServer:
         except ToxiproxyError as e:
             raise ToxiproxyError(
                 f"no TOXIPROXY_URL and no toxiproxy-server binary, so Docker ({e.where}) was tried: {e.what}",
-                fix=f"{e.fix}; or {BUILD_FIX}",
+                fix=f"{e.fix}; or {build_fix()}",
                 details=e.details,
             ) from None
     raise ToxiproxyError(
         "no Toxiproxy server found: TOXIPROXY_URL is not set, no toxiproxy-server on PATH or in "
-        f"{tools_bin()}, and no Docker daemon ({docker_reason})",
-        fix=INSTALL_FIX,
+        f"{' or '.join(map(str, search_dirs()))}, and no Docker daemon ({docker_reason})",
+        fix=install_fix(),
     )
 
 
@@ -143,7 +180,7 @@ def _spawn_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
     if why:
         child.kill()
         release_port(port)
-        raise ToxiproxyError(f"{binary} {why}", fix=INSTALL_FIX, details=child.tail())
+        raise ToxiproxyError(f"{binary} {why}", fix=install_fix(), details=child.tail())
 
     def stop() -> None:
         child.stop()

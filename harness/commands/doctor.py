@@ -1,0 +1,126 @@
+"""`relaychaos doctor`: each part a run needs and each sandbox layer and route this machine offers, with the fix for
+each that is missing, in the words of whoever runs it (a checkout's user, or an installed harness's).
+
+    relaychaos doctor        # exit 0: a run can start here (a Toxiproxy server is found); 1: it cannot
+
+A part is `ok`, `missing` (with why and the fix) or, for what only some relays need, `optional`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+from dataclasses import dataclass
+
+import relaychaos
+from relaychaos import options
+from relaychaos.errors import HarnessError
+from relaychaos.sandbox import levels
+from relaychaos.stack import postgres, toxiproxy_docker, toxiproxy_server
+
+LAYER_FIX = {
+    "uid": "run the harness as root (sudo)",
+    "mount": "run the harness as root (sudo)",
+    "pid": "run the harness as root (sudo)",
+    "ipc": "run the harness as root (sudo)",
+    "uts": "run the harness as root (sudo)",
+    "disk": "run the harness as root (sudo)",
+    "network": "run as root with iproute2 and nftables installed (`apt-get install -y iproute2 nftables`)",
+    "cgroups": "run as root on a machine with the cgroup v1 memory, pids and cpu controllers mounted",
+    "landlock": "a Linux kernel 5.13+ with Landlock enabled (lsm=landlock)",
+    "landlock network rules": "a Linux kernel 6.7+",
+    "landlock scoping": "a Linux kernel 6.12+",
+    "seccomp": "an x86_64 machine",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One part or layer: its name, ok/missing/optional, what was found or why not, and the fix."""
+
+    name: str
+    state: str
+    said: str
+    fix: str = ""
+
+    def lines(self) -> list[str]:
+        head = f"  {self.state:<8} {self.name}: {self.said}"
+        return [head] + ([f"           fix: {self.fix}"] if self.fix and self.state != "ok" else [])
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    doctor = sub.add_parser("doctor", help="list what a run needs and what this machine offers, with the fixes")
+    doctor.set_defaults(func=cmd_doctor)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    where = "a checkout" if toxiproxy_server.in_checkout() else "an installed package"
+    print(f"relaychaos {relaychaos.version()} ({where}) on Python {platform.python_version()}, {platform.platform()}")
+    needed = toxiproxy()
+    print("what a run needs:")
+    for finding in needed:
+        print("\n".join(finding.lines()))
+    print("the sandbox (docs/sandbox.md; `--sandbox auto` runs with what is here and says what is not):")
+    for finding in sandbox():
+        print("\n".join(finding.lines()))
+    print("what some relays need:")
+    for finding in (docker(), postgresql()):
+        print("\n".join(finding.lines()))
+    ready = all(f.state == "ok" for f in needed)
+    print(f"relaychaos: {'a run can start here' if ready else 'a run cannot start here: see the fix above'}")
+    return 0 if ready else 1
+
+
+def toxiproxy() -> list[Finding]:
+    """The Toxiproxy server a run would use, by the route RELAYCHAOS_TOXIPROXY chooses."""
+    try:
+        route = toxiproxy_server.route()
+    except HarnessError as e:
+        return [Finding("toxiproxy", "missing", e.what, e.fix or "")]
+    url = options.environment(options.TOXIPROXY_URL)
+    if url and route == "auto":
+        return [Finding("toxiproxy", "ok", f"TOXIPROXY_URL={url} (used as it is; not checked here)")]
+    binary = toxiproxy_server.find_binary() if route != "docker" else None
+    if binary:
+        return [Finding("toxiproxy", "ok", f"{binary} (route {route})")]
+    reason = toxiproxy_docker.unavailable_reason() if route != "binary" else "RELAYCHAOS_TOXIPROXY=binary"
+    if reason is None:
+        return [Finding("toxiproxy", "ok", "no binary; a Docker daemon answers, so each run starts a container")]
+    places = " or ".join(map(str, toxiproxy_server.search_dirs()))
+    return [
+        Finding(
+            "toxiproxy",
+            "missing",
+            f"no toxiproxy-server on PATH or in {places}, no TOXIPROXY_URL, and no Docker route ({reason})",
+            toxiproxy_server.install_fix(),
+        )
+    ]
+
+
+def sandbox() -> list[Finding]:
+    """Each layer: enforced, or why it is not and how to get it."""
+    lacks, abi = levels.offered()
+    level = levels.level("auto", levels.Limits(), lacks, abi)
+    found = [Finding(name, "ok", said) for name, said in level["layers"].items()]
+    return found + [Finding(name, "missing", why, LAYER_FIX.get(name, "")) for name, why in lacks.items()]
+
+
+def docker() -> Finding:
+    reason = toxiproxy_docker.unavailable_reason()
+    if reason is None:
+        return Finding("docker", "ok", "a Docker daemon answers (relays run from container images; Toxiproxy's route)")
+    return Finding(
+        "docker",
+        "optional",
+        f"{reason}: needed only for a relay run from a container image",
+        f"as root, `bash {toxiproxy_docker.SETUP_SCRIPT}` starts a daemon"
+        if toxiproxy_server.in_checkout()
+        else "install Docker (`apt-get install -y docker.io`) and start its daemon",
+    )
+
+
+def postgresql() -> Finding:
+    try:
+        return Finding("postgresql", "ok", f"{postgres.binaries()} (for a relay whose ledger is in PostgreSQL)")
+    except HarnessError as e:
+        return Finding("postgresql", "optional", f"{e.what}: needed only for a ledger in PostgreSQL", e.fix or "")

@@ -1,0 +1,89 @@
+"""`relaychaos doctor` says what a run needs and what this machine offers, with the fixes; `relaychaos setup
+toxiproxy` puts a working toxiproxy-server where the harness finds it, built with Go or from a binary given."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from relaychaos.sandbox import levels
+from relaychaos.stack import toxiproxy_server
+
+from .conftest import ROOT
+
+pytestmark = pytest.mark.process
+
+
+def cli(*args, env=None):
+    return subprocess.run(
+        [sys.executable, "-m", "relaychaos.commands.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def nothing_anywhere(tmp_path) -> dict:
+    """An environment with no Toxiproxy: not on PATH (only this Python's folder), not in a tools folder, no
+    daemon, no URL, no user folder."""
+    return {
+        "PATH": os.path.dirname(sys.executable),
+        "RELAYCHAOS_TOOLS_BIN": str(tmp_path / "empty"),
+        "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock",
+        "TOXIPROXY_URL": "",
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
+
+
+def test_doctor_names_every_layer_and_the_toxiproxy_a_run_would_use_and_exits_0_when_a_run_can_start():
+    done = cli("doctor")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"ok       toxiproxy: {toxiproxy_server.find_binary()}" in done.stdout
+    lacks, _ = levels.offered()
+    for layer in levels.LAYERS:
+        state = "missing" if layer in lacks else "ok"
+        assert f"  {state:<8} {layer}: " in done.stdout, (layer, done.stdout)
+    assert "relaychaos: a run can start here" in done.stdout
+
+
+def test_doctor_without_toxiproxy_exits_1_with_the_fix(tmp_path):
+    done = cli("doctor", env=nothing_anywhere(tmp_path))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "missing  toxiproxy: no toxiproxy-server on PATH or in" in done.stdout
+    assert "fix: run `bash scripts/bootstrap.sh`" in done.stdout  # a checkout's words: this is one
+
+
+def test_setup_takes_a_binary_given_and_an_installed_harness_then_finds_it(tmp_path, monkeypatch):
+    given = shutil.which("toxiproxy-server") or str(ROOT / "tools" / "bin" / "toxiproxy-server")
+    done = cli("setup", "toxiproxy", "--from", given, env={"XDG_DATA_HOME": str(tmp_path / "data")})
+    assert done.returncode == 0, done.stdout + done.stderr
+    placed = tmp_path / "data" / "relaychaos" / "bin" / "toxiproxy-server"
+    assert os.access(placed, os.X_OK) and "toxiproxy-server version" in done.stdout
+    for name, value in nothing_anywhere(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("RELAYCHAOS_TOOLS_BIN")
+    monkeypatch.setattr(toxiproxy_server, "TOOLS_BIN", tmp_path / "no-checkout")  # as in a wheel: no tools/bin
+    assert toxiproxy_server.find_binary() == str(placed)
+
+
+def test_setup_builds_the_server_with_go_under_its_right_name(tmp_path):
+    if shutil.which("go") is None:
+        pytest.skip("no Go here (scripts/bootstrap.sh builds Toxiproxy with it)")
+    done = cli("setup", "toxiproxy", "--dest", tmp_path / "bin")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert os.access(tmp_path / "bin" / "toxiproxy-server", os.X_OK) and not (tmp_path / "bin" / "server").exists()
+
+
+def test_setup_refuses_what_is_not_a_toxiproxy_server_and_says_what_to_do_without_go(tmp_path):
+    fake = tmp_path / "fake"
+    fake.write_text("#!/bin/sh\necho hello\n")
+    fake.chmod(0o755)
+    done = cli("setup", "toxiproxy", "--from", fake, "--dest", tmp_path / "bin")
+    assert done.returncode == 2 and "not a toxiproxy-server" in done.stderr, done.stderr
+    assert not (tmp_path / "bin" / "toxiproxy-server").exists()
+    no_go = cli("setup", "toxiproxy", "--dest", tmp_path / "bin", env=nothing_anywhere(tmp_path))
+    assert no_go.returncode == 2 and "Go is not on PATH" in no_go.stderr and "--from FILE" in no_go.stderr
