@@ -28,6 +28,7 @@ class Recorder:
     def __init__(self, history: EventLog | None = None, clock: Callable[[], float] = time.monotonic):
         self.history: EventLog = history if history is not None else History()
         self._clock = clock
+        self.guids_sent: set[str] = set()  # every GUID the channel has sent in this run (the ledger's rows' bound)
 
     def _add(self, process: str, type: str, f: str, **value: Any) -> Event:
         return self.history.append(process, type, f, at=self._clock(), **value)
@@ -81,6 +82,8 @@ class Recorder:
         """A channel call begins: a well-formed `request`, or a `raw` body sent verbatim."""
         fields: dict[str, Any] = {"request": request} if raw is None else {"raw": raw}
         fields.update({k: v for k, v in (("intent", intent), ("race", race)) if v})
+        if guid is not None:
+            self.guids_sent.add(guid)
         return self._add(process, "invoke", Op.TRANSFER, guid=guid, attempt=attempt, **fields)
 
     def transfer_answered(

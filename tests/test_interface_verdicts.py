@@ -76,7 +76,7 @@ def test_a_column_the_relay_added_to_its_ledger_is_never_read(run_chaos, broken)
 def test_a_value_over_the_bound_in_the_ledger_is_named_and_never_read(run_chaos, broken):
     result = run_chaos(SCENARIO, manifest=broken("huge-response"))
     assert "ledger-schema" in rules(result)
-    assert "in column `response`: the harness reads values up to 64 KiB" in result.report(limit=20)
+    assert "in column `response`: the harness reads values up to 16 KiB" in result.report(limit=20)
 
 
 def test_a_ledger_without_the_contract_table_is_named(run_chaos, broken):

@@ -1,5 +1,5 @@
 """The one reader of a relay's ledger from outside (relaychaos.stack.ledger_file): it never waits on the relay's files,
-and what it reads is bounded: only the contract's columns, none computed by the relay's code, no value over 64 KiB,
+and what it reads is bounded: only the contract's columns, none computed by the relay's code, no value over 16 KiB,
 no read over 64 MiB. Beyond a bound, LedgerFileError names what and where."""
 
 import os
@@ -78,7 +78,7 @@ def test_the_harness_reads_only_the_contracts_columns_so_a_column_the_relay_adde
 @pytest.mark.parametrize(
     "table, row, said",
     [
-        (LEDGER, "'DONE', '0000', hex(zeroblob(40000)), '{}'", "holds a value over 64 KiB in column `request`"),
+        (LEDGER, "'DONE', '0000', hex(zeroblob(40000)), '{}'", "holds a value over 16 KiB in column `request`"),
         (LEDGER, "'DONE', '0000', '{}', zeroblob(100000)", "holds a value of 100,000 bytes in column `response`"),
         (
             LEDGER.replace("response TEXT", "response TEXT GENERATED ALWAYS AS (hex(zeroblob(10))) VIRTUAL"),
@@ -110,7 +110,7 @@ def test_a_read_of_more_rows_than_the_bound_stops_and_says_so(tmp_path, monkeypa
             "INSERT INTO ledger VALUES (?, 'DONE', '0000', ?, '{}', 1, 2)", [(f"g{n}-t1", "x" * 900) for n in range(50)]
         )
     monkeypatch.setattr(ledger_file, "ROWS_BYTES", 2**14)
-    with pytest.raises(ledger_file.LedgerFileError, match="hold more than 0.015625 MiB by row 17:"):
+    with pytest.raises(ledger_file.LedgerFileError, match="hold more than 0.015625 MiB by row 12:"):
         ledger_file.rows(path, "-t1")
 
 
@@ -119,3 +119,33 @@ def test_a_ledger_file_that_is_a_fifo_is_never_opened(tmp_path):
     (tmp_path / "ledger.sqlite").touch()
     with pytest.raises(ledger_file.LedgerFileError, match="ledger.sqlite-journal is not a regular file"):
         ledger_file.rows(tmp_path / "ledger.sqlite")
+
+
+def test_a_read_finds_at_most_the_rows_it_may_and_says_when_there_are_more(tmp_path):
+    """A run's read may find one row a GUID its channel sent, and a few: a relay's extra rows are never held."""
+    path = tmp_path / "ledger.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"CREATE TABLE ledger ({LEDGER})")
+        conn.executemany(
+            "INSERT INTO ledger VALUES (?, 'DONE', '0000', '{}', '{}', 1, 2)", [(f"g{n}-t1",) for n in range(40)]
+        )
+    assert len(ledger_file.rows(path, "-t1", most=40)) == 40
+    with pytest.raises(ledger_file.LedgerFileError, match=r"holds more than 11 rows whose GUID ends in this run's tag"):
+        ledger_file.rows(path, "-t1", most=11)
+
+
+def test_a_schema_too_large_to_read_is_named_and_the_process_s_sqlite_is_not_held_after(tmp_path):
+    """3,000 triggers of 400 constants (a few MiB on disk) take SQLite over HEAP_BYTES to read: named, and the heap
+    limit is the process's only while the harness reads."""
+    path = tmp_path / "ledger.sqlite"
+    with sqlite3.connect(path, isolation_level=None) as conn:
+        conn.execute(f"CREATE TABLE ledger ({LEDGER})")
+        conn.execute("CREATE TABLE side (x INTEGER)")
+        conn.execute("BEGIN")
+        for n in range(3000):
+            conn.execute(f"CREATE TRIGGER t{n} AFTER INSERT ON side BEGIN SELECT 1 IN ({','.join(['1'] * 400)}); END")
+        conn.execute("COMMIT")
+    with pytest.raises(ledger_file.LedgerFileError, match="schema takes more than 24 MiB of memory to read"):
+        ledger_file.rows(path, "-t1")
+    with sqlite3.connect(":memory:") as conn:
+        assert conn.execute("PRAGMA hard_heap_limit").fetchone() == (0,)

@@ -12,6 +12,7 @@ import time
 
 from relaychaos.engine import steps as S
 from relaychaos.recorder import Recorder
+from relaychaos.stack.ledger_file import LedgerFileError
 from relaychaos.stack.world import Stack
 
 
@@ -22,16 +23,28 @@ def unreadable() -> tuple[type[Exception], ...]:
     return (sqlite3.Error, pg.Error) if pg is not None else (sqlite3.Error,)
 
 
+ROWS_SLACK = 8  # rows a run's read may find beyond the GUIDs its channel sent
+
+
 class Observer:
     """Snapshots and waits for one run; `tag` is the suffix of its GUIDs."""
 
     def __init__(self, stack: Stack, recorder: Recorder, tag: str):
         self.stack, self.recorder, self.tag = stack, recorder, tag
         self._tampering_seen: set[str] = set()
+        self._hostile: LedgerFileError | None = None
 
     def rows(self) -> dict[str, dict]:
-        """This run's ledger rows, by GUID (unreadable() errors propagate)."""
-        return self.stack.ledger_rows(suffix=f"-{self.tag}")
+        """This run's ledger rows, by GUID (unreadable() errors propagate): no more than one a GUID the channel has
+        sent, and a few (a relay that writes more makes the read an error that says so). A ledger found hostile
+        once (LedgerFileError: beyond a bound, or a file no reader may open) is not read again in the run."""
+        if self._hostile is not None:
+            raise self._hostile
+        try:
+            return self.stack.ledger_rows(suffix=f"-{self.tag}", most=len(self.recorder.guids_sent) + ROWS_SLACK)
+        except LedgerFileError as e:
+            self._hostile = LedgerFileError(f"{e} (found before; the ledger is not read again in this run)")
+            raise
 
     def rows_or_none(self) -> dict[str, dict] | None:
         """This run's rows, or None when the ledger cannot be read (the relay's fault, judged later)."""

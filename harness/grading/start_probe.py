@@ -22,6 +22,7 @@ from relaychaos.run_folder import LOGS
 from relaychaos.sandbox.levels import Limits
 from relaychaos.sandbox.policy import Sandbox
 from relaychaos.stack import manifest
+from relaychaos.stack.processes import tail_text
 from relaychaos.stack.supervisor import Supervisor
 
 TAIL_LINES = 12
@@ -53,7 +54,7 @@ def probe(
             return None
         except RelayError as e:
             said = tail(
-                (work / "relay-a.log").read_text(errors="replace") if (work / "relay-a.log").exists() else "",
+                tail_text(work / "relay-a.log") if (work / "relay-a.log").exists() else "",
                 TAIL_LINES,
             )
             what = e.what.removesuffix("its log says:").rstrip(";: ")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from relaychaos.sandbox.policy import Sandbox
 from relaychaos.sandbox.slots import mib, statuses
-from relaychaos.stack.processes import Child, wait_http_ok
+from relaychaos.stack.processes import Child, tail_text, wait_http_ok
 
 REFUSAL = re.compile(r"^relaychaos sandbox: (seccomp refused .*)$", re.M)
 HINTS = (  # (a pattern in the relay's own log, what the sandbox allows)
@@ -69,7 +69,7 @@ def diagnose(
 def refusals(log_path: Path, port: int | None = None) -> str | None:
     """What the sandbox refused the relay, as its log shows it (one sentence), or None."""
     try:
-        text = log_path.read_text(errors="replace")[-200_000:]
+        text = tail_text(log_path, 200_000)
     except OSError:
         return None
     found = list(dict.fromkeys(REFUSAL.findall(text)))

@@ -20,19 +20,24 @@ What the harness reads is bounded too, so that a ledger cannot make the harness 
 or disk the relay's own limits do not count: only the contract's columns (LEDGER_COLUMNS), by
 name, so a column the relay added is never read; none of them a virtual generated column
 (whose expression the reader would compute); no value over VALUE_BYTES (SQLite's length limit
-on the connection), no read of a run's rows over ROWS_BYTES. The connection is read-only and
+on the connection), no more rows than the caller may find (a run: the GUIDs it sent, and a few),
+no read of a run's rows over read_budget(); SQLite's memory held to HEAP_BYTES while it reads
+(a schema of thousands of triggers would take more). The connection is read-only and
 query-only, with `trusted_schema` off (no function of the relay's schema runs unless SQLite
 rates it harmless). Beyond a bound, LedgerFileError names what and where.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import functools
 import os
 import shutil
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,9 +49,10 @@ if TYPE_CHECKING:
 BUSY_S = 2.0
 QUERY_S = 2.0
 SUFFIXES = ("", "-wal", "-shm", "-journal")
-VALUE_BYTES = 64 << 10  # a transfer's request and answer are under 1 KB (contract section 3)
+VALUE_BYTES = 16 << 10  # a transfer's request and answer are under 1 KB (contract section 3)
+HEAP_BYTES = 24 << 20  # SQLite's memory in the reading process: a schema that takes more (thousands of triggers)
 ROWS_BYTES = 64 << 20  # one read of a run's rows: about 100,000 rows of a correct relay
-ROW_BYTES = 64  # what a row costs beyond its values, counted against ROWS_BYTES
+ROW_BYTES = 512  # what a row costs the reader beyond its values (a dict of seven), counted against ROWS_BYTES
 GENERATED_VIRTUAL = 2  # PRAGMA table_xinfo's `hidden` of a virtual generated column
 
 
@@ -111,58 +117,117 @@ def connect(path: Path) -> _Bounded:
     return conn
 
 
-def rows(path: Path, suffix: str | None = None) -> dict[str, dict]:
+def rows(path: Path, suffix: str | None = None, most: int | None = None) -> dict[str, dict]:
     """The ledger's rows by GUID (only GUIDs ending in `suffix`, if given), each with the contract's columns the
-    table has; {} when there is no file yet. LedgerFileError beyond a bound: a value over VALUE_BYTES, rows over
-    ROWS_BYTES in all, a contract column that is a virtual generated column."""
+    table has; {} when there is no file yet. LedgerFileError beyond a bound: more than `most` rows, a value over
+    VALUE_BYTES, rows over ROWS_BYTES in all, a contract column that is a virtual generated column."""
     if not check(path):
         return {}
-    conn = connect(path)
-    try:
+    with _reading(path) as conn:
         names = _contract_columns(conn, path)
         if "guid" not in names:
             raise sqlite3.OperationalError(f"the ledger {path} has no table `ledger` with a column `guid`")
         where, args = ("", ()) if suffix is None else (" WHERE substr(guid, -?) = ?", (len(suffix), suffix))
+        if most is not None:
+            where, args = f"{where} LIMIT ?", (*args, most + 1)
         found: dict[str, dict] = {}
-        spent = 0
+        spent, budget = 0, read_budget(most)
         try:
             for values in conn.execute(f"SELECT {_quoted(names)} FROM ledger{where}", args):
                 spent += ROW_BYTES + sum(len(v) for v in values if isinstance(v, (str, bytes)))
-                if spent > ROWS_BYTES:
+                if spent > budget:
                     raise LedgerFileError(
-                        f"the rows read from the ledger {path} hold more than {ROWS_BYTES / 2**20:g} MiB "
+                        f"the rows read from the ledger {path} hold more than {budget / 2**20:g} MiB "
                         f"by row {len(found) + 1}: the harness reads no more (a transfer's row is under 2 KB)"
                     )
                 row = dict(zip(names, values, strict=True))
                 found[row["guid"]] = row
+                if most is not None and len(found) > most:
+                    raise LedgerFileError(too_many(str(path), most, suffix))
         except sqlite3.DataError:  # SQLite's length limit: a value over VALUE_BYTES
             raise LedgerFileError(_oversized(conn, path, names, where, args)) from None
         return found
-    finally:
-        conn.close()
 
 
 def select(path: Path, names: tuple[str, ...], query_s: float = QUERY_S) -> Iterator[tuple]:
     """The named columns of every row of the ledger, one tuple at a time, the whole read interrupted after query_s:
     a ledger of millions of rows is streamed, never held (names are column names, quoted here)."""
-    conn = connect(path)
-    try:
+    with _reading(path) as conn:
         conn.query_s = query_s
         try:
             yield from conn.execute(f"SELECT {_quoted(names)} FROM ledger")
         except sqlite3.DataError:
             raise LedgerFileError(_oversized(conn, path, names, "", ())) from None
-    finally:
-        conn.close()
 
 
 def columns(path: Path) -> list[str]:
     """The columns of the ledger table (contract section 4); [] when there is no such table."""
-    conn = connect(path)
-    try:
+    with _reading(path) as conn:
         return [r[1] for r in conn.execute("PRAGMA table_info(ledger)")]
+
+
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[_Bounded]:
+    """connect(path) for one read, with SQLite's memory in this process held to HEAP_BYTES while it lasts (the limit
+    is the process's: it is put back as it was after the read, so that nothing else of the process is held to it)."""
+    heap = _heap()
+    before = heap(-1)
+    heap(HEAP_BYTES if before <= 0 else min(before, HEAP_BYTES))
+    try:
+        conn = connect(path)
+        try:
+            yield conn
+        finally:
+            conn.close()
+    except MemoryError:  # SQLITE_NOMEM at HEAP_BYTES: the values are bounded, so the schema is what takes it
+        raise LedgerFileError(
+            f"the ledger {path}'s schema takes more than {HEAP_BYTES >> 20} MiB of memory to read (its tables, "
+            "indexes and triggers): the harness reads no more"
+        ) from None
     finally:
-        conn.close()
+        heap(before)
+
+
+@functools.cache
+def _heap() -> Callable[[int], int]:
+    """sqlite3_hard_heap_limit64 of the SQLite Python's sqlite3 module runs on (the shared library it is linked
+    to); where that cannot be reached, the limit is set with the pragma, which holds for the rest of the process."""
+    try:
+        lib = ctypes.CDLL("libsqlite3.so.0")
+        lib.sqlite3_hard_heap_limit64.restype = ctypes.c_int64
+        lib.sqlite3_hard_heap_limit64.argtypes = [ctypes.c_int64]
+        said = lib.sqlite3_hard_heap_limit64
+        before = said(-1)
+        said(HEAP_BYTES + 1)
+        with contextlib.closing(sqlite3.connect(":memory:")) as probe:
+            shared = probe.execute("PRAGMA hard_heap_limit").fetchone()[0] == HEAP_BYTES + 1
+        said(before)
+        if shared:
+            return lambda n: int(said(n))
+    except (OSError, AttributeError):
+        pass
+
+    def pragma(n: int) -> int:
+        with contextlib.closing(sqlite3.connect(":memory:")) as conn:
+            return int(
+                conn.execute(f"PRAGMA hard_heap_limit = {n}" if n >= 0 else "PRAGMA hard_heap_limit").fetchone()[0]
+            )
+
+    return pragma
+
+
+def read_budget(most: int | None) -> int:
+    """The bytes one read of rows may hold: ROWS_BYTES, and 2 KiB more a row it may find (a transfer's is under)."""
+    return ROWS_BYTES + (most or 0) * (2 << 10)
+
+
+def too_many(where: str, most: int, suffix: str | None) -> str:
+    """The error of a read that found more rows than it may (`most`: the GUIDs the run sent, and a few)."""
+    mine = f" whose GUID ends in this run's tag ({suffix})" if suffix else ""
+    return (
+        f"the ledger {where} holds more than {most} rows{mine}: more than the channel sent GUIDs in this run, "
+        "so the harness reads no more (one row per GUID, contract section 4)"
+    )
 
 
 def _contract_columns(conn: _Bounded, path: Path) -> list[str]:

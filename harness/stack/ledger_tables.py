@@ -31,17 +31,19 @@ class LedgerColumns:
     required: list[str] | None = None
 
 
-def rows(profile: Profile, ledger_path: Path, ledger_url: str | None, suffix: str | None) -> dict[str, dict]:
-    """The ledger's rows by GUID (only GUIDs ending in `suffix`, if given): the SQLite file's, or a course relay's
-    contract table in PostgreSQL; of a keyed service's own table, each key's row as `contract_row` reads it.
-    sqlite3.Error or psycopg.Error when it cannot be read."""
+def rows(
+    profile: Profile, ledger_path: Path, ledger_url: str | None, suffix: str | None, most: int | None = None
+) -> dict[str, dict]:
+    """The ledger's rows by GUID (only GUIDs ending in `suffix`, if given; more than `most` of them is an error that
+    says so): the SQLite file's, or a course relay's contract table in PostgreSQL; of a keyed service's own table,
+    each key's row as `contract_row` reads it. sqlite3.Error or psycopg.Error when it cannot be read."""
     if ledger_url is None:
-        return ledger_file.rows(ledger_path, suffix)
+        return ledger_file.rows(ledger_path, suffix, most)
     ledger = profile.ledger
     if profile.name != "course":  # a service's own table: the columns mapped, in the contract's words
-        keyed = postgres_checks.rows(ledger_url, ledger.table, ledger.key, suffix, ledger.columns)
+        keyed = postgres_checks.rows(ledger_url, ledger.table, ledger.key, suffix, ledger.columns, most)
         return {k: contract_row(ledger, k, r) for k, r in keyed.items()}
-    found = postgres_checks.rows(ledger_url, ledger.table, ledger.key, suffix)
+    found = postgres_checks.rows(ledger_url, ledger.table, ledger.key, suffix, most=most)
     for row in found.values():
         row["status"] = ledger.contract_status(row.get(ledger.status))
     return found

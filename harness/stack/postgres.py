@@ -227,13 +227,18 @@ def columns(url: str, table: str) -> list[str]:
 
 
 def rows(
-    url: str, table: str, key: str, suffix: str | None = None, columns: tuple[str, ...] | None = None
+    url: str,
+    table: str,
+    key: str,
+    suffix: str | None = None,
+    columns: tuple[str, ...] | None = None,
+    most: int | None = None,
 ) -> dict[str, dict]:
     """The ledger table's rows by key (only keys ending in `suffix`, if given), read in a read-only session with a
     statement time-out: a course relay's contract table kept in PostgreSQL (the contract's columns it has, as
     relaychaos.stack.ledger_file.rows reads SQLite's), or only `columns` of a service's own table. Bounded as
-    ledger_file's reads are: a value over its VALUE_BYTES, or rows over its ROWS_BYTES in all, is never taken in
-    (psycopg.DataError names it). psycopg.Error when it cannot be read."""
+    ledger_file's reads are: more than `most` rows, a value over its VALUE_BYTES, or rows over its ROWS_BYTES in
+    all, is never taken in (psycopg.DataError names it). psycopg.Error when it cannot be read."""
     import psycopg  # lazy: only a PostgreSQL ledger needs psycopg
     from psycopg import sql  # lazy: only a PostgreSQL ledger needs psycopg
     from psycopg.rows import dict_row  # lazy: only a PostgreSQL ledger needs psycopg
@@ -255,17 +260,19 @@ def rows(
         for row in conn.cursor().stream(_bounded_select(table, names, where), params):  # a row at a time
             over = row.pop(OVER)
             spent += ledger_file.ROW_BYTES + sum(len(v) for v in row.values() if isinstance(v, (str, bytes)))
-            if over or spent > ledger_file.ROWS_BYTES:
+            if over or spent > ledger_file.read_budget(most):
                 what = (
                     f"a value of over {ledger_file.VALUE_BYTES >> 10} KiB in column `{over}`"
                     if over
-                    else f"rows of more than {ledger_file.ROWS_BYTES / 2**20:g} MiB"
+                    else f"rows of more than {ledger_file.read_budget(most) / 2**20:g} MiB"
                 )
                 raise psycopg.DataError(
                     f"the ledger's table {table} holds {what} (row {len(found) + 1} of those read): the harness reads "
                     "no more (a transfer's row is under 2 KB)"
                 )
             found[str(row[key])] = row
+            if most is not None and len(found) > most:
+                raise psycopg.DataError(ledger_file.too_many(f"table {table}", most, suffix))
         return found
 
 

@@ -18,8 +18,7 @@ import socket
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -40,13 +39,19 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
 TAIL_BYTES, TAIL_LINE = 64 << 10, 400  # what of a relay's log an error message quotes: its end, each line cut
 
 
+def tail_text(path: Path, most: int = TAIL_BYTES) -> str:
+    """The last `most` bytes of a file, decoded (a byte that is not UTF-8 replaced): never the whole of a relay's
+    log, which may be as large as its log budget. OSError as open() raises it."""
+    with path.open("rb") as log:
+        log.seek(max(0, log.seek(0, os.SEEK_END) - most))
+        return log.read(most).decode(errors="replace")
+
+
 def log_tail(path: Path, lines: int = 15) -> str:
     """The last lines of a log file (of its last TAIL_BYTES, each cut at TAIL_LINE characters), indented for quoting
     in an error message: a relay's log may be as large as its log budget, and its lines as long."""
     try:
-        with path.open("rb") as log:
-            log.seek(max(0, log.seek(0, os.SEEK_END) - TAIL_BYTES))
-            text = log.read(TAIL_BYTES).decode(errors="replace")
+        text = tail_text(path)
     except OSError:
         return f"    (no log at {path})"
     tail = [line if len(line) <= TAIL_LINE else line[:TAIL_LINE] + " …" for line in text.rstrip().splitlines()[-lines:]]
@@ -190,16 +195,15 @@ def spawn(
 
 # Straight to the address, never through a proxy of the environment (HTTP_PROXY and the like are for the world,
 # the parts polled here listen on this machine), and without reading the environment's proxies on every poll
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
 def wait_http_ok(
     url: str, *, timeout_s: float, child: Child | None = None, headers: dict[str, str] | None = None
 ) -> str | None:
     """Poll url (GET, with headers if given) until it answers HTTP 200; return None, or why it did not.
 
-    Stops early when `child` exits. The reason is one of 'exited with status N'
-    or 'did not answer within T s (last: ...)'.
+    Stops early when `child` exits. Each poll is one HTTP/1.1 exchange whose whole head must arrive by the
+    deadline (a server trickling its answer a byte at a time waits no longer than `timeout_s`; a head cut
+    short, or over HEAD_BYTES, is not an answer). The reason is one of 'exited with status N' or 'did not
+    answer within T s (last: ...)'.
     """
     deadline = time.monotonic() + timeout_s
     last = "no attempt"
@@ -207,17 +211,46 @@ def wait_http_ok(
         if child is not None and not child.alive():
             return f"exited with status {child.popen.returncode} before answering {url}"
         try:
-            with _DIRECT.open(urllib.request.Request(url, headers=headers or {}), timeout=1.0) as resp:
-                if resp.status == 200:
-                    return None
-                last = f"HTTP {resp.status}"
-        except urllib.error.HTTPError as e:
-            last = f"HTTP {e.code}"
-        except (urllib.error.URLError, OSError) as e:
-            last = str(getattr(e, "reason", e))
+            status = _status(url, headers or {}, min(deadline, time.monotonic() + 1.0))
+            if status == 200:
+                return None
+            last = f"HTTP {status}"
+        except (OSError, ValueError) as e:
+            last = str(e) or type(e).__name__
         if time.monotonic() >= deadline:
             return f"did not answer {url} with HTTP 200 within {timeout_s:g} s (last: {last})"
         time.sleep(0.01)
+
+
+HEAD_BYTES = 16 << 10  # the most of an answer's head a readiness poll reads
+
+
+def _status(url: str, headers: dict[str, str], until: float) -> int:
+    """The HTTP status of GET url, its head read whole by `until` (monotonic); OSError or ValueError otherwise."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise ValueError(f"{url} is not an http:// URL")
+    fields = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    request = f"GET {target} HTTP/1.1\r\nHost: {parts.netloc}\r\n{fields}Connection: close\r\n\r\n"
+    with socket.create_connection((parts.hostname, parts.port or 80), timeout=max(0.01, until - time.monotonic())) as s:
+        s.sendall(request.encode("latin-1"))
+        head = b""
+        while b"\r\n\r\n" not in head:
+            left = until - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("its answer's head had not arrived whole")
+            s.settimeout(left)
+            more = s.recv(4096)
+            if not more:
+                raise ConnectionError("the connection closed before the answer's head ended")
+            head += more
+            if len(head) > HEAD_BYTES:
+                raise ValueError(f"the answer's head is over {HEAD_BYTES >> 10} KiB")
+    line = head.split(b"\r\n", 1)[0].decode("latin-1").split()
+    if len(line) < 2 or not line[0].startswith("HTTP/") or not line[1].isdigit():
+        raise ValueError(f"not an HTTP answer: {head[:80]!r}")
+    return int(line[1])
 
 
 def reap_all() -> None:

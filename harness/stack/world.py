@@ -342,13 +342,13 @@ class Stack:
         """The ledger table's columns, with those a keyed service's [ledger] maps (relaychaos.stack.ledger_tables)."""
         return ledger_tables.columns(self.manifest.profile, self.ledger_path, self.ledger_url)
 
-    def ledger_rows(self, suffix: str | None = None) -> dict[str, dict]:
-        """A read-only snapshot of the ledger, by GUID (only GUIDs ending in `suffix`, if given), in the contract's
-        words (relaychaos.stack.ledger_tables.rows); none before the relay's first serve was ready to make its
-        PostgreSQL table. sqlite3.Error or psycopg.Error when it cannot be read."""
+    def ledger_rows(self, suffix: str | None = None, most: int | None = None) -> dict[str, dict]:
+        """A read-only snapshot of the ledger, by GUID (only GUIDs ending in `suffix`, if given; at most `most` rows),
+        in the contract's words (relaychaos.stack.ledger_tables.rows); none before the relay's first serve was
+        ready to make its PostgreSQL table. sqlite3.Error or psycopg.Error when it cannot be read."""
         if self.ledger_url is not None and not self._mapping_checked:  # as a ledger file not yet made
             return {}
-        return ledger_tables.rows(self.manifest.profile, self.ledger_path, self.ledger_url, suffix)
+        return ledger_tables.rows(self.manifest.profile, self.ledger_path, self.ledger_url, suffix, most)
 
 
 def _tolerate(call: Callable[[], object]) -> None:
