@@ -45,6 +45,12 @@ _ALL = [
     ),
     Clause("1.sigkill", "1", "`serve` may be killed with SIGKILL at any moment and started again on the same ledger."),
     Clause("1.two-serves", "1", "they must not double-send between them."),
+    # §2 the account system
+    Clause(
+        "2.transfer",
+        "2",
+        '`POST {ACCOUNT_URL}/transfer` with `{"guid": str, "from": str, "to": str, "amount": int}`',
+    ),
     # §3 the relay's API
     Clause("3.health", "3", "`GET /health` answers 200 once `serve` is ready."),
     Clause("3.answer", "3", "answers HTTP 200 with a JSON object holding at least `guid` and `code`."),

@@ -26,7 +26,7 @@ SCENARIOS = [
         family="basic",
         description="three transfers, each answered 0000 and debited once",
         steps=(Send("g1", amount=10), Send("g2", amount=20, src="bob", dst="alice"), Send("g3", amount=5)),
-        covers=("1.ready", "3.health", "3.answer", "3.claim-new", "3.definite", "4.schema", "4.readers"),
+        covers=("1.ready", "2.transfer", "3.health", "3.answer", "3.claim-new", "3.definite", "4.schema", "4.readers"),
     ),
     Scenario(
         "resend-after-done",

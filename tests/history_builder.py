@@ -97,6 +97,7 @@ class HistoryBuilder:
         self.schema_table: str | None = None  # a PostgreSQL ledger's table (None: the SQLite file's)
         self.schema_required: list[str] | None = None  # the columns a keyed service's [ledger] maps
         self.queries: list[dict] = []  # the query API's answers (bank.Bank.queried)
+        self.refused: list[dict] = []  # requests refused before they were calls (bank.Bank.refuse)
         self._procs, self._batches, self._steps = itertools.count(), itertools.count(1), itertools.count(1)
 
     def at(self, at: float, write: Callable[[Recorder], object]) -> None:
@@ -207,7 +208,12 @@ class HistoryBuilder:
             "calls": calls,
             "faults": {},
             **({"queries": self.queries} if self.queries else {}),
+            **({"refused": self.refused, "refused_total": len(self.refused)} if self.refused else {}),
         }
+
+    def refused_request(self, why: str, head_at: float, at: float) -> None:
+        """A request the account system refused before it was a call: its head at head_at, refused at `at`."""
+        self.refused.append({"why": why, "head_at": head_at, "at": at})
 
     def snapshot(
         self,

@@ -106,6 +106,25 @@ def test_a_toxic_removed_behind_the_harness_s_back_breaks_tampering():
     return h.build()
 
 
+@holds("account-requests")
+def test_a_body_held_back_by_the_harness_s_own_toxic_on_the_account_proxy_holds_account_requests():
+    h = story()
+    h.send("g1", at=0.2, answered_at=0.3)
+    h.account_call("g1", 0.25)
+    h.toxic("account", "timeout", at=0.4, stream="upstream", attributes={"timeout": 0})
+    h.refused_request("a body that had not arrived 10 s after its head", head_at=0.5, at=10.5)
+    return h.build()
+
+
+@breaks("account-requests", None)
+def test_a_body_over_the_bound_breaks_account_requests():
+    h = story()
+    h.send("g1", at=0.2, answered_at=0.3)
+    h.account_call("g1", 0.25)
+    h.refused_request("a body of 65,535 bytes, over 8 KiB", head_at=0.21, at=0.21)
+    return h.build()
+
+
 @breaks("serve-ready", None)
 def test_a_step_that_failed_breaks_serve_ready():
     h = story()

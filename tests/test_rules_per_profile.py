@@ -51,6 +51,7 @@ def test_a_keyed_service_on_postgres_is_judged_on_money_answers_and_its_ledgers_
         "answered-in-time",
         "tampering",
         "serve-ready",
+        "account-requests",
     }
 
 

@@ -185,6 +185,33 @@ def tampering(facts: Facts) -> list[Verdict]:
     ]
 
 
+@rule(
+    "account-requests",
+    "the relay's requests to the account system are transfers and queries, each sent whole",
+    contract=("2.transfer",),
+)
+def account_requests(facts: Facts) -> list[Verdict]:
+    """What the account system refused before it was a call: a body over its bound (8 KiB; a transfer is under
+    1 KB), or one that had not arrived 10 s after its head while the account proxy passed everything (a fault the
+    harness put on that proxy, which can hold a body back, excuses it). The account system keeps the first twenty
+    in full and counts them all (relaychaos.fixtures.account_system.bounds)."""
+    refused = [r for r in facts.stats.get("refused", []) if not _account_unreachable(facts, r["head_at"], r["at"])]
+    if not refused:
+        return []
+    first, total = refused[0], facts.stats.get("refused_total", len(refused))
+    return [
+        Verdict(
+            "account-requests",
+            None,
+            f"the account system refused {total} request(s) of the relay's before they were transfers; the first, "
+            f"{first['head_at'] - facts.start:.2f} s into the run: {first['why']} (a transfer is a JSON object of "
+            "four fields, under 1 KB, sent whole)",
+            details={"refused": refused, "total": total},
+            clause="2.transfer",
+        )
+    ]
+
+
 def _account_unreachable(facts: Facts, t0: float, t1: float) -> bool:
     """Whether the account proxy was down, or cut or held answers, at some moment between t0 and t1."""
     return any(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import os
 import resource
 import time
 from collections.abc import Callable
@@ -19,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 TIME_RATIO, TIME_SLACK_S, MEMORY_MIB = 1.5, 1.5, 50  # the bounds: the reference's time x1.5 (+1.5 s of noise), +50 MiB
+# Time is held only where the machine is quiet (benchmarks.harness_side sets this): under make test's four workers
+# on two cores a run's time says more about its neighbours than about the harness; there it is reported
+HOLD_TIME = os.environ.get("RELAYCHAOS_HOLD_TIME") == "1"
 
 
 def kib(pid: int | str, key: str) -> int:
@@ -87,7 +91,7 @@ class Cost:
         """What of this run is beyond the bounds, against the reference's same run ([]: nothing); `owed_s`: time the
         relay may take on top (a time-out the channel waits out, its own start); `unheld`: figures only reported."""
         over = []
-        if self.seconds > reference.seconds * TIME_RATIO + TIME_SLACK_S + owed_s:
+        if HOLD_TIME and self.seconds > reference.seconds * TIME_RATIO + TIME_SLACK_S + owed_s:
             over.append(
                 f"time {self.seconds:.1f} s > {TIME_RATIO}x the reference's {reference.seconds:.1f} s"
                 + (f" + {owed_s:g} s owed" if owed_s else "")
