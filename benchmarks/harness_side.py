@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LINE = re.compile(
-    r"^ATTACK (?P<name>\S+): (?P<s>[\d.]+) s, harness \+(?P<h>-?[\d.]+) MiB, account system \+(?P<a>-?[\d.]+) MiB, "
+    r"ATTACK (?P<name>\S+): (?P<s>[\d.]+) s, harness \+(?P<h>-?[\d.]+) MiB, account system \+(?P<a>-?[\d.]+) MiB, "
     r"Toxiproxy \+(?P<t>-?[\d.]+) MiB.*?the reference's same run: (?P<rs>[\d.]+) s, harness \+(?P<rh>-?[\d.]+) MiB, "
     r"account system \+(?P<ra>-?[\d.]+) MiB, Toxiproxy \+(?P<rt>-?[\d.]+) MiB",
     re.M,
