@@ -149,3 +149,20 @@ def test_a_schema_too_large_to_read_is_named_and_the_process_s_sqlite_is_not_hel
         ledger_file.rows(path, "-t1")
     with sqlite3.connect(":memory:") as conn:
         assert conn.execute("PRAGMA hard_heap_limit").fetchone() == (0,)
+
+
+def test_a_read_beside_the_process_s_other_sqlite_work_is_held_to_its_own_share(tmp_path):
+    """The heap limit is the process's: a read may take HEAP_BYTES beyond what the rest of the process holds (here a
+    database of 50 MB in memory, as a user's own test might keep), and that work goes on after it."""
+    other = sqlite3.connect(":memory:")
+    other.execute("PRAGMA cache_size = -60000")
+    other.execute("CREATE TABLE t (x BLOB)")
+    other.executemany("INSERT INTO t VALUES (?)", ((b"x" * 1000,) for _ in range(50_000)))
+    path = tmp_path / "ledger.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"CREATE TABLE ledger ({LEDGER})")
+        conn.execute("INSERT INTO ledger VALUES ('g-t1', 'DONE', '0000', '{}', '{}', 1, 2)")
+    assert list(ledger_file.rows(path, "-t1", most=1)) == ["g-t1"]
+    other.executemany("INSERT INTO t VALUES (?)", ((b"y" * 1000,) for _ in range(1_000)))
+    assert other.execute("SELECT count(*) FROM t").fetchone() == (51_000,)
+    other.close()

@@ -168,42 +168,46 @@ def columns(path: Path) -> list[str]:
 
 @contextlib.contextmanager
 def _reading(path: Path) -> Iterator[_Bounded]:
-    """connect(path) for one read, with SQLite's memory in this process held to HEAP_BYTES while it lasts (the limit
-    is the process's: it is put back as it was after the read, so that nothing else of the process is held to it)."""
-    heap = _heap()
-    before = heap(-1)
-    heap(HEAP_BYTES if before <= 0 else min(before, HEAP_BYTES))
+    """connect(path) for one read that may take at most HEAP_BYTES of SQLite's memory beyond what the process's other
+    SQLite work holds (the heap limit is the process's: set for the read and put back as it was after it)."""
+    used, limit = _heap()
+    before = limit(-1)
+    allowed = used() + HEAP_BYTES
+    limit(allowed if before <= 0 else min(before, allowed))
     try:
         conn = connect(path)
         try:
             yield conn
         finally:
             conn.close()
-    except MemoryError:  # SQLITE_NOMEM at HEAP_BYTES: the values are bounded, so the schema is what takes it
+    except MemoryError:  # SQLITE_NOMEM at the limit: the values are bounded, so the schema is what takes it
         raise LedgerFileError(
             f"the ledger {path}'s schema takes more than {HEAP_BYTES >> 20} MiB of memory to read (its tables, "
             "indexes and triggers): the harness reads no more"
         ) from None
     finally:
-        heap(before)
+        limit(before)
 
 
 @functools.cache
-def _heap() -> Callable[[int], int]:
-    """sqlite3_hard_heap_limit64 of the SQLite Python's sqlite3 module runs on (the shared library it is linked
-    to); where that cannot be reached, the limit is set with the pragma, which holds for the rest of the process."""
+def _heap() -> tuple[Callable[[], int], Callable[[int], int]]:
+    """(sqlite3_memory_used, sqlite3_hard_heap_limit64) of the SQLite Python's sqlite3 module runs on (the shared
+    library it is linked to); where that cannot be reached, (nothing used, the pragma), whose limit holds for the
+    rest of the process."""
     try:
         lib = ctypes.CDLL("libsqlite3.so.0")
-        lib.sqlite3_hard_heap_limit64.restype = ctypes.c_int64
+        lib.sqlite3_hard_heap_limit64.restype = lib.sqlite3_memory_used.restype = ctypes.c_int64
         lib.sqlite3_hard_heap_limit64.argtypes = [ctypes.c_int64]
         said = lib.sqlite3_hard_heap_limit64
-        before = said(-1)
-        said(HEAP_BYTES + 1)
-        with contextlib.closing(sqlite3.connect(":memory:")) as probe:
-            shared = probe.execute("PRAGMA hard_heap_limit").fetchone()[0] == HEAP_BYTES + 1
-        said(before)
+        before, mark = said(-1), int(lib.sqlite3_memory_used()) + HEAP_BYTES + 1  # a limit no one else would set
+        said(mark)
+        try:
+            with contextlib.closing(sqlite3.connect(":memory:")) as probe:
+                shared = probe.execute("PRAGMA hard_heap_limit").fetchone()[0] == mark
+        finally:
+            said(before)
         if shared:
-            return lambda n: int(said(n))
+            return (lambda: int(lib.sqlite3_memory_used())), (lambda n: int(said(n)))
     except (OSError, AttributeError):
         pass
 
@@ -213,7 +217,7 @@ def _heap() -> Callable[[int], int]:
                 conn.execute(f"PRAGMA hard_heap_limit = {n}" if n >= 0 else "PRAGMA hard_heap_limit").fetchone()[0]
             )
 
-    return pragma
+    return (lambda: 0), pragma
 
 
 def read_budget(most: int | None) -> int:

@@ -200,10 +200,10 @@ def wait_http_ok(
 ) -> str | None:
     """Poll url (GET, with headers if given) until it answers HTTP 200; return None, or why it did not.
 
-    Stops early when `child` exits. Each poll is one HTTP/1.1 exchange whose whole head must arrive by the
-    deadline (a server trickling its answer a byte at a time waits no longer than `timeout_s`; a head cut
-    short, or over HEAD_BYTES, is not an answer). The reason is one of 'exited with status N' or 'did not
-    answer within T s (last: ...)'.
+    Stops early when `child` exits; timeout_s 0 is one poll. Each poll is one HTTP/1.1 exchange whose whole head
+    must arrive within POLL_S and by the deadline (a server trickling its answer a byte at a time waits no longer
+    than `timeout_s`; a head cut short, or over HEAD_BYTES, is not an answer). The reason is one of 'exited with
+    status N' or 'did not answer within T s (last: ...)'.
     """
     deadline = time.monotonic() + timeout_s
     last = "no attempt"
@@ -211,7 +211,7 @@ def wait_http_ok(
         if child is not None and not child.alive():
             return f"exited with status {child.popen.returncode} before answering {url}"
         try:
-            status = _status(url, headers or {}, min(deadline, time.monotonic() + 1.0))
+            status = _status(url, headers or {}, deadline if timeout_s > 0 else time.monotonic() + POLL_S)
             if status == 200:
                 return None
             last = f"HTTP {status}"
@@ -223,18 +223,22 @@ def wait_http_ok(
 
 
 HEAD_BYTES = 16 << 10  # the most of an answer's head a readiness poll reads
+POLL_S = 1.0  # one poll's connect, and then its whole head: a connection held unanswered is given up and tried again
 
 
 def _status(url: str, headers: dict[str, str], until: float) -> int:
-    """The HTTP status of GET url, its head read whole by `until` (monotonic); OSError or ValueError otherwise."""
+    """The HTTP status of GET url, its head read whole within POLL_S of the connection and by `until` (monotonic);
+    OSError or ValueError otherwise."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != "http" or not parts.hostname:
         raise ValueError(f"{url} is not an http:// URL")
     fields = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     request = f"GET {target} HTTP/1.1\r\nHost: {parts.netloc}\r\n{fields}Connection: close\r\n\r\n"
-    with socket.create_connection((parts.hostname, parts.port or 80), timeout=max(0.01, until - time.monotonic())) as s:
+    attempt = min(POLL_S, max(0.01, until - time.monotonic()))
+    with socket.create_connection((parts.hostname, parts.port or 80), timeout=attempt) as s:
         s.sendall(request.encode("latin-1"))
+        until = min(until, time.monotonic() + POLL_S)  # one poll's head; another poll follows while time is left
         head = b""
         while b"\r\n\r\n" not in head:
             left = until - time.monotonic()
