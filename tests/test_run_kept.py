@@ -100,6 +100,9 @@ def test_recheck_rewrites_the_verdicts_results_junit_and_report_when_the_judgeme
     run = tmp_path / "run"
     red = cli("run", "--relay", MUTANT, "--out", run, "--", "-k", "dropped-response-downstream")
     assert red.returncode == 1, red.stdout + red.stderr
+    lines = red.stdout.splitlines()  # a red run's console: a line per failing scenario, no relay log, no timeline
+    assert any(re.match(r"  FAILED dropped-response-downstream: one-account-call, .*\(first: ", line) for line in lines)
+    assert "relay log" not in red.stdout and "timeline" not in red.stdout and len(lines) < 25, red.stdout
     data = json.loads((run / "results.json").read_text())
     entry = data["scenarios"][0]
     entry.update(outcome="passed", verdicts=[], message=None)  # as an older, wrong checker would have left it
@@ -154,11 +157,7 @@ def test_a_history_already_saved_is_moved_into_the_run_folder_not_written_again(
 
 
 @pytest.mark.stack
-def test_a_red_run_says_a_line_per_failing_scenario_and_its_relay_logs_only_with_verbose(tmp_path):
-    quiet = cli("run", "--relay", MUTANT, "--out", tmp_path / "quiet", "--", "-k", "dropped-response-downstream")
-    assert quiet.returncode == 1
-    lines = quiet.stdout.splitlines()
-    assert any(re.match(r"  FAILED dropped-response-downstream: one-account-call, .*\(first: ", line) for line in lines)
-    assert "relay log" not in quiet.stdout and "timeline" not in quiet.stdout and len(lines) < 25, quiet.stdout
+def test_a_red_run_with_verbose_prints_each_verdict_s_timeline_and_the_relay_logs_tails(tmp_path):
+    """Without -v, a line per failing scenario (test_recheck_rewrites_...'s red run shows it)."""
     loud = cli("run", "-v", "--relay", MUTANT, "--out", tmp_path / "loud", "--", "-k", "dropped-response-downstream")
     assert loud.returncode == 1 and "relay log relay-a.log" in loud.stdout and "timeline" in loud.stdout, loud.stdout
