@@ -31,7 +31,6 @@ from hypothesis import target
 from hypothesis.stateful import Bundle, MultipleResults, RuleBasedStateMachine, invariant, multiple, precondition, rule
 
 from relaychaos import checkers, options
-from relaychaos.checkers.coverage import cells
 from relaychaos.checkers.faults_met import faults_met
 from relaychaos.checkers.verdict import Verdict
 from relaychaos.engine import scenario_file
@@ -43,6 +42,7 @@ from relaychaos.history import History
 from relaychaos.recorder import Recorder
 from relaychaos.reports.incident import report
 from relaychaos.scenarios.machine_context import Context
+from relaychaos.scenarios.machine_scores import scores
 
 TIMEOUT_MS = 200
 R = TypeVar("R")
@@ -181,8 +181,8 @@ class ChaosMachine(RuleBasedStateMachine):
     )
     @traced
     def fault(self, name: str, amount: int) -> Transfer | MultipleResults[Transfer]:
-        """A network or server fault (healed by heal), or SIGKILL of relay a and a restart on the same
-        ledger, optionally while a new transfer is held at the account system."""
+        """A network or server fault (healed by heal) and a new transfer sent through it, or SIGKILL of relay a
+        and a restart on the same ledger, optionally while a new transfer is held at the account system."""
         if not self.dry:
             self.context.note(f"fault: {name}")
         if name == "kill-relay":
@@ -198,9 +198,11 @@ class ChaosMachine(RuleBasedStateMachine):
             )
             self.active.add("held")
             return (label, amount)
-        elif name in FAULTS and name not in self.active:
+        elif name in FAULTS and name not in self.active:  # and a new transfer that meets it
             self.active.add(name)
-            self._do(FAULTS[name])
+            label = self._label()
+            self._do(FAULTS[name], S.Send(label, amount=amount, timeout_s=self._timeout()))
+            return (label, amount)
         return multiple()
 
     @rule()
@@ -306,15 +308,16 @@ class ChaosMachine(RuleBasedStateMachine):
                 self._fail(verdicts, "full check after the final heal and convergence", at_end=True)
 
     def _count_faults_met(self) -> None:
-        """Count the example as exercised or not, and steer Hypothesis toward faults that meet transfers and
-        toward more cells of the coverage grid (relaychaos.checkers.coverage)."""
+        """Count the example as exercised or not (relaychaos.checkers.faults_met), and steer Hypothesis toward
+        faults drawn where a transfer may meet them and toward more kinds of step (machine_scores: scores of the
+        draws alone, so that a rerun with the same seed draws the same stories)."""
         met = faults_met(self.runner.history)
         hit = sum(f.met for f in met)
         if met:
             self.context.exercised += hit > 0
             self.context.unexercised += hit == 0
-        target(float(hit), label="faults that met a transfer")
-        target(float(len(cells(self.runner.history))), label="coverage cells reached")
+        for label, score in scores(self.trace).items():
+            target(score, label=label)
 
     def _recall(self, known: Remembered) -> None:
         """Fail as a remembered story failed (this example's trace is that story's): its report is the last."""

@@ -145,7 +145,7 @@ def test_a_grade_cut_at_its_budget_is_not_scored_and_says_how_far_it_got(tmp_pat
     "relay, scenarios", [("reference", "happy-path,stateful"), ("mutants/unknown_resent", "stateful")]
 )
 def test_a_regrade_with_the_same_seed_gives_the_same_score_however_far_shrinking_got(tmp_path, relay, scenarios):
-    """The machine alone grades the mutant here: with seed 1 it finds the bug in its first examples.
+    """The machine alone grades the mutant here: with seed 3 it finds the bug at its fourth example.
 
     The second grade, run beside the first, may shrink for 0.01 s only: the story shown is cut short, the grade is not.
     """
@@ -153,14 +153,14 @@ def test_a_regrade_with_the_same_seed_gives_the_same_score_however_far_shrinking
     outs = [tmp_path / f"book{n}" for n in range(2)]
     runs = grades_at_once(
         *(
-            [RELAYS / relay, "--out", out, "--scenarios", scenarios, "--seed", 1, "--shrink-s", shrink_s]
+            [RELAYS / relay, "--out", out, "--scenarios", scenarios, "--seed", 3, "--shrink-s", shrink_s]
             for out, shrink_s in zip(outs, (10, 0.01), strict=True)
         )
     )
     for out, done in zip(outs, runs, strict=True):
         assert done.returncode == 0, done.stdout + done.stderr
         (record,) = records(out).values()
-        assert record["seed"] == 1
+        assert record["seed"] == 3
         scores.append(
             (
                 record["score"],
