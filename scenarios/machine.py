@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TypeVar
 
 from hypothesis import strategies as st
-from hypothesis import target
 from hypothesis.stateful import Bundle, MultipleResults, RuleBasedStateMachine, invariant, multiple, precondition, rule
 
 from relaychaos import checkers, options
@@ -42,7 +41,7 @@ from relaychaos.history import History
 from relaychaos.recorder import Recorder
 from relaychaos.reports.incident import report
 from relaychaos.scenarios.machine_context import Context
-from relaychaos.scenarios.machine_scores import scores
+from relaychaos.scenarios.machine_draws import load_every_module
 
 TIMEOUT_MS = 200
 R = TypeVar("R")
@@ -308,16 +307,13 @@ class ChaosMachine(RuleBasedStateMachine):
                 self._fail(verdicts, "full check after the final heal and convergence", at_end=True)
 
     def _count_faults_met(self) -> None:
-        """Count the example as exercised or not (relaychaos.checkers.faults_met), and steer Hypothesis toward
-        faults drawn where a transfer may meet them and toward more kinds of step (machine_scores: scores of the
-        draws alone, so that a rerun with the same seed draws the same stories)."""
+        """Count the example as exercised or not (relaychaos.checkers.faults_met). Hypothesis is not told
+        (no `target()`): what met what depends on timing, and it would steer a rerun's stories (machine_draws)."""
         met = faults_met(self.runner.history)
         hit = sum(f.met for f in met)
         if met:
             self.context.exercised += hit > 0
             self.context.unexercised += hit == 0
-        for label, score in scores(self.trace).items():
-            target(score, label=label)
 
     def _recall(self, known: Remembered) -> None:
         """Fail as a remembered story failed (this example's trace is that story's): its report is the last."""
@@ -386,7 +382,9 @@ class ChaosMachine(RuleBasedStateMachine):
 
 
 def bind(context: Context) -> type[ChaosMachine]:
-    """A machine class bound to one context (one relay's long-lived stack)."""
+    """A machine class bound to one context (one relay's long-lived stack), every module of relaychaos loaded
+    (machine_draws.load_every_module: what was imported before does not change the stories a seed draws)."""
+    load_every_module()
     return type(
         "ChaosMachineFor_" + context.stack.manifest.name.replace("-", "_"), (ChaosMachine,), {"context": context}
     )

@@ -1,6 +1,9 @@
-"""The stateful machine draws its stories from the seed alone: what it tells Hypothesis to seek (`target()`) is read
-from the draws, never from what happened when they ran, so a rerun with the same seed draws the same stories
-whatever the machine's timing (relaychaos.scenarios.machine_scores)."""
+"""The stateful machine draws its stories from the seed alone (relaychaos.scenarios.machine_draws): it tells
+Hypothesis nothing of what happened when they ran, and every module of relaychaos is loaded before its first draw,
+so neither the machine's timing nor what the process imported before changes the stories a seed draws."""
+
+import subprocess
+import sys
 
 import pytest
 from hypothesis import seed
@@ -9,28 +12,23 @@ from hypothesis.stateful import get_state_machine_test
 from relaychaos.engine.budget import budget_settings
 from relaychaos.scenarios.machine import ACCOUNTS, TIMEOUT_MS, bind
 from relaychaos.scenarios.machine_context import Context
-from relaychaos.scenarios.machine_scores import scores
 
 
-def fault(name: str) -> tuple[str, tuple]:
-    return ("fault", (("amount", 5), ("name", name)))
-
-
-SEND = ("new_transfer", (("amount", 5),))
-HEAL = ("heal", ())
-
-
-def test_a_fault_scores_when_a_transfer_or_batch_run_is_drawn_after_it_before_a_heal():
-    assert scores([fault("drop-answer"), SEND])["faults drawn before a transfer"] == 1
-    assert scores([fault("drop-answer"), HEAL, SEND])["faults drawn before a transfer"] == 0
-    assert scores([fault("slow-answer"), ("batch", (("command", "reprocess"),))])["faults drawn before a transfer"] == 1
-    assert scores([fault("kill-mid-transfer")])["faults drawn before a transfer"] == 1, "it holds a transfer of its own"
-    assert scores([fault("drop-answer"), SEND, SEND, fault("drop-answer"), SEND])["faults drawn before a transfer"] == 1
-
-
-def test_each_fault_and_batch_command_is_a_kind_of_step_of_its_own():
-    trace = [SEND, SEND, fault("drop-answer"), fault("account-down"), ("batch", (("command", "purge"),)), HEAL]
-    assert scores(trace)["kinds of step drawn"] == 5
+@pytest.mark.process
+def test_binding_the_machine_loads_every_module_of_relaychaos():
+    """(In a process of its own: this one has imported more already.)"""
+    code = (
+        "import pkgutil, sys, relaychaos\n"
+        "from relaychaos.scenarios.machine_draws import load_every_module\n"
+        "load_every_module()\n"
+        "names = [m.name for m in pkgutil.walk_packages(relaychaos.__path__, 'relaychaos.')]\n"
+        "wanted = [n for n in names if not n.rsplit('.', 1)[-1].startswith('test_')\n"
+        "          and n.rsplit('.', 1)[-1] not in ('conftest', '__main__')]\n"
+        "print(len(wanted), [n for n in wanted if n not in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    count, missing = done.stdout.split(" ", 1)
+    assert done.returncode == 0 and int(count) > 100 and missing.strip() == "[]", done.stdout + done.stderr
 
 
 @pytest.mark.stack
