@@ -91,7 +91,8 @@ class EnableProxy:
 @dataclass(frozen=True)
 class ServerFault:
     """Account-system faults: processing delay, E500 for GUIDs (every call, or the next call of each: `e500_once`) or
-    the next N calls, GUIDs held until released."""
+    the next N calls, GUIDs held until released (one call of a GUID at a time: a second call of it while the first
+    is held, the double call the hold exposes, is processed at once)."""
 
     delay_ms: float | None = None
     e500_guids: tuple[str, ...] = ()
