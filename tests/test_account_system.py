@@ -90,6 +90,19 @@ def test_a_held_transfer_is_not_found_until_it_has_been_processed(bank):
     assert answer["r"].json()["code"] == "0000"
 
 
+def test_a_second_call_of_a_held_guid_is_processed_at_once_and_the_first_stays_held(bank):
+    """The double call a hold exposes is answered without waiting for the release (or the relay's time-out)."""
+    bank.set_faults(hold_guids=["twice"])
+    first = threading.Thread(target=post, args=(bank, "twice"))
+    first.start()
+    assert bank.wait_calls("twice", 1, timeout_s=5) == 1
+    assert post(bank, "twice").json()["code"] == "0000", "the second call, while the first is held"
+    assert bank.stats()["guids"]["twice"]["codes"] == [None, "0000"], "the first is still held"
+    bank.release(["twice"])
+    first.join(5)
+    assert bank.stats()["guids"]["twice"] == {"calls": 2, "debits": 2, "codes": ["0000", "0000"], "first_code": "0000"}
+
+
 @pytest.mark.parametrize("how", ["release", "clear_faults"])
 def test_a_query_right_after_a_release_or_heal_finds_every_held_call(bank, how):
     """Nothing released is still in transit when the release returns (the harness's promise, contract §6)."""
