@@ -87,20 +87,7 @@ class Pod:
         try:
             _ensure_image(client, manifest, spec)
             lease = lease_port()
-            holder = client.containers.run(
-                netns_holder.ensure(client),
-                network_mode="none",
-                detach=True,
-                name=f"relaychaos-holder-{os.getpid()}-{lease}",
-                labels={container_child.LABEL: str(os.getpid())},
-                user=NOBODY,
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                read_only=True,
-                pids_limit=4,
-                mem_limit="16m",
-            )
-            track(holder)
+            holder = _start_holder(client, lease)
             holder.reload()
             network = ContainerNetwork.attach(
                 lease - port_range()[0], holder.attrs["State"]["Pid"], port_range(), (spec.port, spec.port + SLOTS - 1)
@@ -133,6 +120,33 @@ class Pod:
         finally:
             release_port(self.lease)
             self.client.close()
+
+
+def _start_holder(client: DockerClient, lease: int) -> DockerContainer:
+    """The holder container, started and tracked (removed at exit if nothing removes it before); a holder
+    that does not start is removed at once (created, then started: Docker keeps a container whose start failed)."""
+    holder = client.containers.create(
+        netns_holder.ensure(client),
+        network_mode="none",
+        name=f"relaychaos-holder-{os.getpid()}-{lease}",
+        labels={container_child.LABEL: str(os.getpid())},
+        user=NOBODY,
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        read_only=True,
+        # runc's own start-up runs inside these limits: runc init reaches 5-6 tasks (pids.peak) and
+        # about 4 MiB; a limit of 4 tasks failed at times ("cannot start a stopped process": runc
+        # init died before the holder's command ran)
+        pids_limit=16,
+        mem_limit="64m",
+    )
+    track(holder)
+    try:
+        holder.start()
+    except BaseException:
+        remove(holder)
+        raise
+    return holder
 
 
 def spec_of(manifest: Manifest) -> Container:
