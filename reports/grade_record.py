@@ -47,8 +47,9 @@ fields (* required; the others have the defaults in brackets when missing):
     harness            {"version"}: the relaychaos that graded [{}]
     graded_at          when, "YYYY-mm-dd HH:MM UTC" [null]
     stateful           the Hypothesis state machine (the scenario named "stateful"): {ran, shrunk,
-                       examples, shrink_s, slowest_example_s, why_not}; its timings are the
-                       grader's, never shown to the student [{}]
+                       examples, shrink_s, slowest_example_s, examples_after_failure (real runs
+                       while shrinking), why_not}; its timings are the grader's, never shown to
+                       the student [{}]
     harness_failed     true when the grader itself failed (only then)
 
 The record is typed (relaychaos.records.grade.GradeRecord: it writes and reads itself) and its

@@ -63,6 +63,7 @@ class Context:
             "shrink_s": round(spent, 2),
             "shrink_budget_s": self.budget.limit_s,
             "slowest_example_s": round(self.slowest_example_s, 2),
+            "examples_after_failure": self.examples - self.first_failure_at[0],  # run for real while shrinking
             "cut_candidates": self.budget.rejected,
         }
 

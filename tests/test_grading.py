@@ -173,10 +173,12 @@ def test_a_regrade_with_the_same_seed_gives_the_same_score_however_far_shrinking
     assert scores[0] == scores[1]
     assert scores[0][0] < 100, scores[0]
     (full, _), (cut, shown) = machine
-    # Hypothesis looks at the limit when an example ends, then replays the shortest failing example
-    # of each distinct bug it found: a few examples past the limit, no more
-    for st, limit in ((full, 10), (cut, 0.01)):
-        assert st["shrink_s"] <= limit + 4 * st["slowest_example_s"] + 1, machine
+    # Past its budget shrinking runs nothing: each candidate is decided from the stories already run.
+    # With 0.01 s, at most the candidate Hypothesis begins within that time (about 1 ms after the
+    # failure on an idle machine) runs for real. (How long the cut takes is a figure, not a rule here:
+    # docs/performance.md.)
+    assert cut["examples_after_failure"] <= 1, machine
+    assert full["examples_after_failure"] >= 1, machine  # 10 s: the candidates it shrinks through run
     assert cut["shrunk"] is False and cut["shrink_s"] >= 0.01, machine
     story = next(i["text"] for i in record["incidents"] if i["scenario"] == "stateful")
     assert "not fully shrunk: the time budget ended the shrinking" in story, story

@@ -272,6 +272,7 @@ def _stateful(ran: Ran) -> Stateful:
         examples=None if info.examples is UNSET else info.examples,
         shrink_s=None if info.shrink_s is UNSET else info.shrink_s,
         slowest_example_s=None if info.slowest_example_s is UNSET else info.slowest_example_s,
+        examples_after_failure=None if info.examples_after_failure is UNSET else info.examples_after_failure,
         why_not=MACHINE_SKIPPED if ran.machine_why else (None if machine else "not run"),
     )
 

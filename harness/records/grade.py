@@ -108,6 +108,7 @@ class Stateful(Record, kw_only=True):
     examples: int | None | UnsetType = UNSET
     shrink_s: float | None | UnsetType = UNSET
     slowest_example_s: float | None | UnsetType = UNSET
+    examples_after_failure: int | None | UnsetType = UNSET  # real runs of shrinking candidates
     why_not: str | None = None
 
 

@@ -66,6 +66,7 @@ class MachineAccount(Record, kw_only=True):
     shrink_s: float | None | UnsetType = UNSET
     shrink_budget_s: float | None | UnsetType = UNSET
     slowest_example_s: float | None | UnsetType = UNSET
+    examples_after_failure: int | None | UnsetType = UNSET  # real runs after the first failure (shrinking's)
     cut_candidates: int | None | UnsetType = UNSET
 
 
