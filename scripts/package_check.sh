@@ -3,7 +3,8 @@
 # workflow linted:
 #   - the sdist and the wheel are built from a `git archive` of HEAD in a temporary folder, so that nothing is written
 #     beside the sources (no build/, no egg-info), into OUT (default runs/dist);
-#   - `twine check` passes on both, and the wheel holds the one top-level package, relaychaos;
+#   - `twine check` passes on both, and the wheel holds the one top-level package, relaychaos, and of the bundled
+#     relays the reference alone;
 #   - actionlint (github.com/rhysd/actionlint, built with Go into tools/bin the first time) passes on
 #     .github/workflows/*.yml; --no-lint leaves that out (the release job, which has no Go).
 # Exit non-zero, with what failed, otherwise.
@@ -29,6 +30,9 @@ import sys, zipfile, pathlib
 tops = {n.split("/")[0] for n in zipfile.ZipFile(wheel).namelist() if not n.split("/")[0].endswith(".dist-info")}
 if tops != {"relaychaos"}:
     sys.exit(f"package_check: {wheel.name} holds {sorted(tops)}, not the one package relaychaos")
+relays = {n.split("/")[2] for n in zipfile.ZipFile(wheel).namelist() if n.startswith("relaychaos/relay_under_test/")}
+if relays != {"__init__.py", "run.py", "reference"}:
+    sys.exit(f"package_check: {wheel.name} ships the bundled relays {sorted(relays)}: the reference alone (setup.py)")
 print(f"package_check: {wheel.name} and its sdist built out of the tree and twine-clean")
 PY
 if [ "$lint" = 1 ]; then

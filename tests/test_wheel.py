@@ -8,6 +8,8 @@ never be imported. Toxiproxy is found as documented (on PATH).
 
 import json
 import os
+import runpy
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -27,12 +29,13 @@ TRAP = 'raise SystemExit("relaychaos imported this project\'s own {name}/ packag
 def installed(tmp_path_factory):
     """(venv folder, wheel path): the wheel built from this checkout, installed into a fresh venv."""
     work = tmp_path_factory.mktemp("wheel")
+    source = copy_of_the_checkout(work / "source")
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(work / "dist")],
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(work / "dist")],
         capture_output=True,
         text=True,
     )
-    assert built.returncode == 0, f"pip wheel {ROOT} exited {built.returncode}:\n{built.stdout}{built.stderr}"
+    assert built.returncode == 0, f"pip wheel {source} exited {built.returncode}:\n{built.stdout}{built.stderr}"
     [wheel] = (work / "dist").glob("relaychaos-*.whl")
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -43,6 +46,24 @@ def installed(tmp_path_factory):
         text=True,
     )
     return venv, wheel
+
+
+def copy_of_the_checkout(to: Path) -> Path:
+    """The checkout's files as they are now (committed or not, never those git ignores, links as links): a build
+    there writes nothing into the checkout, and finds no build/ left there by an earlier one."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        src, dst = ROOT / name, to / name
+        if not src.exists() and not src.is_symlink():
+            continue  # deleted in the work tree, not yet committed
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst, follow_symlinks=False)
+    return to
 
 
 @pytest.fixture
@@ -69,6 +90,22 @@ def test_the_wheel_claims_one_top_level_import_name(installed):
     assert {t for t in tops if not t.endswith(".dist-info")} == {"relaychaos"}
 
 
+def test_the_wheel_ships_the_reference_relay_and_no_other_bundled_relay(installed):
+    _, wheel = installed
+    relays = {
+        n.split("/")[2] for n in zipfile.ZipFile(wheel).namelist() if n.startswith("relaychaos/relay_under_test/")
+    }
+    assert relays == {"__init__.py", "run.py", "reference"}, "the other relays are a checkout's examples"
+
+
+def test_a_wheel_built_with_every_relay_asked_for_lists_the_mutants_too():
+    setup_py = runpy.run_path(str(ROOT / "setup.py"), run_name="setup_py")  # its packages(), without setup()
+    slim, every = setup_py["packages"](), setup_py["packages"](every_relay=True)
+    assert "relaychaos.relay_under_test.reference" in slim and "relaychaos.relay_under_test.reference" in every
+    assert "relaychaos.relay_under_test.mutants" not in slim and "relaychaos.relay_under_test.mutants" in every
+    assert "relaychaos.scenarios.regressions" in slim, "data folders of the harness ship"
+
+
 def test_the_wheel_holds_the_timeline_pages_script(installed):
     _, wheel = installed
     assert "relaychaos/reports/timeline_page.js" in zipfile.ZipFile(wheel).namelist()
@@ -91,16 +128,11 @@ def test_relaychaos_run_on_the_reference_from_an_unrelated_folder(installed, els
 
 
 def test_the_pytest_plugin_runs_scenarios_from_the_installed_package(installed, elsewhere):
+    """Against a relay of the team's own, outside the repository (a copy of the stdlib relay, which imports nothing
+    of relaychaos; the wheel ships the reference alone)."""
     venv, _ = installed
-    stdlib = next(
-        Path(p)
-        for p in subprocess.run(
-            [venv / "bin" / "python", "-c", "from relaychaos import paths; print(paths.bundled_relays())"],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=env_for(venv),
-        ).stdout.split()
+    own = shutil.copytree(
+        ROOT / "relay_under_test" / "stdlib", elsewhere / "our_relay", ignore=shutil.ignore_patterns("__pycache__")
     )
     done = subprocess.run(
         [
@@ -115,7 +147,7 @@ def test_the_pytest_plugin_runs_scenarios_from_the_installed_package(installed, 
             "-k",
             "happy-path or malformed-requests",
             "--relay",
-            str(stdlib / "stdlib" / "relay.toml"),
+            str(own / "relay.toml"),
         ],
         cwd=elsewhere,
         env=env_for(venv),
