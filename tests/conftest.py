@@ -65,6 +65,13 @@ def slot(tmp_path):
     sandbox.close()
 
 
+@pytest.fixture(scope="session")
+def runner_temp(tmp_path_factory) -> Path:
+    """RUNNER_TEMP of the GitHub runner stand-in (tests/gha.py), shared by the tests of xdist group "github": the
+    Action installs relaychaos into a venv there once (scripts/action/steps.sh keeps it for a second use)."""
+    return tmp_path_factory.mktemp("runner-temp")
+
+
 # The modules holding the suite's longest tests (one to two minutes each: incident nights replayed a dozen times,
 # the red team's batch graded, the machine's searches), in the order xdist should start them. Collected first, they
 # start while the other workers take the hundreds of short tests, instead of last, when they alone would set the
@@ -76,6 +83,7 @@ LONGEST_FIRST = (
     "test_incident_strangers.py",
     "test_grading.py",
     "test_wheel.py",
+    "test_action.py",  # one worker's (xdist group "github")
 )
 
 
