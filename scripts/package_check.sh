@@ -6,7 +6,8 @@
 #   - `twine check` passes on both, and the wheel holds the one top-level package, relaychaos, and of the bundled
 #     relays the reference alone;
 #   - actionlint (github.com/rhysd/actionlint, built with Go into tools/bin the first time) passes on
-#     .github/workflows/*.yml; --no-lint leaves that out (the release job, which has no Go).
+#     .github/workflows/*.yml and on the workflows docs/ci.md shows; --no-lint leaves that out (the release job, which
+#     has no Go).
 # Exit non-zero, with what failed, otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +41,10 @@ if [ "$lint" = 1 ]; then
     echo "package_check: building actionlint v1.7.12 with Go (seconds, once) ..."
     GOBIN="$PWD/tools/bin" GOFLAGS=-mod=mod go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
   fi
-  tools/bin/actionlint .github/workflows/*.yml
-  echo "package_check: actionlint passes on $(ls .github/workflows/*.yml | tr '\n' ' ')"
+  # docs/ci.md's workflows too, each ```yaml block a file (scripts/doc_workflows.py); actionlint does not read
+  # action.yml (an action's metadata): tests/test_action.py checks it
+  docs="$("$py" scripts/doc_workflows.py docs/ci.md "$work/docs-workflows")"
+  # shellcheck disable=SC2086 # one path a line, none with a space
+  tools/bin/actionlint .github/workflows/*.yml $docs
+  echo "package_check: actionlint passes on $(ls .github/workflows/*.yml | tr '\n' ' ')and docs/ci.md's $(echo "$docs" | wc -l) workflows"
 fi

@@ -67,8 +67,9 @@ def slot(tmp_path):
 
 @pytest.fixture(scope="session")
 def runner_temp(tmp_path_factory) -> Path:
-    """RUNNER_TEMP of the GitHub runner stand-in (tests/gha.py), shared by the tests of xdist group "github": the
-    Action installs relaychaos into a venv there once (scripts/action/steps.sh keeps it for a second use)."""
+    """RUNNER_TEMP of the GitHub runner stand-in (tests/gha.py), shared by tests/test_action.py and tests/test_ci_doc.py
+    (one xdist group, "github"): the Action installs relaychaos into a venv there once (scripts/action/steps.sh keeps
+    it for a second use), and the docs' plain job runs in that venv as the Python actions/setup-python gives."""
     return tmp_path_factory.mktemp("runner-temp")
 
 
@@ -83,7 +84,8 @@ LONGEST_FIRST = (
     "test_incident_strangers.py",
     "test_grading.py",
     "test_wheel.py",
-    "test_action.py",  # one worker's (xdist group "github")
+    "test_action.py",  # with test_ci_doc.py, one worker's (xdist group "github"): about 45 s in all
+    "test_ci_doc.py",
 )
 
 
