@@ -45,6 +45,18 @@ def test_the_workflow_never_pastes_an_input_into_a_script():
     assert wf["permissions"] == {"contents": "read"}
 
 
+def test_toxiproxy_is_built_once_and_every_shard_downloads_it_before_its_bootstrap():
+    jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
+    assert "relaychaos setup toxiproxy --dest toxiproxy-bin" in "\n".join(steps(jobs["toxiproxy"]))
+    [shared] = [s for s in jobs["toxiproxy"]["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert shared["with"]["path"] == "toxiproxy-bin/toxiproxy-server" and "toxiproxy" in jobs["grade"]["needs"]
+    uses = [s.get("uses", "") for s in jobs["grade"]["steps"]]
+    got = uses.index(next(u for u in uses if u.startswith("actions/download-artifact@")))
+    download, bootstrap = jobs["grade"]["steps"][got], jobs["grade"]["steps"][got + 1]["run"]
+    assert download["with"] == {"name": shared["with"]["name"], "path": "tools/bin"}  # bootstrap builds none there
+    assert bootstrap.index("chmod +x tools/bin/toxiproxy-server") < bootstrap.index("bash scripts/bootstrap.sh")
+
+
 @pytest.mark.process
 def test_the_plan_step_numbers_the_shards_from_0():
     plan = yaml.safe_load(WORKFLOW.read_text())["jobs"]["plan"]["steps"][0]["run"]
