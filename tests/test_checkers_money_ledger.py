@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from relaychaos import checkers
 from relaychaos.checkers.facts import Facts
 from relaychaos.history import History
 from relaychaos.stack.channel import transfer
@@ -239,12 +240,28 @@ def test_a_row_moving_against_the_contracts_transitions_breaks(before, after, ki
     return moved(before, after, kind)
 
 
+def test_the_state_machine_stops_a_story_at_the_step_whose_row_moved_against_the_transitions():
+    """checkers.broken_now, the machine's check after each step beside the account system's counts."""
+    assert checkers.broken_now(moved("UNKNOWN", "FAILED", "race"))
+    assert not checkers.broken_now(moved("UNKNOWN", "DONE", "resolve"))
+    assert not checkers.broken_now(moved(None, "SENT", "send"))
+
+
 @pytest.mark.parametrize("status", ["SENT", "UNKNOWN", "RECEIVED"])
 @breaks("converged", "g1")
 def test_a_row_left_undecided_after_the_final_phase_breaks(status):
     h = story()
     h.snapshot({"g1": row(status)}, at=1.0, kind="end")
     return h.build()
+
+
+@pytest.mark.parametrize("status", ["SENT", "UNKNOWN"])
+def test_a_row_undecided_in_a_story_judged_before_its_final_phase_is_no_verdict(status):
+    """The state machine judges a story at the step that broke an invariant: no final phase has run yet."""
+    h = story()
+    h.snapshot({"g1": row(status)}, at=1.0, kind="race", after_step=8)
+    assert [v.rule for v in checkers.check(h.build(), so_far=True)] == []
+    assert [v.rule for v in checkers.check(h.build())] == ["converged"]
 
 
 @pytest.mark.parametrize("status", ["DONE", "FAILED"])

@@ -50,7 +50,7 @@ def _lacking(provides: Collection[str] | None, reads: Callable[[Rule], tuple[str
     return out
 
 
-def check(history: Iterable[Event], provides: Collection[str] | None = None) -> list[Verdict]:
+def check(history: Iterable[Event], provides: Collection[str] | None = None, *, so_far: bool = False) -> list[Verdict]:
     """Every verdict of every checker on this history, ordered by the rule book, then by GUID label.
 
     Each rule is judged apart (Jepsen's check-safe): a checker that raises gives its rule one
@@ -60,17 +60,34 @@ def check(history: Iterable[Event], provides: Collection[str] | None = None) -> 
     `history`: a History, a list of events, or a relaychaos.history.HistoryFile (a saved
     file, read in one pass and never held in memory whole). `provides`: what the relay offers
     (Profile.provides; None: what the history's header records, else everything, the course
-    profile on SQLite); a rule needing more is left out, and `not_checked` says why.
+    profile on SQLite); a rule needing more is left out, and `not_checked` says why. `so_far`: the
+    story is judged before its final phase (the state machine's, at the step that broke an invariant),
+    and the rules of WHOLE_STORY_RULES, which judge what the final phase leaves, are left out.
     """
     with no_collection():
         facts = Facts(history)
         if provides is None and facts.header.provides is not UNSET:
             provides = facts.header.provides  # recorded by the run: what its relay offered
-        skipped = not_checked(provides)
+        skipped = not_checked(provides) | (dict.fromkeys(WHOLE_STORY_RULES, "") if so_far else {})
         words = facts.words  # each verdict says what happened in its relay's profile's words
         verdicts = [_spoken(v, words) for r in RULES.values() if r.id not in skipped for v in _judged(r, facts)]
     order = {rule: n for n, rule in enumerate(RULES)}
     return sorted(verdicts, key=lambda v: (order.get(v.rule, len(order)), facts.guid_order(v.guid)))
+
+
+# Rules whose verdict on a story so far stands whatever comes after (a prefix that breaks one, the whole story breaks),
+# judged after every step of the state machine beside the account system's counts: its story stops at the first
+# step where one breaks, so what it reports is that step's, not what later steps made of it
+STEP_RULES = ("transitions",)
+# Rules that judge what the final phase (relaychaos.engine.final_phase) leaves: not judged on a story so far
+WHOLE_STORY_RULES = ("converged",)
+
+
+def broken_now(history: Iterable[Event]) -> bool:
+    """Whether the story so far breaks one of STEP_RULES (an `unknown` verdict is no finding)."""
+    with no_collection():
+        facts = Facts(history)
+        return any(not v.unknown for r in STEP_RULES for v in _judged(RULES[r], facts))
 
 
 def _spoken(verdict: Verdict, words: Words) -> Verdict:
