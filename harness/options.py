@@ -226,6 +226,15 @@ def resolve_all(args: argparse.Namespace) -> None:
             setattr(args, o.name, resolve(o, getattr(args, o.name)))
 
 
+def check_environment() -> None:
+    """Every option's environment variable read once (a command's flags are resolve_all's): ValueError naming the
+    variable and the fix for a bad value, before a command runs anything (the suite reads RELAYCHAOS_BUDGET only
+    when it starts)."""
+    for o in OPTIONS:
+        if o.env and o not in COMMAND_OPTIONS:
+            resolve(o, None)
+
+
 def from_pytest(config: pytest.Config, option: Option, default: object = None) -> Any:
     """The option's value in a pytest run: its flag, else the ini value, else the environment, else `default`."""
     ini = config.getini(option.ini) if option.ini else None

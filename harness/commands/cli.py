@@ -282,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         options.resolve_all(args)
+        options.check_environment()
     except ValueError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         return 2

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import platform
+import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 
 import relaychaos
 from relaychaos import options
+from relaychaos.commands.setup import SetupError, version_of
 from relaychaos.errors import HarnessError
 from relaychaos.sandbox import levels
 from relaychaos.stack import postgres, toxiproxy_docker, toxiproxy_server
@@ -72,21 +75,49 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def toxiproxy() -> list[Finding]:
-    """The Toxiproxy server a run would use, by the route RELAYCHAOS_TOXIPROXY chooses."""
+    """The Toxiproxy server a run would use, by the route RELAYCHAOS_TOXIPROXY chooses, tried as the run would."""
     try:
         route = toxiproxy_server.route()
     except HarnessError as e:
         return [Finding("toxiproxy", "missing", e.what, e.fix or "")]
     url = options.environment(options.TOXIPROXY_URL)
     if url and route == "auto":
-        return [Finding("toxiproxy", "ok", f"TOXIPROXY_URL={url} (used as it is; not checked here)")]
+        return [_answers(url)]
+    forced = (
+        f"RELAYCHAOS_TOXIPROXY={route} tries this route alone{' (TOXIPROXY_URL is not used)' if url else ''}, and "
+        if route != "auto"
+        else ""
+    )
+    unforce = "; or unset RELAYCHAOS_TOXIPROXY" if forced else ""
     binary = toxiproxy_server.find_binary() if route != "docker" else None
     if binary:
-        return [Finding("toxiproxy", "ok", f"{binary} (route {route})")]
-    reason = toxiproxy_docker.unavailable_reason() if route != "binary" else "RELAYCHAOS_TOXIPROXY=binary"
+        try:
+            said = version_of(Path(binary))
+        except SetupError as e:
+            return [
+                Finding(
+                    "toxiproxy",
+                    "missing",
+                    f"{binary} is the toxiproxy-server a run would start, and it does not work: {e}",
+                    f"remove it, or put a working one before it on PATH ({toxiproxy_server.build_fix()})",
+                )
+            ]
+        return [Finding("toxiproxy", "ok", f"{binary} ({said}; route {route})")]
+    places = " or ".join(map(str, toxiproxy_server.search_dirs()))
+    if route == "binary":
+        return [
+            Finding(
+                "toxiproxy",
+                "missing",
+                f"{forced}no toxiproxy-server is on PATH or in {places}",
+                toxiproxy_server.build_fix() + unforce,
+            )
+        ]
+    reason = toxiproxy_docker.unavailable_reason()
     if reason is None:
         return [Finding("toxiproxy", "ok", "no binary; a Docker daemon answers, so each run starts a container")]
-    places = " or ".join(map(str, toxiproxy_server.search_dirs()))
+    if route == "docker":
+        return [Finding("toxiproxy", "missing", f"{forced}{reason}", toxiproxy_docker.DAEMON_FIX + unforce)]
     return [
         Finding(
             "toxiproxy",
@@ -95,6 +126,21 @@ def toxiproxy() -> list[Finding]:
             toxiproxy_server.install_fix(),
         )
     ]
+
+
+def _answers(url: str) -> Finding:
+    """TOXIPROXY_URL's server, asked its version as a run would reach it (within 2 s)."""
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/version", timeout=2) as answer:  # noqa: S310 - the user's URL
+            said = answer.read(200).decode(errors="replace").strip()
+    except (OSError, ValueError) as e:
+        return Finding(
+            "toxiproxy",
+            "missing",
+            f"TOXIPROXY_URL={url} does not answer ({getattr(e, 'reason', e)})",
+            "start the server there (or correct the URL), or unset TOXIPROXY_URL so that the harness starts its own",
+        )
+    return Finding("toxiproxy", "ok", f"TOXIPROXY_URL={url} answers (version {said})")
 
 
 def sandbox() -> list[Finding]:

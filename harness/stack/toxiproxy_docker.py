@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from relaychaos import options
@@ -65,6 +66,9 @@ def connect() -> DockerClient:
             where="the Docker route",
             fix="pip install 'docker>=7' (it is one of relaychaos' dependencies)",
         ) from None
+    address = daemon_address()
+    if address.startswith("unix://") and not Path(address.removeprefix("unix://")).exists():
+        raise ToxiproxyError("no Docker daemon answers: no socket is there", where=address, fix=DAEMON_FIX)
     client = None
     try:
         client = docker.from_env(timeout=5)

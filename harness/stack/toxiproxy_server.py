@@ -54,10 +54,12 @@ def build_fix() -> str:
 
 
 def install_fix() -> str:
-    return (
-        f"{build_fix()}, start a Docker daemon (`bash {toxiproxy_docker.SETUP_SCRIPT}` as root starts one "
-        "and builds a local image), or set TOXIPROXY_URL to a running server"
+    daemon = (
+        f"`bash {toxiproxy_docker.SETUP_SCRIPT}` as root starts one and builds a local image"
+        if in_checkout()
+        else "`apt-get install -y docker.io` as root, and the official image"
     )
+    return f"{build_fix()}, start a Docker daemon ({daemon}), or set TOXIPROXY_URL to a running server"
 
 
 @dataclass
@@ -92,10 +94,10 @@ def user_bin() -> Path:
 
 def search_dirs() -> list[Path]:
     """The folders a toxiproxy-server is looked for in after PATH: RELAYCHAOS_TOOLS_BIN alone when set, else the
-    checkout's tools/bin and user_bin()."""
+    checkout's tools/bin (in a checkout) and user_bin()."""
     if options.environment(options.TOOLS_BIN):
         return [tools_bin()]
-    return [TOOLS_BIN, user_bin()]
+    return [TOOLS_BIN, user_bin()] if in_checkout() else [user_bin()]
 
 
 def find_binary() -> str | None:
