@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from scripts.action import summary
+
 from .conftest import ROOT
 from .gha import Runner, Step, machine_env
 
@@ -121,6 +123,14 @@ def test_a_bad_input_stops_the_run_with_exit_2_and_the_fix(green, runner_temp, t
     used = use_action(runner_temp, tmp_path / "ws", sandbox="sometimes")
     assert used.run.status == 2, text(used.run)
     assert "relaychaos action: the input sandbox is 'sometimes'; fix: auto, strict or off" in used.run.output
+
+
+def test_when_the_harness_could_not_run_the_summary_quotes_why(tmp_path):
+    (tmp_path / "not-started.txt").write_text("relay 'x': serve exited 1 before answering /health; fix: ...\n")
+    said = summary.markdown(tmp_path, 2, "relaychaos-run")
+    assert said.startswith("### relaychaos: the harness could not run (exit 2)")
+    assert "relay 'x': serve exited 1 before answering /health; fix: ..." in said
+    assert "no results.json in" in summary.markdown(tmp_path / "nothing", 2, "")
 
 
 # -- action.yml, read ------------------------------------------------------------------------------------------------

@@ -19,22 +19,26 @@
 #                       2 the harness could not run (also a bad input, said with its fix).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-temp="${RUNNER_TEMP:?RUNNER_TEMP is not set: GitHub sets it; outside GitHub set it to a folder}"
-venv="$temp/relaychaos-venv"
-toxiproxy_dir="$temp/relaychaos-toxiproxy"
 
 fail() {
   echo "relaychaos action: $*" >&2
   exit 2
 }
 
+[ -n "${RUNNER_TEMP:-}" ] || fail "RUNNER_TEMP is not set; GitHub sets it; fix: outside GitHub set it to a folder"
+[ -n "${GITHUB_OUTPUT:-}" ] || fail "GITHUB_OUTPUT is not set; GitHub sets it; fix: outside GitHub set it to a file"
+venv="$RUNNER_TEMP/relaychaos-venv"
+toxiproxy_dir="$RUNNER_TEMP/relaychaos-toxiproxy"
+
 output() {
-  echo "$1=$2" >>"${GITHUB_OUTPUT:?GITHUB_OUTPUT is not set: GitHub sets it; outside GitHub set it to a file}"
+  echo "$1=$2" >>"$GITHUB_OUTPUT"
 }
 
 install() {
   local source="${RELAYCHAOS_SOURCE:-}" python="${PYTHON:-python3}"
-  [ -n "$source" ] || source="${GITHUB_ACTION_PATH:?GITHUB_ACTION_PATH is not set: GitHub sets it to the checkout of the action}"
+  [ -n "$source" ] || source="${GITHUB_ACTION_PATH:-}"
+  [ -n "$source" ] || fail "neither RELAYCHAOS_SOURCE nor GITHUB_ACTION_PATH (the action's checkout) is set;" \
+    "fix: set one of them to what pip should install"
   if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
     fail "relaychaos needs Python 3.11 or newer; '$python' is $("$python" --version 2>&1 || echo "not on PATH");" \
       "fix: add actions/setup-python (python-version: \"3.12\") before this action"
@@ -68,9 +72,9 @@ toxiproxy() {
   esac
   local url="https://github.com/Shopify/toxiproxy/releases/download/$version/toxiproxy-server-linux-$arch"
   echo "relaychaos action: no Go on PATH; downloading $url"
-  curl --fail --silent --show-error --location --retry 3 -o "$temp/toxiproxy-server-download" "$url" ||
+  curl --fail --silent --show-error --location --retry 3 -o "$RUNNER_TEMP/toxiproxy-server-download" "$url" ||
     fail "could not download $url; fix: add actions/setup-go before this action, so that the server is built with Go"
-  "$venv/bin/relaychaos" setup toxiproxy --from "$temp/toxiproxy-server-download" --dest "$toxiproxy_dir"
+  "$venv/bin/relaychaos" setup toxiproxy --from "$RUNNER_TEMP/toxiproxy-server-download" --dest "$toxiproxy_dir"
 }
 
 run() {
