@@ -133,6 +133,16 @@ def test_when_the_harness_could_not_run_the_summary_quotes_why(tmp_path):
     assert "no results.json in" in summary.markdown(tmp_path / "nothing", 2, "")
 
 
+def test_the_summary_lists_broken_rules_first_and_a_rule_not_checked_with_its_reason_in_one_cell():
+    rules = {"one-debit": {"held": True}, "purge": {"held": None, "not_checked": "no `purge` | command\nhere"}}
+    rules["done-replay"] = {"held": False, "broken_in": ["resend-after-done"]}
+    assert summary.rule_rows(rules)[2:] == [
+        "| `done-replay` | **broken** | resend-after-done |",
+        "| `purge` | not checked: no `purge` \\| command here |  |",
+        "| `one-debit` | held |  |",
+    ]
+
+
 # -- action.yml, read ------------------------------------------------------------------------------------------------
 def used_expressions(node: object) -> list[str]:
     """Every ${{ ... }} expression in a parsed YAML value, at any depth."""

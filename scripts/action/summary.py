@@ -32,13 +32,18 @@ def scenario_name(nodeid: str) -> str:
     return nodeid.rpartition("[")[2].rstrip("]") or nodeid
 
 
+def cell(text: str) -> str:
+    """`text` as one Markdown table cell: on one line, its pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
 def rule_rows(rules: dict) -> list[str]:
     """A table row per rule: broken first, then not checked, then held."""
     order = {False: 0, None: 1, True: 2}
     rows = ["| rule | verdict | broken in |", "|---|---|---|"]
     for name, rule in sorted(rules.items(), key=lambda kv: order[kv[1].get("held")]):
-        held = rule.get("held")
-        verdict = "held" if held else "**broken**" if held is False else f"not checked: {rule.get('not_checked', '')}"
+        held, why = rule.get("held"), cell(rule.get("not_checked", ""))
+        verdict = "held" if held else "**broken**" if held is False else f"not checked: {why}"
         rows.append(f"| `{name}` | {verdict} | {', '.join(rule.get('broken_in', []))} |")
     return rows
 
@@ -56,7 +61,7 @@ def failing_rows(scenarios: list[dict]) -> list[str]:
         broken = ", ".join(f"`{r}` ×{n}" if n > 1 else f"`{r}`" for r, n in counts.items())
         first = (verdicts[0].get("guid") or "none") if verdicts else ""
         said = (s.get("message") or "").strip().splitlines()
-        what = broken or (said[0][:160].replace("|", "\\|") if said else "no message")
+        what = broken or (cell(said[0][:160]) if said else "no message")
         rows.append(f"| {scenario_name(s['nodeid'])} | {s['outcome']} | {what} | {first} |")
     if len(failing) > MOST:
         rows.append(f"\n… and {len(failing) - MOST} more: see report.html in the run folder")
