@@ -73,6 +73,15 @@ def runner_temp(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("runner-temp")
 
 
+@pytest.fixture(scope="session")
+def action_checkout(tmp_path_factory) -> Path:
+    """The Action's own checkout, as GitHub fetches it for a workflow (github.action_path): a copy of this checkout's
+    files, so that pip installing from it writes nothing into the checkout and finds no build/ left there."""
+    from .test_wheel import copy_of_the_checkout  # lazy: tests/test_wheel.py imports this module
+
+    return copy_of_the_checkout(tmp_path_factory.mktemp("action") / "relaychaos")
+
+
 # The modules holding the suite's longest tests (one to two minutes each: incident nights replayed a dozen times,
 # the red team's batch graded, the machine's searches), in the order xdist should start them. Collected first, they
 # start while the other workers take the hundreds of short tests, instead of last, when they alone would set the

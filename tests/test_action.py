@@ -37,9 +37,10 @@ class ActionRun:
         return self.steps["run"]
 
 
-def use_action(runner_temp: Path, workspace: Path, **inputs: str) -> ActionRun:
-    """The action's steps on a runner whose RUNNER_TEMP is `runner_temp` (shared: its venv and its Toxiproxy folder,
-    which actions/cache restores when the folder holds the server) in `workspace`, with `inputs`."""
+def use_action(action: Path, runner_temp: Path, workspace: Path, **inputs: str) -> ActionRun:
+    """The action's steps, from its checkout `action`, on a runner whose RUNNER_TEMP is `runner_temp` (shared: its venv
+    and its Toxiproxy folder, which actions/cache restores when the folder holds the server) in `workspace`, with
+    `inputs`."""
     workspace.mkdir(exist_ok=True)
     uploads: list[dict[str, str]] = []
 
@@ -52,23 +53,24 @@ def use_action(runner_temp: Path, workspace: Path, **inputs: str) -> ActionRun:
 
     declared = {f"inputs.{name}": spec.get("default", "") for name, spec in ACTION["inputs"].items()}
     contexts = declared | {f"inputs.{k}": v for k, v in inputs.items()}
-    contexts |= {"github.action_path": str(ROOT), "runner.os": "Linux", "runner.arch": "X64"}
-    env = machine_env(workspace, GITHUB_ACTION_PATH=str(ROOT), PYTEST_ADDOPTS=ONE_SCENARIO)
+    contexts |= {"github.action_path": str(action), "runner.os": "Linux", "runner.arch": "X64"}
+    env = machine_env(workspace, GITHUB_ACTION_PATH=str(action), PYTEST_ADDOPTS=ONE_SCENARIO)
     runner = Runner(workspace, runner_temp, env, contexts, {"actions/cache": cache, "actions/upload-artifact": upload})
     runner.run_job(ACTION["runs"]["steps"])
     return ActionRun(workspace, runner.steps, uploads)
 
 
 @pytest.fixture(scope="module")
-def green(runner_temp, tmp_path_factory) -> ActionRun:
+def green(action_checkout, runner_temp, tmp_path_factory) -> ActionRun:
     """The action with its defaults but one process (workers 0): the bundled reference, no cache yet."""
-    return use_action(runner_temp, tmp_path_factory.mktemp("green"), workers="0")
+    return use_action(action_checkout, runner_temp, tmp_path_factory.mktemp("green"), workers="0")
 
 
 @pytest.fixture(scope="module")
-def red(green, runner_temp, tmp_path_factory) -> ActionRun:
+def red(green, action_checkout, runner_temp, tmp_path_factory) -> ActionRun:
     """The action used again in the same job (after `green`) on a relay that writes its ledger after the call."""
-    return use_action(runner_temp, tmp_path_factory.mktemp("red"), relay=str(BROKEN), workers="0", artifact="red")
+    workspace = tmp_path_factory.mktemp("red")
+    return use_action(action_checkout, runner_temp, workspace, relay=str(BROKEN), workers="0", artifact="red")
 
 
 def on_a_runner(test):
@@ -119,8 +121,8 @@ def test_toxiproxy_is_got_on_a_cache_miss_and_relaychaos_installed_once_per_job(
 
 
 @on_a_runner
-def test_a_bad_input_stops_the_run_with_exit_2_and_the_fix(green, runner_temp, tmp_path):
-    used = use_action(runner_temp, tmp_path / "ws", sandbox="sometimes")
+def test_a_bad_input_stops_the_run_with_exit_2_and_the_fix(green, action_checkout, runner_temp, tmp_path):
+    used = use_action(action_checkout, runner_temp, tmp_path / "ws", sandbox="sometimes")
     assert used.run.status == 2, text(used.run)
     assert "relaychaos action: the input sandbox is 'sometimes'; fix: auto, strict or off" in used.run.output
 

@@ -3,8 +3,8 @@ scripts/package_check.sh reads them for actionlint): actionlint passes on them, 
 read` (and `checks: write` beside a JUnit reporter), they give the Action only the inputs it declares, and the plain
 steps' job runs, command by command, against a bundled relay on a stand-in for GitHub's runner (tests/gha.py), with
 only what GitHub provides given here: the runner's folders and files, the checkout, setup-python's Python (the
-venv the Action's test installed relaychaos into, else a new one), a cache miss, and relaychaos from this checkout
-where the page installs it from GitHub."""
+venv the Action's test installed relaychaos into, else a new one), a cache miss, and relaychaos from a copy of this
+checkout where the page installs it from GitHub."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def standing_in(runner: Runner, seen: dict[str, dict[str, str]]) -> None:
 
 @pytest.mark.stack
 @pytest.mark.xdist_group("github")
-def test_the_plain_steps_run_as_written_against_a_bundled_relay(runner_temp, tmp_path):
+def test_the_plain_steps_run_as_written_against_a_bundled_relay(action_checkout, runner_temp, tmp_path):
     if shutil.which("go") is None:
         pytest.skip("no Go here: the page's job builds toxiproxy-server with it on a cache miss")
     workspace = derived_relay(tmp_path / "checkout", "reference").parent  # a team's repository: relay.toml at its root
@@ -144,7 +144,9 @@ def test_the_plain_steps_run_as_written_against_a_bundled_relay(runner_temp, tmp
     runner.contexts = {"runner.os": "Linux", "runner.arch": "X64", "github.workspace": str(workspace)}
     standing_in(runner, seen)
     [job] = workflow["jobs"].values()
-    env = workflow["env"] | {"RELAYCHAOS": str(ROOT)}  # the page's git URL on GitHub: this checkout
+    env = workflow["env"] | {
+        "RELAYCHAOS": str(action_checkout)
+    }  # the page's git URL on GitHub: a copy of this checkout
     done = runner.run_job(job["steps"], env=env | job.get("env", {}))
     report = "\n".join(f"-- {s.name}: exit {s.status}\n{s.output[-3000:]}" for s in done)
     assert [s.status for s in done] == [0] * len(done), report
