@@ -21,15 +21,11 @@ from relaychaos.errors import HarnessError
 from relaychaos.sandbox import levels
 from relaychaos.stack import postgres, toxiproxy_docker, toxiproxy_server
 
+NOT_ROOT_FIX = "run the harness as root (sudo)"
 LAYER_FIX = {
-    "uid": "run the harness as root (sudo)",
-    "mount": "run the harness as root (sudo)",
-    "pid": "run the harness as root (sudo)",
-    "ipc": "run the harness as root (sudo)",
-    "uts": "run the harness as root (sudo)",
-    "disk": "run the harness as root (sudo)",
-    "network": "run as root with iproute2 and nftables installed (`apt-get install -y iproute2 nftables`)",
-    "cgroups": "run as root on a machine with the cgroup v1 memory, pids and cpu controllers mounted",
+    **dict.fromkeys(("uid", "mount", "pid", "ipc", "uts", "disk"), NOT_ROOT_FIX),
+    "network": "iproute2 and nftables (`apt-get install -y iproute2 nftables`)",
+    "cgroups": "the cgroup v1 memory, pids and cpu controllers mounted (cgroup v2 is not supported yet)",
     "landlock": "a Linux kernel 5.13+ with Landlock enabled (lsm=landlock)",
     "landlock network rules": "a Linux kernel 6.7+",
     "landlock scoping": "a Linux kernel 6.12+",
@@ -144,11 +140,27 @@ def _answers(url: str) -> Finding:
 
 
 def sandbox() -> list[Finding]:
-    """Each layer: enforced, or why it is not and how to get it."""
+    """Each layer: enforced, or why it is not and how to get it; the layers missing for one reason in one finding
+    (not root: eight of them), and what a run does without them."""
     lacks, abi = levels.offered()
     level = levels.level("auto", levels.Limits(), lacks, abi)
     found = [Finding(name, "ok", said) for name, said in level["layers"].items()]
-    return found + [Finding(name, "missing", why, LAYER_FIX.get(name, "")) for name, why in lacks.items()]
+    by_reason: dict[str, list[str]] = {}
+    for name, why in lacks.items():
+        by_reason.setdefault(why, []).append(name)
+    for why, names in by_reason.items():
+        fix = NOT_ROOT_FIX if "root" in why else "; ".join(dict.fromkeys(LAYER_FIX.get(n, "") for n in names))
+        found.append(Finding(", ".join(names), "missing", why, fix))
+    if lacks:
+        found.append(
+            Finding(
+                "without them",
+                "note",
+                f"a run goes on with the {len(level['layers'])} layers marked ok (`--sandbox auto`: fine for "
+                "your own relay, less isolation for code you do not trust); `--sandbox strict` refuses to run",
+            )
+        )
+    return found
 
 
 def docker() -> Finding:
