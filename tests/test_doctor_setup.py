@@ -133,3 +133,15 @@ def test_setup_refuses_what_is_not_a_toxiproxy_server_and_says_what_to_do_withou
     assert not (tmp_path / "bin" / "toxiproxy-server").exists()
     no_go = cli("setup", "toxiproxy", "--dest", tmp_path / "bin", env=nothing_anywhere(tmp_path))
     assert no_go.returncode == 2 and "Go is not on PATH" in no_go.stderr and "--from FILE" in no_go.stderr
+
+
+def test_a_run_whose_first_toxiproxy_server_does_not_start_says_it_is_found_first_and_what_to_do(tmp_path):
+    broken = tmp_path / "path" / "toxiproxy-server"
+    broken.parent.mkdir()
+    broken.write_text("#!/bin/sh\nexit 3\n")
+    broken.chmod(0o755)
+    env = {"PATH": f"{broken.parent}{os.pathsep}{os.environ['PATH']}", "TOXIPROXY_URL": ""}
+    done = cli("run", "--out", tmp_path / "run", env=env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{broken} exited with status 3 before answering" in done.stderr
+    assert "it is the toxiproxy-server found first" in done.stderr and "remove it or put a working one" in done.stderr

@@ -182,7 +182,12 @@ def _spawn_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
     if why:
         child.kill()
         release_port(port)
-        raise ToxiproxyError(f"{binary} {why}", fix=install_fix(), details=child.tail())
+        raise ToxiproxyError(
+            f"{binary} {why}",
+            fix=f"it is the toxiproxy-server found first (on PATH, then in {' or '.join(map(str, search_dirs()))}): "
+            f"remove it or put a working one before it ({build_fix()}); its log is below",
+            details=child.tail(),
+        )
 
     def stop() -> None:
         child.stop()
