@@ -145,3 +145,5 @@ def test_a_run_whose_first_toxiproxy_server_does_not_start_says_it_is_found_firs
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"{broken} exited with status 3 before answering" in done.stderr
     assert "it is the toxiproxy-server found first" in done.stderr and "remove it or put a working one" in done.stderr
+    said = (tmp_path / "run" / "not-started.txt").read_text()
+    assert "exited with status 3 before answering" in said, "the run folder says why it holds nothing else"

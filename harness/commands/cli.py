@@ -112,6 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         sandbox_summary = describe(probe(args.sandbox, args.sandbox_limit))  # SandboxError: strict cannot be had
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
+        (out / NOT_STARTED).write_text(f"{e}\n")  # the run folder says why it is empty
         return 2
     relay = loaded.path
     argv = _suite_argv(args, relay, out)

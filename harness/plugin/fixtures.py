@@ -124,7 +124,7 @@ def relaychaos_postgres(relaychaos_services: Services) -> Callable[[], Postgres]
 
 
 @pytest.fixture(scope="session")
-def relaychaos_sandbox(relaychaos_services: Services) -> Sandbox:
+def relaychaos_sandbox(relaychaos_services: Services, request: pytest.FixtureRequest) -> Sandbox:
     """This worker's sandbox (relaychaos.sandbox): every relay command of its stacks runs inside it."""
     from relaychaos.errors import SandboxError  # lazy (relaychaos.plugin)
 
@@ -132,7 +132,9 @@ def relaychaos_sandbox(relaychaos_services: Services) -> Sandbox:
         sandbox = relaychaos_services.sandbox
     except SandboxError as e:
         pytest.exit(str(e), returncode=2)
-    if sandbox.missing and sandbox.mode != "off":
+    # said once a run (each xdist worker has its own sandbox, all alike): by the first worker, or a run without xdist
+    worker = getattr(request.config, "workerinput", {}).get("workerid", "gw0")  # pytest-xdist's name for it
+    if sandbox.missing and sandbox.mode != "off" and worker == "gw0":
         warnings.warn(sandbox.summary(), UserWarning, stacklevel=1)
     return sandbox
 
