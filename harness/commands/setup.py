@@ -3,6 +3,7 @@
     relaychaos setup toxiproxy               # builds it with Go (go install ...@v2.12.0), renamed
     relaychaos setup toxiproxy --from FILE   # or takes a binary you have (a release's toxiproxy-server-linux-amd64)
     relaychaos setup toxiproxy --dest DIR    # somewhere else (then DIR on PATH, or RELAYCHAOS_TOOLS_BIN=DIR)
+    relaychaos setup sandbox-users [--count N | --remove]   # the sandbox's system users, made ahead or removed (root)
 
 The default place is relaychaos.stack.toxiproxy_server.user_bin(), which the harness searches after PATH. The
 binary is checked before it is put there: it must run and say its version.
@@ -20,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from relaychaos.errors import HarnessError
+from relaychaos.sandbox import slots
 from relaychaos.stack import toxiproxy_server
 
 MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
@@ -32,7 +35,7 @@ class SetupError(Exception):
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    setup = sub.add_parser("setup", help="install what the harness needs: a Toxiproxy server")
+    setup = sub.add_parser("setup", help="install what the harness needs: a Toxiproxy server, the sandbox's users")
     parts = setup.add_subparsers(dest="part", required=True, title="parts")
     tox = parts.add_parser(
         "toxiproxy",
@@ -43,6 +46,36 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     tox.add_argument("--dest", help=f"the folder to put it in (default: {toxiproxy_server.user_bin()})")
     tox.add_argument("--version", default=toxiproxy_server.VERSION, help="the version to build with Go")
     tox.set_defaults(func=cmd_setup_toxiproxy)
+    users = parts.add_parser(
+        "sandbox-users",
+        help="make the sandbox's system users (relaychaos-relay-0 ...) ahead of the first run, or remove them (root)",
+    )
+    users.add_argument("--count", type=int, default=8, help="how many to make: one per concurrent harness process")
+    users.add_argument("--remove", action="store_true", help="remove every one no running harness uses")
+    users.set_defaults(func=cmd_setup_sandbox_users)
+
+
+def cmd_setup_sandbox_users(args: argparse.Namespace) -> int:
+    """As root, the harness gives each concurrent process's relays a system user of their own, made with useradd
+    the first time a slot is used; this makes them ahead (an image, a machine set up once), or removes them."""
+    if os.geteuid() != 0:
+        print(
+            "relaychaos: setup sandbox-users: only root adds or removes system users; run it with sudo", file=sys.stderr
+        )
+        return 2
+    try:
+        if args.remove:
+            removed, kept = slots.remove_users()
+            print(f"relaychaos: removed {len(removed)} sandbox users{': ' + ', '.join(removed) if removed else ''}")
+            if kept:
+                print(f"relaychaos: kept {', '.join(kept)}: a running harness uses them; run this again after it ends")
+            return 0
+        made = [(user, slots.ensure_user(user)[0]) for user in (f"{slots.USER_PREFIX}{n}" for n in range(args.count))]
+    except HarnessError as e:
+        print(f"relaychaos: setup sandbox-users: {e}", file=sys.stderr)
+        return 2
+    print("relaychaos: sandbox users: " + ", ".join(f"{user} ({uid})" for user, uid in made))
+    return 0
 
 
 def cmd_setup_toxiproxy(args: argparse.Namespace) -> int:

@@ -181,6 +181,38 @@ def ensure_user(user: str) -> tuple[int, int]:
     raise HarnessError(f"could not create the sandbox user {user}", fix="run with --sandbox off")
 
 
+def made_users(prefix: str = USER_PREFIX) -> list[str]:
+    """The sandbox's system users this machine has (relaychaos-relay-N), in slot order."""
+    names = [p.pw_name for p in pwd.getpwall() if p.pw_name.startswith(prefix) and p.pw_name[len(prefix) :].isdigit()]
+    return sorted(names, key=lambda name: int(name[len(prefix) :]))
+
+
+def remove_users(prefix: str = USER_PREFIX) -> tuple[list[str], list[str]]:
+    """Remove every sandbox user (and its group) whose slot no harness process holds, killing what runs under it
+    first; each slot is locked while its user goes. (removed, kept: their slots in use by a running harness)."""
+    base = base_dir()
+    removed, kept = [], []
+    for user in made_users(prefix):
+        fd = os.open(base / f"slot-{user[len(prefix) :]}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                kept.append(user)
+                continue
+            kill_uid(pwd.getpwnam(user).pw_uid)
+            done = subprocess.run(["userdel", user], capture_output=True, text=True)
+            if done.returncode != 0:
+                raise HarnessError(
+                    f"could not remove the sandbox user {user}: userdel said {done.stderr.strip() or done.returncode}",
+                    fix=f"remove it by hand (`userdel {user}`)",
+                )
+            removed.append(user)
+        finally:
+            os.close(fd)
+    return removed, kept
+
+
 def statuses(uid: int | None = None) -> Iterator[tuple[int, dict[str, str]]]:
     """(pid, fields of /proc/PID/status) of every live process (of real uid `uid`, if given); zombies left out."""
     for entry in os.listdir("/proc"):
