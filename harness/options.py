@@ -150,6 +150,12 @@ PORT_LOCK = _environment("port_lock", "RELAYCHAOS_PORT_LOCK", _text, "the lock f
 TOOLS_BIN = _environment("tools_bin", "RELAYCHAOS_TOOLS_BIN", _text, "the folder of the project's tools")
 TOXIPROXY = _environment("toxiproxy", "RELAYCHAOS_TOXIPROXY", _text, "the route to Toxiproxy: auto, binary, docker")
 TOXIPROXY_URL = _environment("toxiproxy_url", "TOXIPROXY_URL", _text, "a running Toxiproxy server to use")
+TOXIPROXY_UPSTREAM_HOST = _environment(
+    "toxiproxy_upstream_host",
+    "RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST",
+    _text,
+    "this machine's address as a Toxiproxy server on another host (TOXIPROXY_URL) reaches it",
+)
 TOXIPROXY_LOG_LEVEL = _environment(
     "toxiproxy_log_level", "RELAYCHAOS_TOXIPROXY_LOG_LEVEL", _text, "the log level of a Toxiproxy the harness starts"
 )
@@ -166,6 +172,7 @@ ENVIRONMENT: tuple[Option, ...] = (
     TOOLS_BIN,
     TOXIPROXY,
     TOXIPROXY_URL,
+    TOXIPROXY_UPSTREAM_HOST,
     TOXIPROXY_LOG_LEVEL,
     TOXIPROXY_IMAGE,
 )

@@ -44,7 +44,7 @@ from relaychaos.run_folder import LOG_BUDGET, NOT_STARTED
 from relaychaos.sandbox.levels import describe, probe
 from relaychaos.sandbox.policy import clear_abandoned
 from relaychaos.soak import command as soak
-from relaychaos.stack import postgres, toxiproxy_server
+from relaychaos.stack import postgres, toxiproxy_reach, toxiproxy_server
 from relaychaos.stack.manifest import Manifest
 
 # The suite's pytest configuration, written into each run folder: the run needs no checkout.
@@ -108,8 +108,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     (out / LOG_BUDGET).unlink(missing_ok=True)  # this run's relay logs start from nothing
     (out / NOT_STARTED).unlink(missing_ok=True)  # a stop of an earlier run in this folder is not this one's
     try:
+        reach = (
+            toxiproxy_reach.reach()
+        )  # another host's server: this machine's address for it given, before it is asked
         loaded = preflight(args, out)
-        sandbox_summary = describe(probe(args.sandbox, args.sandbox_limit))  # SandboxError: strict cannot be had
+        without = toxiproxy_reach.sandbox_without(reach)
+        sandbox_summary = describe(probe(args.sandbox, args.sandbox_limit, without))  # SandboxError: strict refused
     except HarnessError as e:
         print(f"relaychaos: {e}", file=sys.stderr)
         (out / NOT_STARTED).write_text(f"{e}\n")  # the run folder says why it is empty

@@ -70,13 +70,14 @@ def pytest_configure(config: pytest.Config) -> None:
         run_config.value(config, option)
     path = config.getoption("relaychaos_results", None)
     if path and not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) writes it
-        from relaychaos.errors import SandboxError  # lazy (relaychaos.plugin)
+        from relaychaos.errors import HarnessError  # lazy (relaychaos.plugin)
         from relaychaos.plugin.results_recorder import ResultsRecorder  # lazy (relaychaos.plugin)
         from relaychaos.sandbox.levels import probe  # lazy (relaychaos.plugin)
+        from relaychaos.stack import toxiproxy_reach  # lazy (relaychaos.plugin)
 
         try:
-            level = probe(*run_config.sandbox_choice(config))
-        except SandboxError as e:
+            level = probe(*run_config.sandbox_choice(config), toxiproxy_reach.sandbox_without(toxiproxy_reach.reach()))
+        except HarnessError as e:  # strict refused; another host's Toxiproxy without this machine's address for it
             raise pytest.UsageError(str(e)) from None
         recorder = ResultsRecorder(run_config.relay_path(config), Path(path), level)
         config.pluginmanager.register(recorder, "relaychaos-results")

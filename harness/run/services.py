@@ -21,7 +21,7 @@ from types import TracebackType
 from relaychaos.run.definition import RunDefinition
 from relaychaos.sandbox import cgroups
 from relaychaos.sandbox.policy import Sandbox
-from relaychaos.stack import toxiproxy_server
+from relaychaos.stack import toxiproxy_reach, toxiproxy_server
 from relaychaos.stack.account_system import AccountSystem
 from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.postgres import Postgres
@@ -40,6 +40,7 @@ class Services:
         self._account: AccountSystem | None = None
         self._postgres: Postgres | None = None
         self._closers: list[Callable[[], None]] = []  # the sandbox's and PostgreSQL's: the servers go first
+        self._reach: toxiproxy_reach.Reach | None = None
 
     def __enter__(self) -> Services:
         return self
@@ -50,10 +51,18 @@ class Services:
         self.close()
 
     @property
+    def reach(self) -> toxiproxy_reach.Reach:
+        """Where the run's proxies are and what they reach (relaychaos.stack.toxiproxy_reach.Reach)."""
+        if self._reach is None:
+            self._reach = toxiproxy_reach.reach()
+        return self._reach
+
+    @property
     def sandbox(self) -> Sandbox:
         """The sandbox every relay command of the run starts in (SandboxError when `strict` cannot be had)."""
         if self._sandbox is None:
-            self._sandbox = Sandbox.create(self.run.sandbox, self.run.limits, log_budget=self.log_budget)
+            without = toxiproxy_reach.sandbox_without(self.reach)  # the network layer, for a server on another host
+            self._sandbox = Sandbox.create(self.run.sandbox, self.run.limits, self.log_budget, without)
             self._closers.append(self._sandbox.close)
         return self._sandbox
 
@@ -80,7 +89,7 @@ class Services:
             self._account = None
         if self._account is None:
             sandbox = self.sandbox  # first: its slot's services group takes the fixture
-            self._account = AccountSystem.start(self._logs(), self.run.profile.downstream)
+            self._account = AccountSystem.start(self._logs(), self.run.profile.downstream, self.reach.upstream_host)
             self._contain(sandbox, self._account.child.pid)
             self._account.why_gone = lambda: _oom_said(sandbox)
         return self._account
@@ -121,6 +130,7 @@ class Services:
             account_timeout_ms=account_timeout_ms,
             sandbox=sandbox or self.sandbox,
             postgres=self.postgres,
+            reach=self.reach,
         )
 
     def _close_servers(self) -> None:

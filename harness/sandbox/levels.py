@@ -149,9 +149,11 @@ def check(mode: str, lacks: dict[str, str]) -> None:
         )
 
 
-def probe(mode: str, limits: str | None = None) -> dict:
-    """The level a sandbox of this mode would enforce here, without claiming a slot (for results.json)."""
+def probe(mode: str, limits: str | None = None, without: dict[str, str] | None = None) -> dict:
+    """The level a sandbox of this mode would enforce here, without claiming a slot (for results.json); `without`:
+    layers the run cannot have, and why (as Sandbox.create takes them)."""
     lacks, abi = offered() if mode != "off" else ({}, 0)
+    lacks = {**lacks, **(without or {})} if mode != "off" else lacks
     check(mode, lacks)
     return level(mode, Limits().with_overrides(limits), lacks, abi)
 

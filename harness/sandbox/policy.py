@@ -61,10 +61,13 @@ class Sandbox:
         self._pristines: dict[Path, Path] = {}  # a relay's folder -> its copy in the slot, under the overlays
 
     @classmethod
-    def create(cls, mode: str, limits: Limits = DEFAULT_LIMITS, log_budget: Path | None = None) -> Sandbox:
-        """Probe the machine and claim a slot with every layer it offers; SandboxError when `strict` cannot be
-        had. `log_budget` is the file counting the submission's log bytes (default: the slot's own)."""
+    def create(
+        cls, mode: str, limits: Limits = DEFAULT_LIMITS, log_budget: Path | None = None, without: dict | None = None
+    ) -> Sandbox:
+        """Probe the machine and claim a slot with every layer it offers but `without`'s (layer: why); SandboxError when
+        `strict` cannot be had. `log_budget`: the file counting the submission's log bytes (default: the slot's)."""
         lacks, abi = levels.offered() if mode != "off" else ({}, 0)
+        lacks = {**lacks, **(without or {})} if mode != "off" else lacks
         levels.check(mode, lacks)
         if mode == "off":
             return cls(mode, limits, None, {}, 0, None)

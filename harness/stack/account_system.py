@@ -50,19 +50,22 @@ class AccountSystem:
         self.why_gone: Callable[[], str] = lambda: ""  # what else is known of its end (run.services: its memory group)
 
     @classmethod
-    def start(cls, log_dir: Path, shape: Downstream | None = None) -> AccountSystem:
+    def start(cls, log_dir: Path, shape: Downstream | None = None, public_host: str = "127.0.0.1") -> AccountSystem:
         """Spawn a fixture on two free ports with a fresh token (in its environment, not its argv), speaking
-        contract section 2 or a team's PSP `shape`."""
+        contract section 2 or a team's PSP `shape`; its public port on `public_host` (a Toxiproxy on another host
+        reaches it there), its control port on loopback."""
         port, control_port = lease_port(), lease_port()
         try:
-            return cls._spawn(log_dir, port, control_port, shape)
+            return cls._spawn(log_dir, port, control_port, shape, public_host)
         except BaseException:
             release_port(port)
             release_port(control_port)
             raise
 
     @classmethod
-    def _spawn(cls, log_dir: Path, port: int, control_port: int, shape: Downstream | None) -> AccountSystem:
+    def _spawn(
+        cls, log_dir: Path, port: int, control_port: int, shape: Downstream | None, public_host: str
+    ) -> AccountSystem:
         token = secrets.token_hex(16)
         argv = [
             sys.executable,
@@ -72,6 +75,8 @@ class AccountSystem:
             str(port),
             "--control-port",
             str(control_port),
+            "--public-host",
+            public_host,
         ]
         if shape is not None and not shape.course:
             argv += ["--shape", shape.to_json()]

@@ -102,8 +102,12 @@ class Supervisor:
         ledger_path: Path | None = None,
         ledger_url: str | None = None,
         connect: tuple[int, ...] = (),
+        listen_host: str | None = None,
     ):
         self.manifest, self.workdir = manifest, workdir
+        # where serve listens (RELAY_HOST) and the harness reaches it: in the sandbox, its end of the slot's network,
+        # serve listening on its own loopback; `listen_host` for a Toxiproxy on another host, which reaches it there
+        self.listen_host = listen_host
         self.sandbox = sandbox  # given, never defaulted: the run definition holds the level (auto by default)
         self.copy = self.sandbox.working_copy(manifest)
         self.tmp_dir = self.sandbox.tmp_dir()
@@ -121,6 +125,11 @@ class Supervisor:
         workdir.mkdir(parents=True, exist_ok=True)
 
     @property
+    def relay_host(self) -> str:
+        """Where the harness reaches serve's RELAY_PORT."""
+        return self.listen_host or self.sandbox.relay_host
+
+    @property
     def folder(self) -> Path:
         """Where the relay's commands run: the manifest's folder in the working copy."""
         return self.copy.cwd
@@ -129,7 +138,7 @@ class Supervisor:
         """The contract's variables (section 1) for one command: every command gets all of them, a batch command
         a RELAY_PORT of its own too (a free port it may ignore)."""
         env = {
-            "RELAY_HOST": "127.0.0.1",
+            "RELAY_HOST": self.listen_host or "127.0.0.1",
             "RELAY_PORT": str(port) if port is not None else "",
             "ACCOUNT_URL": self.account_url,
             "LEDGER_PATH": str(self.ledger_path),
@@ -183,7 +192,7 @@ class Supervisor:
         leased = port is None
         port = port or lease_port()
         try:
-            self.relays[slot] = RelayProcess(slot, port, self._serve(slot, port), leased, self.sandbox.relay_host)
+            self.relays[slot] = RelayProcess(slot, port, self._serve(slot, port), leased, self.relay_host)
         except BaseException:
             if leased:
                 release_port(port)
@@ -192,7 +201,7 @@ class Supervisor:
 
     def _serve(self, slot: str, port: int) -> Child:
         """Spawn serve on port and wait until it, and nothing else, answers /health there."""
-        host = self.sandbox.relay_host
+        host = self.relay_host
         if port_in_use(port, host):
             raise RelayError(
                 f"port {port} on {host} is busy: another process listens there",

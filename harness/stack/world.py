@@ -2,11 +2,10 @@
 
     channel ─► [hub-SLOT proxy] ─► relay serve SLOT ─► [account proxy] ─► account system
 
-The stack only acts: it records nothing (the engine's parts record what they do
-through the run's Recorder). Proxy names are unique per stack, so parallel
-workers never share one; `close()` kills the relays and removes the proxies,
-whatever happened before. Under a sandbox the ledger lives in a folder of the
-sandbox's uid while the relays run, and is moved into `workdir/ledger/` by close().
+The stack only acts: it records nothing (the engine's parts record what they do through the run's Recorder).
+Proxy names are unique per stack, so parallel workers never share one; `close()` kills the relays and removes the
+proxies, whatever happened before. Under a sandbox the ledger lives in a folder of the sandbox's uid while the
+relays run, and is moved into `workdir/ledger/` by close(). The proxies are where `reach` says (toxiproxy_reach).
 """
 
 from __future__ import annotations
@@ -38,6 +37,7 @@ from relaychaos.stack.postgres import Postgres
 from relaychaos.stack.speech import speech_for
 from relaychaos.stack.supervisor import RelayProcess, Supervisor
 from relaychaos.stack.toxiproxy_control import ProxyRef, Toxiproxy
+from relaychaos.stack.toxiproxy_reach import LOCAL, Reach, can_run
 from relaychaos.tolerances import CURRENT as TOLERANCES
 from relaychaos.tolerances import DEFAULT_ACCOUNT_TIMEOUT_MS
 
@@ -61,6 +61,7 @@ class Stack:
         accounts: dict[str, int] | None = None,
         sandbox: Sandbox,
         postgres: Callable[[], Postgres] | None = None,
+        reach: Reach = LOCAL,
     ):
         self.toxiproxy, self.account, self.manifest = toxiproxy, account, manifest
         if account.shape != manifest.profile.downstream:
@@ -71,6 +72,7 @@ class Stack:
                 fix="start the account system with the relay's [downstream] shape (AccountSystem.start(..., shape))",
             )
         self.sandbox = sandbox  # given, never defaulted: the run definition holds the level (auto by default)
+        self.reach = can_run(manifest, reach)
         self.workdir = workdir
         self.account_timeout_ms = account_timeout_ms
         self.prefix = f"rc{os.getpid()}-{next(_stack_ids)}-{re.sub(r'[^A-Za-z0-9_-]', '_', name)[:40]}"
@@ -86,10 +88,10 @@ class Stack:
         # a relay from a container image gets a network of its own (stack/container_supervisor.py): the proxies on it
         self.pod = Pod.open(manifest) if manifest.container else None
         self.network = self.pod.network if self.pod else self.sandbox.network
-        self.listen_host = self.network.host_address if self.network else "127.0.0.1"
+        self.listen_host = self.network.host_address if self.network else reach.listen_host
         relay_ledger_url = self._postgres_ledger(postgres) if manifest.profile.ledger.kind == "postgresql" else None
         self.reset_account(accounts)
-        self._new_proxy("account", f"127.0.0.1:{account.port}", listen_host=self.listen_host)
+        self._new_proxy("account", f"{reach.upstream_host}:{account.port}", listen_host=self.listen_host)
         if self.network is not None:  # the relay's network lets it reach these proxies, and no other port
             for key in ("account", "ledger"):
                 if key in self.proxies:
@@ -117,6 +119,7 @@ class Stack:
             sandbox=self.sandbox,
             ledger_url=relay_ledger_url,
             connect=(self.proxies["ledger"].listen_port,) if "ledger" in self.proxies else (),
+            listen_host=self.reach.upstream_host if self.reach.remote else None,
         )
 
     def _check_mapping(self) -> None:
@@ -173,8 +176,7 @@ class Stack:
         self.close()
 
     def close(self) -> None:
-        """Kill every relay process, remove every proxy, clear the account system's faults (once; again does
-        nothing)."""
+        """Kill every relay process, remove every proxy, clear the account system's faults (once; again: nothing)."""
         if self._closed:
             return
         self._closed = True
@@ -190,7 +192,8 @@ class Stack:
             for proxy in self.proxies.values():
                 with contextlib.suppress(Exception):  # the server may be gone already; nothing else to undo
                     self.toxiproxy.destroy(proxy)
-                release_port(proxy.listen_port)
+                if not self.reach.remote:  # a port of this machine's, leased while the proxy lived
+                    release_port(proxy.listen_port)
             self.proxies.clear()
             if self.pod is not None:
                 self.pod.close()
@@ -208,13 +211,17 @@ class Stack:
         self.sandbox.discard(folder)
         self.ledger_path = kept or self.workdir / "ledger" / self.ledger_path.name
 
-    def _new_proxy(self, key: str, upstream: str, listen_host: str = "127.0.0.1") -> ProxyRef:
-        port = lease_port()  # held while the proxy exists, down or up
+    def _new_proxy(self, key: str, upstream: str, listen_host: str | None = None) -> ProxyRef:
+        remote = self.reach.remote  # the server's host picks the port; the harness and the relay reach it at that host
+        port = 0 if remote else lease_port()  # a lease held while the proxy exists, down or up
         try:
-            self.proxies[key] = self.toxiproxy.create_proxy(f"{self.prefix}-{key}", upstream, port, listen_host)
+            made = self.toxiproxy.create_proxy(
+                f"{self.prefix}-{key}", upstream, port, listen_host or self.reach.listen_host
+            )
         except BaseException:
-            release_port(port)
+            release_port(port) if port else None
             raise
+        self.proxies[key] = dataclasses.replace(made, listen_host=self.reach.proxy_host) if remote else made
         self.expected[key] = {"enabled": True, "upstream": upstream, "toxics": {}}
         return self.proxies[key]
 

@@ -1,0 +1,86 @@
+"""Where a run's proxies are and what they reach: this machine's loopback, or a Toxiproxy server on another host.
+
+    reach = toxiproxy_reach.reach()     # LOCAL, unless TOXIPROXY_URL names another host
+    can_run(manifest, reach)            # RelayError for a relay that a server on another host cannot serve
+
+A server on another host (TOXIPROXY_URL=http://HOST:PORT, the `auto` route) makes each proxy listen on every address
+of HOST, on a port it picks, and the harness and the relays connect to HOST; its proxies forward to this machine's
+account system and relays at RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST, where those then listen. The relay then runs
+without a network of its own (the sandbox's network layer), since that host must reach it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from relaychaos import options
+from relaychaos.errors import RelayError, ToxiproxyError
+from relaychaos.stack.manifest import Manifest
+from relaychaos.stack.toxiproxy_server import route
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Where the proxies are and what they reach: all on loopback for a server on this machine; for a server on
+    another host (TOXIPROXY_URL), proxies listening on every address of that host, reached at its address, and
+    forwarding to this machine's services at the address that host reaches it by."""
+
+    proxy_host: str = "127.0.0.1"  # where the harness and the relays connect to a proxy
+    listen_host: str = "127.0.0.1"  # what a proxy listens on, on the server's host
+    upstream_host: str = "127.0.0.1"  # where the server reaches this machine's account system and relays
+
+    @property
+    def remote(self) -> bool:
+        return self.proxy_host not in LOOPBACK
+
+
+LOCAL = Reach()
+
+
+def reach() -> Reach:
+    """The proxies' Reach for this run: another host's only when TOXIPROXY_URL names one and the route takes it;
+    ToxiproxyError when that host is given without RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST."""
+    url = options.environment(options.TOXIPROXY_URL)
+    host = urlsplit(url).hostname if url and route() == "auto" else None
+    if host is None or host in LOOPBACK:
+        return LOCAL
+    upstream = options.environment(options.TOXIPROXY_UPSTREAM_HOST)
+    if not upstream:
+        raise ToxiproxyError(
+            f"TOXIPROXY_URL={url} is a server on another host, which must reach this machine's account system and "
+            "relays, and RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST does not say at which address",
+            fix="set RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST to this machine's address as that host reaches it "
+            "(docs/testing-your-relay.md, Toxiproxy on another host)",
+        )
+    return Reach(proxy_host=host, listen_host="0.0.0.0", upstream_host=upstream)
+
+
+def sandbox_without(reach: Reach) -> dict[str, str]:
+    """The sandbox layers a run cannot have with this reach, and why: a relay on a network of its own is out of
+    reach of a Toxiproxy on another host."""
+    return {"network": f"Toxiproxy is on another host ({reach.proxy_host})"} if reach.remote else {}
+
+
+def can_run(manifest: Manifest, reach: Reach) -> Reach:
+    """`reach`, or RelayError for what a Toxiproxy on another host cannot serve: a relay in its own container
+    network, a ledger in the run's PostgreSQL (both reached on this machine's loopback)."""
+    if not reach.remote:
+        return reach
+    what = (
+        "runs from a container image, on a network of its own"
+        if manifest.container
+        else "keeps its ledger in PostgreSQL, which the harness starts on this machine's loopback"
+        if manifest.profile.ledger.kind == "postgresql"
+        else None
+    )
+    if what:
+        raise RelayError(
+            f"relay '{manifest.name}' {what}, and Toxiproxy is on another host ({reach.proxy_host}), which cannot "
+            "reach it there",
+            where=str(manifest.path),
+            fix="unset TOXIPROXY_URL so that the harness runs Toxiproxy on this machine (a binary, or Docker)",
+        )
+    return reach
