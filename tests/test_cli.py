@@ -26,7 +26,7 @@ def run(*args, env=None):
 
 
 def test_the_reference_passes_and_the_run_folder_holds_results_and_junit(tmp_path):
-    proc = run("--out", str(tmp_path), "--", "-k", "happy-path or dropped-response-to-channel")
+    proc = run("--out", str(tmp_path), "-n", "2", "--", "-k", "happy-path or dropped-response-to-channel")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["ok"] is True and results["relay_name"] == "reference" and results["summary"]["passed"] >= 2
@@ -41,7 +41,7 @@ def test_the_reference_passes_and_the_run_folder_holds_results_and_junit(tmp_pat
 def test_relay_base_named_in_the_environment_is_caught_and_the_run_exits_1(tmp_path):
     """RELAYCHAOS_RELAY chooses the relay as --relay does (relaychaos.options.RELAY)."""
     env = {**os.environ, "RELAYCHAOS_RELAY": str(BASE)}
-    proc = run("--out", str(tmp_path), "--", "-k", "happy-path or dropped-response-to-channel", env=env)
+    proc = run("--out", str(tmp_path), "-n", "2", "--", "-k", "happy-path or dropped-response-to-channel", env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     failed = [s for s in json.loads((tmp_path / "results.json").read_text())["scenarios"] if s["outcome"] == "failed"]
     assert [s["nodeid"].split("[")[1] for s in failed] == ["dropped-response-to-channel]"]

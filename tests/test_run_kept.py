@@ -98,7 +98,7 @@ def test_a_run_keeps_every_history_and_log_and_recheck_reproduces_its_verdicts(t
 @pytest.mark.stack
 def test_recheck_rewrites_the_verdicts_results_junit_and_report_when_the_judgement_changes(tmp_path):
     run = tmp_path / "run"
-    red = cli("run", "--relay", MUTANT, "--out", run, "--", "-k", "dropped-response-downstream")
+    red = cli("run", "--relay", MUTANT, "--out", run, "-n", "0", "--", "-k", "dropped-response-downstream")
     assert red.returncode == 1, red.stdout + red.stderr
     lines = red.stdout.splitlines()  # a red run's console: a line per failing scenario, no relay log, no timeline
     assert any(re.match(r"  FAILED dropped-response-downstream: one-account-call, .*\(first: ", line) for line in lines)
@@ -159,5 +159,7 @@ def test_a_history_already_saved_is_moved_into_the_run_folder_not_written_again(
 @pytest.mark.stack
 def test_a_red_run_with_verbose_prints_each_verdict_s_timeline_and_the_relay_logs_tails(tmp_path):
     """Without -v, a line per failing scenario (test_recheck_rewrites_...'s red run shows it)."""
-    loud = cli("run", "-v", "--relay", MUTANT, "--out", tmp_path / "loud", "--", "-k", "dropped-response-downstream")
+    loud = cli(
+        "run", "-v", "--relay", MUTANT, "--out", tmp_path / "loud", "-n", "0", "--", "-k", "dropped-response-downstream"
+    )
     assert loud.returncode == 1 and "relay log relay-a.log" in loud.stdout and "timeline" in loud.stdout, loud.stdout

@@ -68,7 +68,18 @@ def other_host(tmp_path):
 
 def run(tmp_path, env, *pytest_args):
     return subprocess.run(
-        [sys.executable, "-m", "relaychaos.commands.cli", "run", "--out", str(tmp_path / "run"), "--", *pytest_args],
+        [
+            sys.executable,
+            "-m",
+            "relaychaos.commands.cli",
+            "run",
+            "--out",
+            str(tmp_path / "run"),
+            "-n",
+            "2",
+            "--",
+            *pytest_args,
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,
