@@ -12,7 +12,7 @@ import time
 
 from relaychaos.engine import steps as S
 from relaychaos.recorder import Recorder
-from relaychaos.stack.ledger_file import LedgerFileError
+from relaychaos.stack.ledger_file import LedgerFileError, too_many
 from relaychaos.stack.world import Stack
 
 
@@ -40,8 +40,15 @@ class Observer:
         once (LedgerFileError: beyond a bound, or a file no reader may open) is not read again in the run."""
         if self._hostile is not None:
             raise self._hostile
+        suffix = f"-{self.tag}"
         try:
-            return self.stack.ledger_rows(suffix=f"-{self.tag}", most=len(self.recorder.guids_sent) + ROWS_SLACK)
+            # the channel may send while the read runs (a soak's traffic): rows of GUIDs sent by its end count too,
+            # so the read may hold twice as many as were sent at its start, and is judged by those sent at its end
+            rows = self.stack.ledger_rows(suffix=suffix, most=2 * len(self.recorder.guids_sent) + ROWS_SLACK)
+            if len(rows) > (most := len(self.recorder.guids_sent) + ROWS_SLACK):
+                where = str(self.stack.ledger_path) if self.stack.ledger_url is None else "its table"
+                raise LedgerFileError(too_many(where, most, suffix))
+            return rows
         except LedgerFileError as e:
             self._hostile = LedgerFileError(f"{e} (found before; the ledger is not read again in this run)")
             raise
