@@ -108,9 +108,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     (out / LOG_BUDGET).unlink(missing_ok=True)  # this run's relay logs start from nothing
     (out / NOT_STARTED).unlink(missing_ok=True)  # a stop of an earlier run in this folder is not this one's
     try:
-        reach = (
-            toxiproxy_reach.reach()
-        )  # another host's server: this machine's address for it given, before it is asked
+        # a server on another host: this machine's address for it is given, said before the server is asked
+        reach = toxiproxy_reach.reach()
         loaded = preflight(args, out)
         without = toxiproxy_reach.sandbox_without(reach)
         sandbox_summary = describe(probe(args.sandbox, args.sandbox_limit, without))  # SandboxError: strict refused

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import argparse
 import platform
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import relaychaos
 from relaychaos import options
 from relaychaos.commands.setup import SetupError, version_of
-from relaychaos.errors import HarnessError
+from relaychaos.errors import HarnessError, ToxiproxyError
 from relaychaos.sandbox import levels
 from relaychaos.stack import postgres, toxiproxy_docker, toxiproxy_server
+from relaychaos.stack.toxiproxy_control import Toxiproxy
 
 NOT_ROOT_FIX = "run the harness as root (sudo)"
 LAYER_FIX = {
@@ -125,15 +125,14 @@ def toxiproxy() -> list[Finding]:
 
 
 def _answers(url: str) -> Finding:
-    """TOXIPROXY_URL's server, asked its version as a run would reach it (within 2 s)."""
+    """TOXIPROXY_URL's server, asked its version as a run asks it (relaychaos.stack.toxiproxy_control)."""
     try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/version", timeout=2) as answer:  # noqa: S310 - the user's URL
-            said = answer.read(200).decode(errors="replace").strip()
-    except (OSError, ValueError) as e:
+        said = Toxiproxy(url).version()
+    except (ToxiproxyError, ValueError) as e:  # ValueError: not a URL
         return Finding(
             "toxiproxy",
             "missing",
-            f"TOXIPROXY_URL={url} does not answer ({getattr(e, 'reason', e)})",
+            f"TOXIPROXY_URL={url} does not answer ({e.what if isinstance(e, ToxiproxyError) else e})",
             "start the server there (or correct the URL), or unset TOXIPROXY_URL so that the harness starts its own",
         )
     return Finding("toxiproxy", "ok", f"TOXIPROXY_URL={url} answers (version {said})")

@@ -149,11 +149,18 @@ def check(mode: str, lacks: dict[str, str]) -> None:
         )
 
 
+def lacking(mode: str, without: dict[str, str] | None = None) -> tuple[dict[str, str], int]:
+    """(layer -> why it is missing, the Landlock ABI) for a sandbox of this mode: what the machine does not offer,
+    and `without`, the layers the run cannot have (a Toxiproxy on another host: the network); nothing with `off`."""
+    if mode == "off":
+        return {}, 0
+    lacks, abi = offered()
+    return {**lacks, **(without or {})}, abi
+
+
 def probe(mode: str, limits: str | None = None, without: dict[str, str] | None = None) -> dict:
-    """The level a sandbox of this mode would enforce here, without claiming a slot (for results.json); `without`:
-    layers the run cannot have, and why (as Sandbox.create takes them)."""
-    lacks, abi = offered() if mode != "off" else ({}, 0)
-    lacks = {**lacks, **(without or {})} if mode != "off" else lacks
+    """The level a sandbox of this mode would enforce here, without claiming a slot (for results.json)."""
+    lacks, abi = lacking(mode, without)
     check(mode, lacks)
     return level(mode, Limits().with_overrides(limits), lacks, abi)
 

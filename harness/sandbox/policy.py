@@ -66,8 +66,7 @@ class Sandbox:
     ) -> Sandbox:
         """Probe the machine and claim a slot with every layer it offers but `without`'s (layer: why); SandboxError when
         `strict` cannot be had. `log_budget`: the file counting the submission's log bytes (default: the slot's)."""
-        lacks, abi = levels.offered() if mode != "off" else ({}, 0)
-        lacks = {**lacks, **(without or {})} if mode != "off" else lacks
+        lacks, abi = levels.lacking(mode, without)
         levels.check(mode, lacks)
         if mode == "off":
             return cls(mode, limits, None, {}, 0, None)
