@@ -95,3 +95,10 @@ def test_the_environment_is_read_in_the_options_module_alone():
 def test_every_environment_variable_is_named_once():
     names = [o.env for o in options.OPTIONS + options.ENVIRONMENT]
     assert len(names) == len(set(names))
+
+
+def test_every_loopback_spelling_keeps_toxiproxy_on_this_machine():
+    from relaychaos.stack.toxiproxy_reach import on_this_machine
+
+    assert all(map(on_this_machine, ["127.0.0.1", "127.0.0.2", "localhost", "localhost.", "::1", "::ffff:127.0.0.1"]))
+    assert not any(map(on_this_machine, ["10.215.0.2", "toxiproxy", "192.0.2.1"]))

@@ -112,3 +112,34 @@ def test_a_toxiproxy_on_another_host_without_the_address_it_reaches_this_machine
     assert done.returncode == 2, done.stdout + done.stderr
     assert "RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST does not say at which address" in done.stderr
     assert "Started proxy" not in log.read_text(), "said before the server was asked for anything"
+
+
+@pytest.mark.parametrize("upstream", ["0.0.0.0", "192.0.2.1", "example.invalid"])
+def test_an_upstream_address_that_is_not_this_machine_s_is_refused_before_the_server_is_asked(
+    other_host, tmp_path, upstream
+):
+    """192.0.2.1 is TEST-NET-1: no interface of this machine has it, and nothing is sent to it (a bind is tried)."""
+    url, _, log = other_host
+    done = run(tmp_path, {"TOXIPROXY_URL": url, "RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST": upstream})
+    assert done.returncode == 2 and "is not an address of this machine" in done.stderr, done.stdout + done.stderr
+    assert "Started proxy" not in log.read_text()
+
+
+def test_a_relay_whose_ledger_is_in_the_run_s_postgresql_is_refused_before_any_scenario(other_host, tmp_path):
+    url, here, log = other_host
+    keyed = ROOT / "relay_under_test" / "payments_go" / "relay.toml"
+    done = subprocess.run(
+        [sys.executable, "-m", "relaychaos.commands.cli", "run", "--relay", str(keyed), "--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        env={
+            **os.environ,
+            "RELAYCHAOS_TOXIPROXY": "",
+            "TOXIPROXY_URL": url,
+            "RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST": here,
+        },
+    )
+    assert done.returncode == 2 and "keeps its ledger in PostgreSQL" in done.stderr, done.stdout + done.stderr
+    assert "Started proxy" not in log.read_text()

@@ -55,6 +55,7 @@ def preflight(args: argparse.Namespace, out: Path) -> Manifest:
     else the bundled reference: the run definition's), every problem in it, each command's program and its [ledger]
     url (exit 2), Toxiproxy. The relay to test."""
     loaded = RunDefinition.build(vars(args)).relay
+    toxiproxy_reach.can_run(loaded, toxiproxy_reach.reach())  # a server on another host serves this relay
     for warning in loaded.warnings:
         print(f"relaychaos: {loaded.path}: {warning}", file=sys.stderr)
     url = loaded.profile.ledger.url  # the team's own database: every scenario would meet it unreachable

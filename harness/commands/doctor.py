@@ -18,7 +18,7 @@ from relaychaos import options
 from relaychaos.commands.setup import SetupError, version_of
 from relaychaos.errors import HarnessError, ToxiproxyError
 from relaychaos.sandbox import levels
-from relaychaos.stack import postgres, toxiproxy_docker, toxiproxy_server
+from relaychaos.stack import postgres, toxiproxy_docker, toxiproxy_reach, toxiproxy_server
 from relaychaos.stack.toxiproxy_control import Toxiproxy
 
 NOT_ROOT_FIX = "run the harness as root (sudo)"
@@ -78,6 +78,10 @@ def toxiproxy() -> list[Finding]:
         return [Finding("toxiproxy", "missing", e.what, e.fix or "")]
     url = options.environment(options.TOXIPROXY_URL)
     if url and route == "auto":
+        try:
+            toxiproxy_reach.reach()
+        except HarnessError as e:
+            return [Finding("toxiproxy", "missing", e.what, e.fix or "")]
         return [_answers(url)]
     forced = (
         f"RELAYCHAOS_TOXIPROXY={route} tries this route alone{' (TOXIPROXY_URL is not used)' if url else ''}, and "
@@ -141,7 +145,11 @@ def _answers(url: str) -> Finding:
 def sandbox() -> list[Finding]:
     """Each layer: enforced, or why it is not and how to get it; the layers missing for one reason in one finding
     (not root: eight of them), and what a run does without them."""
-    lacks, abi = levels.offered()
+    try:
+        without = toxiproxy_reach.sandbox_without(toxiproxy_reach.reach())  # a server on another host: no network
+    except HarnessError:
+        without = {}  # said under what a run needs
+    lacks, abi = levels.lacking("auto", without)
     level = levels.level("auto", levels.Limits(), lacks, abi)
     found = [Finding(name, "ok", said) for name, said in level["layers"].items()]
     by_reason: dict[str, list[str]] = {}

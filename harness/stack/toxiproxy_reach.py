@@ -11,6 +11,8 @@ without a network of its own (the sandbox's network layer), since that host must
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -19,7 +21,31 @@ from relaychaos.errors import RelayError, ToxiproxyError
 from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.toxiproxy_server import route
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+def on_this_machine(host: str) -> bool:
+    """Whether `host` names this machine's loopback: any 127.0.0.0/8 or ::1 address (an IPv4-mapped one too), or
+    localhost (with or without its final dot)."""
+    if host.rstrip(".").lower() == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
+
+
+def _ours(host: str) -> bool:
+    """Whether `host` is a unicast address of this machine (a socket can be bound to it)."""
+    try:
+        address = ipaddress.ip_address(host)
+        if address.is_unspecified or address.is_multicast:
+            return False
+        with socket.socket(socket.AF_INET6 if address.version == 6 else socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+    except (ValueError, OSError):
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -34,7 +60,7 @@ class Reach:
 
     @property
     def remote(self) -> bool:
-        return self.proxy_host not in LOOPBACK
+        return not on_this_machine(self.proxy_host)
 
 
 LOCAL = Reach()
@@ -45,7 +71,7 @@ def reach() -> Reach:
     ToxiproxyError when that host is given without RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST."""
     url = options.environment(options.TOXIPROXY_URL)
     host = urlsplit(url).hostname if url and route() == "auto" else None
-    if host is None or host in LOOPBACK:
+    if host is None or on_this_machine(host) or host in ("0.0.0.0", "::"):  # the last two: every address, this one's
         return LOCAL
     upstream = options.environment(options.TOXIPROXY_UPSTREAM_HOST)
     if not upstream:
@@ -54,6 +80,13 @@ def reach() -> Reach:
             "relays, and RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST does not say at which address",
             fix="set RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST to this machine's address as that host reaches it "
             "(docs/testing-your-relay.md, Toxiproxy on another host)",
+        )
+    if not _ours(upstream):
+        raise ToxiproxyError(
+            f"RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST={upstream} is not an address of this machine (an IP address one of "
+            "its interfaces has, not 0.0.0.0 or a name): the account system and the relays could not listen there",
+            fix="set it to the address of this machine's interface that the host of TOXIPROXY_URL reaches "
+            "(`ip -brief address` lists them)",
         )
     return Reach(proxy_host=host, listen_host="0.0.0.0", upstream_host=upstream)
 
