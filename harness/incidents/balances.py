@@ -2,7 +2,8 @@
 
     accounts, notes = opening(bundle)
 
-Inferred, in one pass over the account log in time order: every applied debit (`0000`)
+Inferred, from the account log's calls sorted by party and then by time (spill.Runs: a night's
+million accounts are on disk, one party's calls in memory at a time): every applied debit (`0000`)
 needs the payer's opening balance to cover it after what came in and went out before it
 (a lower bound); every `B201` (insufficient funds) says the opening balance was below the
 amount at that moment (an upper bound). A party with an upper bound opens halfway between
@@ -15,68 +16,113 @@ the line, never a silent change.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from relaychaos.incidents.records import AccountLine
+from relaychaos.incidents.spill import Runs
 
 if TYPE_CHECKING:
     from relaychaos.incidents.bundle import Bundle
 
+# what a row says of its party, in the order a party's rows of one call are taken
+DEBIT, CREDIT, SHORT, UNKNOWN, KNOWN, NAMED = range(6)
 
-def opening(bundle: Bundle) -> tuple[dict[str, int], list[str]]:
+
+class Opened:
+    """Opening balances in the order of the parties' names, kept as spill.Runs (a night may open a million
+    accounts): `items()` reads them, as often as needed."""
+
+    def __init__(self) -> None:
+        self.rows = Runs()
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def items(self) -> Iterator[tuple[str, int]]:
+        return iter(self.rows)  # (party, balance) rows
+
+
+Accounts = dict[str, int] | Opened
+
+
+def _rows(bundle: Bundle) -> Runs:
+    """What each call and send says of each party, sorted by party, then by the call's place in time."""
+    rows = Runs()
+    add = rows.add
+    for n, c in enumerate(bundle.account):
+        if c.code == "0000":
+            add((c.src, n, DEBIT, c.amount))
+            add((c.dst, n, CREDIT, c.amount))
+        elif c.code == "B201":
+            add((c.src, n, SHORT, c.amount, c.where))
+            add((c.dst, n, KNOWN, 0))
+        elif c.code == "B202":
+            add((c.src, n, UNKNOWN, 0))
+            add((c.dst, n, UNKNOWN, 0))
+        else:
+            add((c.src, n, KNOWN, 0))
+            add((c.dst, n, KNOWN, 0))
+    for r in bundle.channel:  # every party the channel named (a night may name a million)
+        add((r.src, math.inf, NAMED, 0))
+        add((r.dst, math.inf, NAMED, 0))
+    rows.close()
+    return rows
+
+
+def opening(bundle: Bundle) -> tuple[Accounts, list[str]]:
     """(party -> opening balance, notes) -- see the module doc."""
     given = bundle.meta.get("accounts")
     if given:
         return {str(k): int(v) for k, v in given.items()}, []
-    net: dict[str, int] = {}
-    need: dict[str, int] = {}
-    upper: dict[str, tuple[float, AccountLine]] = {}  # party -> (upper bound, the B201 line)
-    largest: dict[str, int] = {}
-    # the parties of calls other than applied debits (those are in net) the account system knew: few, as are B202's
-    known: set[str] = set()
-    refused_unknown: set[str] = set()
-    for c in bundle.account:
-        if c.code == "0000":
-            before = net.get(c.src, 0)
-            need[c.src] = max(need.get(c.src, 0), c.amount - before)
-            net[c.src] = before - c.amount
-            net[c.dst] = net.get(c.dst, 0) + c.amount
-            largest[c.src] = max(largest.get(c.src, 0), c.amount)
-        elif c.code == "B201":
-            bound = c.amount - net.get(c.src, 0) - 1
-            if bound < upper.get(c.src, (math.inf,))[0]:
-                upper[c.src] = (bound, c)
-            known |= {c.src, c.dst}
-        elif c.code == "B202":
-            refused_unknown |= {c.src, c.dst}
-        else:
-            known |= {c.src, c.dst}
-    named: set[str] = set()  # every party the channel named (a night may name a million: one set, no copies)
-    for r in bundle.channel:
-        named.add(r.src)
-        named.add(r.dst)
-    parties = sorted(named)
-    del named
-    out, notes, unknown = {}, [], []
-    for p in parties:
-        if p not in net and p not in known and p in refused_unknown:
-            unknown.append(p)
-            continue
-        low = need.get(p, 0)
-        if p in upper:
-            high, line = upper[p]
-            if high < low:
-                notes.append(
-                    f"opening balance of {p}: the account log applied debits that need at least {low} but "
-                    f"refused {line.amount} as insufficient funds ({line.where}), which needs less than "
-                    f"{int(high) + 1}: the replay opens it at {low}, and that refusal will differ; fix: "
-                    "check the log, or set the balances in incident.toml [accounts]"
-                )
-                out[p] = low
+    out, notes, unknown = Opened(), [], []
+    party: str | None = None
+    rows = iter(_rows(bundle))
+    row = next(rows, None)
+    while row is not None:
+        party = row[0]
+        net = need = largest = 0
+        moved = known = refused = named = False
+        upper: tuple[float, int, str] = (math.inf, 0, "")  # the upper bound, and the B201 line's amount and place
+        while row is not None and row[0] == party:
+            kind, amount = row[2], row[3]
+            if kind == DEBIT:
+                need = max(need, amount - net)
+                net -= amount
+                largest = max(largest, amount)
+                moved = True
+            elif kind == CREDIT:
+                net += amount
+                moved = True
+            elif kind == SHORT:
+                if amount - net - 1 < upper[0]:
+                    upper = (amount - net - 1, amount, row[4])
+                known = True
+            elif kind == UNKNOWN:
+                refused = True
+            elif kind == KNOWN:
+                known = True
             else:
-                out[p] = int(low + (high - low) // 2)
+                named = True
+            row = next(rows, None)
+        if not named:
+            continue
+        if not moved and not known and refused:
+            unknown.append(party)
+            continue
+        high, amount, where = upper
+        if high == math.inf:
+            out.rows.add((party, need + largest))
+        elif high < need:
+            notes.append(
+                f"opening balance of {party}: the account log applied debits that need at least {need} but "
+                f"refused {amount} as insufficient funds ({where}), which needs less than "
+                f"{int(high) + 1}: the replay opens it at {need}, and that refusal will differ; fix: "
+                "check the log, or set the balances in incident.toml [accounts]"
+            )
+            out.rows.add((party, need))
         else:
-            out[p] = low + largest.get(p, 0)
+            out.rows.add((party, int(need + (high - need) // 2)))
+    out.rows.close()
     head = f"opening balances inferred from the account log ({len(out)} accounts; incident.toml [accounts] sets them)"
     if unknown:
         head += f"; not opened, as the account system did not know them (B202): {', '.join(unknown)}"

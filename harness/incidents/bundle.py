@@ -7,7 +7,8 @@ logs (required), the operations log and the ledger (optional), and `incident.tom
 description, relay, holds_on, account_timeout_ms, accounts, and how each log is read:
 [logs.NAME] and [pods], relaychaos.incidents.mapping). Each log may be several files
 (one per pod): they are merged and sorted by time, in one pass each (records.py makes
-the records). Lines out of order, skipped lines and empty files are said in `notes`;
+the records; spill.py keeps the channel's and the account system's on disk past a run of
+them, and every later pass reads them afresh). Lines out of order, skipped lines and empty files are said in `notes`;
 the first problem that would make a different scenario raises BundleError naming the
 file, the line and the fix (guids.py checks the logs against each other).
 """
@@ -24,10 +25,11 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TextIO
 
-from relaychaos.incidents import ledger, mapping
+from relaychaos.incidents import ledger, mapping, spill
 from relaychaos.incidents.mapping import DOC, BundleError, Source
 from relaychaos.incidents.readers import Skipped, rows
 from relaychaos.incidents.records import AccountLine, ChannelLine, Converter, OpLine
+from relaychaos.incidents.spill import Log
 
 __all__ = ["Bundle", "BundleError", "read"]
 PROGRESS_EVERY_S = 2.0
@@ -36,8 +38,8 @@ PROGRESS_EVERY_S = 2.0
 @dataclass
 class Bundle:
     folder: Path
-    channel: list[ChannelLine]  # in time order
-    account: list[AccountLine]  # in time order, on the account system's clock
+    channel: Log[ChannelLine]  # in time order, on disk past spill.RUN records: each pass reads them afresh
+    account: Log[AccountLine]  # in time order, on the account system's clock (+ account.offset, clocks.py)
     operations: list[OpLine] = field(default_factory=list)
     ledger: dict[str, str] = field(default_factory=dict)  # guid -> the relay's last word on it (ledger.py)
     ledger_file: str | None = None
@@ -106,12 +108,12 @@ def _toml_fix(text: str, error: str) -> str:
 
 
 def _load(
-    source: Source, convert: Converter, progress: Progress, notes: list[str], warnings: list[str]
-) -> tuple[list, int]:
-    """The source's records in time order, and how many lines were read; notes on order, skips, empty files;
-    warnings on the mapping's fields that read nothing."""
+    source: Source, convert: Converter, progress: Progress, notes: list[str], warnings: list[str], out: Log | list
+) -> int:
+    """Add the source's records to `out` (sorted by time once every source of its log is read), and return how
+    many lines were read; notes on order, skips, empty files; warnings on the mapping's fields that read nothing."""
     skipped = Skipped()
-    out: list[ChannelLine | AccountLine | OpLine] = []
+    added = 0
     last: dict[str, float] = {}  # the latest at so far, per file
     disorder: dict[str, tuple[int, float]] = {}  # file -> (the first line out of order, how far back)
     taken: dict[str, int] = {}  # records taken, per file
@@ -121,7 +123,7 @@ def _load(
     answered: dict[str, float] = {}
     by_answer: dict[str, bool] = {}
     follow_answers = source.name == "account" and "answered_at" in source.fields
-    append, tick = out.append, progress.tick
+    append, tick = out.append if isinstance(out, list) else out.add, progress.tick
     for file, line, fields in rows(source, skipped):
         record = convert(file, line, fields)
         if record.at > previous.get(file, record.at):
@@ -138,11 +140,14 @@ def _load(
             answered[file] = record.answered_at
         taken[file] = taken.get(file, 0) + 1
         append(record)
+        added += 1
+        if not added % spill.RUN:
+            convert.forget()  # the strings shared by the records in memory: those of a run at most
         tick(file, line)
     merged = " and merged with the other files" if len(source.files) > 1 else ""
     notes += _order_notes(disorder, rising, by_answer if follow_answers else None, merged)
     notes += skipped.notes(source.table if source.part else "")
-    warnings += _unread(source, skipped, len(out))
+    warnings += _unread(source, skipped, added)
     empty = [str(p) for p in source.files if not taken.get(str(p))]
     if empty and source.name in ("channel", "account") and len(empty) == len(source.files):
         why = "; ".join(skipped.notes()) or "it is empty, or a header line only"
@@ -152,12 +157,11 @@ def _load(
             fix=f"give the {source.name} log with its lines (columns in {DOC}), or map its fields in {source.table}",
         )
     notes += [f"{p}: no record taken from this file (empty, a header only, or every line skipped)" for p in empty]
-    if len(source.files) > 1 and out:
+    if len(source.files) > 1 and added:
         notes.append(
             f"{source.name}: {len(source.files)} files merged by time ({', '.join(p.name for p in source.files)})"
         )
-    out.sort(key=attrgetter("at"))  # stable: lines of one moment stay in file order
-    return out, sum(skipped.lines.values())
+    return sum(skipped.lines.values())
 
 
 def _order_notes(
@@ -233,16 +237,18 @@ def read(folder: Path, progress: Progress | None = None, mapping_file: Path | No
     notes: list[str] = []
     warnings: list[str] = []
     instances: set[str] = set()
-    logs: dict[str, list] = {}
+    logs: dict[str, Log] = {"channel": Log(ChannelLine), "account": Log(AccountLine)}
+    operations: list[OpLine] = []  # a few records: in memory
     total = 0
     strings: dict[str, str] = {}
     for name in ("channel", "account", "operations"):
         for source in sources.get(name, ()):
             convert = Converter(source, pods, folder, strings)
-            records, n = _load(source, convert, progress, notes, warnings)
-            logs[name] = sorted(logs[name] + records, key=attrgetter("at")) if name in logs else records
+            total += _load(source, convert, progress, notes, warnings, logs.get(name, operations))
             instances |= convert.instances
-            total += n
+        if name in logs:
+            logs[name].close()
+    operations.sort(key=attrgetter("at"))  # stable: lines of one moment stay in file order
     warnings += _unused_pods(pods, instances, str(toml))
     (book,) = sources.get("ledger", (None,))
     rows_ = ledger.read(book, strings) if book is not None else {}
@@ -250,7 +256,7 @@ def read(folder: Path, progress: Progress | None = None, mapping_file: Path | No
         folder,
         logs["channel"],
         logs["account"],
-        logs.get("operations", []),
+        operations,
         rows_,
         ", ".join(p.name for p in book.files) if book is not None else None,
         meta,
@@ -258,6 +264,6 @@ def read(folder: Path, progress: Progress | None = None, mapping_file: Path | No
         notes,
         warnings,
         total,
-        {name: len(logs.get(name, [])) for name in ("channel", "account", "operations")},
+        {"channel": len(logs["channel"]), "account": len(logs["account"]), "operations": len(operations)},
     )
     return bundle

@@ -6,7 +6,8 @@
 The channel log gives the sends (and what the relay answered), the account log what
 arrived, when it was answered and what was applied, the operations log kills, starts and
 batch runs. Everything is merged in time order; each account call is put down to its
-latest cause (its GUID's latest send, or a reprocess run) in one pass. Rules:
+latest cause (its GUID's latest send, or a reprocess run) as the walk reads ahead of
+itself (Causes). Rules:
   - a call that was in flight (received, not yet answered) at a kill or a batch run is held
     at the account system (`server_fault: hold_guids`) from its send, sent in the
     background, waited for (`wait_calls`), and released where the account log answered it:
@@ -26,8 +27,8 @@ latest cause (its GUID's latest send, or a reprocess run) in one pass. Rules:
   - sends to a relay instance that was down at that moment reached nothing: not replayed,
     and said where they were.
 Opening balances come from balances.py, the account clock's offset from clocks.py. The walk
-is a generator over the night in time order, once: it lets go of the channel log's records as
-it passes them, so the memory the records took is free again by the time the file is written.
+is a generator over the night in time order, once, reading the logs from disk (spill.py) a
+window ahead of the step it plans: only the records of that window are in memory.
 """
 
 from __future__ import annotations
@@ -35,16 +36,16 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from relaychaos.engine import steps as S
 from relaychaos.incidents import balances, clocks, guids
 from relaychaos.incidents.batch_runs import Marks, batch_step
+from relaychaos.incidents.causes import Causes, calls_of
 from relaychaos.incidents.faults import FaultPlanner, Planned, Unreceived, lines, race, send_step
 from relaychaos.incidents.guids import GuidState
-from relaychaos.incidents.mapping import BundleError
 from relaychaos.incidents.records import AccountLine, ChannelLine, OpLine
 from relaychaos.tolerances import CURRENT as TOLERANCES
 
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
     from relaychaos.incidents.bundle import Bundle
 
 BURST_S = 0.05  # resends of one GUID closer than this went out together
-LATE_S = 60.0  # a call this long after its send, with no batch run in between, was not sent by it
 KILLS = ("kill", "restart", "deploy")
 HELD_TIMEOUT_MS = 3000  # the replay's ACCOUNT_TIMEOUT_MS at least, when calls are held across kills and batch runs
 
@@ -63,7 +63,7 @@ class Plan:
     rules: list[str]  # what the incident broke, by the logs
     broke: dict[str, list[str]]  # rule -> the labels of the production GUIDs that broke it
     relays: tuple[str, ...]
-    accounts: dict[str, int]
+    accounts: balances.Accounts  # the opening balances (inferred ones are on disk, balances.Opened)
     walk: Callable[[], Iterator[Planned | Unreceived]]  # the steps, in order (call once)
     account_timeout_ms: int = 300  # the replay's ACCOUNT_TIMEOUT_MS
     clock_offset_s: float = 0.0
@@ -72,72 +72,13 @@ class Plan:
     ledger_lock_delay_ms: int = 0  # the scenario's: set when copies of one GUID reached two instances together
 
 
-def _merged(bundle: Bundle) -> Iterator[tuple[float, int, int, OpLine | ChannelLine | AccountLine]]:
-    """Sends, operations and account calls in one time order (at equal times: operations, sends, calls)."""
-    return heapq.merge(
-        ((o.at, 0, i, o) for i, o in enumerate(bundle.operations)),
-        ((s.at, 1, i, s) for i, s in enumerate(bundle.channel)),
-        ((c.at, 2, i, c) for i, c in enumerate(bundle.account)),
-    )
-
-
-def attribute(bundle: Bundle, night: dict[str, GuidState], account_timeout_ms: int) -> None:
-    """Each account call to its cause (its GUID's latest send, or reprocess run, before it: the cause's `calls`)."""
-    last_reprocess: OpLine | None = None
-    late = LATE_S + account_timeout_ms / 1000
-    for _, _, _, r in _merged(bundle):
-        if type(r) is ChannelLine:
-            night[r.guid].last = r
-            continue
-        if type(r) is OpLine:
-            if r.command == "reprocess":
-                last_reprocess = r
-            continue
-        st = night[r.guid]
-        send = st.last
-        cause = (
-            send if last_reprocess is None or (send is not None and send.at >= last_reprocess.at) else last_reprocess
-        )
-        if cause is None:
-            raise BundleError(
-                f"GUID {r.guid} reaches the account system before anything sent it",
-                where=f"{bundle.folder / r.file}, line {r.line}",
-                fix="check the times of this line and of the channel's sends of it (a zone? a unit?)",
-            )
-        if cause is send and r.at - send.at > late:
-            raise BundleError(
-                f"GUID {r.guid} reaches the account system {r.at - send.at:.1f} s after its latest "
-                f"send ({send.where}), and no reprocess run came in between: one call far from the "
-                "rest",
-                where=f"{bundle.folder / r.file}, line {r.line}",
-                fix="correct this line's time (a wrong date, zone or unit?); if "
-                "a batch run sent it, add that run to the operations log",
-            )
-        if cause.calls is None:
-            cause.calls = r  # most sends cause one call: no list for it
-        elif type(cause.calls) is AccountLine:
-            cause.calls = [cause.calls, r]
-        else:
-            cause.calls.append(r)
-    for st in night.values():
-        st.first = st.last = None  # the walk needs neither: the records go once it has passed them
-
-
-def calls_of(cause: ChannelLine | OpLine) -> list[AccountLine]:
-    """The account calls a send or a reprocess run caused (attribute)."""
-    calls = cause.calls
-    return [] if calls is None else [calls] if type(calls) is AccountLine else calls
-
-
-def _bursts(sends: list[ChannelLine]) -> Iterator[list[ChannelLine]]:
+def _bursts(sends: Iterable[ChannelLine]) -> Iterator[list[ChannelLine]]:
     """Sends in time order, resends of one GUID within BURST_S of its first grouped, whichever relay instances
     they reached (copies on two instances sharing a ledger race each other); groups in the order of their first
-    send, each given once its window has passed (only open windows are kept). The list lets go of each send as
-    it is read."""
+    send, each given once its window has passed (only open windows are kept)."""
     open_: dict[str, list[ChannelLine]] = {}
     order: deque = deque()
-    for i, s in enumerate(sends):
-        sends[i] = None  # type: ignore[call-overload]  # let go of the read send: the walk empties the list
+    for s in sends:
         while order and s.at - order[0][0].at > BURST_S:
             g = order.popleft()
             del open_[g[0].guid]
@@ -151,15 +92,13 @@ def _bursts(sends: list[ChannelLine]) -> Iterator[list[ChannelLine]]:
     yield from order
 
 
-def _in_flight(calls: list[AccountLine] | None, moments: list[float]) -> list[AccountLine]:
+def _flying(calls: Iterable[AccountLine], moments: list[float]) -> Iterator[AccountLine]:
     """The calls that were received before a kill or batch run and answered after it (a call without
     `answered_at` is taken as answered at once)."""
-    out = []
-    for c in calls or ():
+    for c in calls:
         i = bisect.bisect_left(moments, c.at)
         if i < len(moments) and c.answered_at is not None and c.answered_at > moments[i]:
-            out.append(c)
-    return out
+            yield c
 
 
 def _rules(night: dict[str, GuidState]) -> tuple[list[str], dict[str, list[str]]]:
@@ -175,11 +114,16 @@ def _rules(night: dict[str, GuidState]) -> tuple[list[str], dict[str, list[str]]
 SHARED_LOCK_MS = 20  # as the suite's race-pairs-two-relays: each file lock on the ledger held this long
 
 
-def _raced_across(sends: list[ChannelLine]) -> str | None:
+def _raced_across(sends: Iterable[ChannelLine]) -> str | None:
     """The note when copies of one GUID reached two relay instances within BURST_S (they race on the shared
     ledger, and the replay holds its locks as slow shared storage does); None when none did."""
-    last: dict[str, ChannelLine] = {}
+    last: dict[str, ChannelLine] = {}  # the latest send of each GUID sent in the last BURST_S
+    recent: deque[ChannelLine] = deque()
     for s in sends:
+        while recent and s.at - recent[0].at > BURST_S:
+            gone = recent.popleft()
+            if last.get(gone.guid) is gone:
+                del last[gone.guid]
         before = last.get(s.guid)
         if before is not None and before.relay != s.relay and s.at - before.at <= BURST_S:
             return (
@@ -189,13 +133,14 @@ def _raced_across(sends: list[ChannelLine]) -> str | None:
                 "check-then-insert of one instance meets the other's as production's did"
             )
         last[s.guid] = s
+        recent.append(s)
     return None
 
 
 def _held_timeout(bundle: Bundle, account_timeout_ms: int) -> tuple[int, str | None]:
     """ACCOUNT_TIMEOUT_MS for the replay: at least HELD_TIMEOUT_MS when calls are held (see the module doc)."""
     moments = sorted(o.at for o in bundle.operations if o.event in KILLS or o.event == "batch")
-    if account_timeout_ms >= HELD_TIMEOUT_MS or not _in_flight(bundle.account, moments):
+    if account_timeout_ms >= HELD_TIMEOUT_MS or next(_flying(bundle.account, moments), None) is None:
         return account_timeout_ms, None
     return HELD_TIMEOUT_MS, (
         f"ACCOUNT_TIMEOUT_MS is {HELD_TIMEOUT_MS} here, not {account_timeout_ms}: calls are held "
@@ -209,11 +154,9 @@ def reconstruct(bundle: Bundle, account_timeout_ms: int, offset_s: float | None 
     night, gaps = guids.index(bundle)
     offset, clock_note = clocks.clock_offset(bundle, gaps, offset_s)
     clocks.shift(bundle, offset)
-    attribute(bundle, night, account_timeout_ms)
     production_ms = account_timeout_ms
     account_timeout_ms, timeout_note = _held_timeout(bundle, account_timeout_ms)
     accounts, balance_notes = balances.opening(bundle)
-    bundle.account = []  # each call is kept by its cause from now on, until the walk has passed it
     rules, broke = _rules(night)
     shared = _raced_across(bundle.channel)
     walker = _Night(bundle, night, account_timeout_ms, production_ms)
@@ -247,11 +190,12 @@ class _Night:
         self.unreached: list[ChannelLine] = []
         self.safe_s = round(account_timeout_ms / 1000 + TOLERANCES.min_age_margin_s, 3)  # contract section 6
         self.marks = Marks(bundle.operations)
+        self.causes = Causes(bundle, night, production_ms)
 
     def walk(self) -> Iterator[Planned | Unreceived]:
         ops: Iterator[tuple[float, int, int, OpLine | list[ChannelLine] | tuple[OpLine, str]]]
         ops = ((o.at, 0, n, o) for n, o in enumerate(self.bundle.operations))
-        sends = ((g[0].at, 1, n, g) for n, g in enumerate(_bursts(self.bundle.channel)))
+        sends = ((g[0].at, 1, n, g) for n, g in enumerate(_bursts(self.causes.ready())))
         marks = sorted((a[0].at - (a[0].argument or 0.0), 2, n, a) for n, a in enumerate(self.marks.of.values()))
         releases: list[tuple] = []
         out = self.faults.out
@@ -323,7 +267,7 @@ class _Night:
             self.faults.pace(self.faults.slow_ms(calls), calls)
             self.faults.out.append(race(group, calls, label))
             return []
-        flying = _in_flight(calls, self.moments)
+        flying = list(_flying(calls, self.moments))
         if flying or self.held.get(label):
             return self._held_send(first, flying, label)
         self.faults.send(first, calls, label)
@@ -373,9 +317,9 @@ class _Night:
             out.append(Planned(S.Start(slot), f"{where}: relay {slot} started again on the same ledger"))
             self.running.add(slot)
         if op.event == "batch":
-            if op.command == "reprocess":
-                self._e500s(calls_of(op))
-            out.append(batch_step(op, calls_of(op), self.night, self.safe_s, self.marks.of_run(op)))
+            calls = self.causes.of_run(op) if op.command == "reprocess" else []
+            self._e500s(calls)
+            out.append(batch_step(op, calls, self.night, self.safe_s, self.marks.of_run(op)))
 
 
 def _initial_relays(bundle: Bundle) -> tuple[str, ...]:

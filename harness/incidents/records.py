@@ -7,7 +7,8 @@ Each record keeps its file (as named from the bundle folder) and line, its time 
 seconds, and its fields checked: an amount in whole minor units, non-empty parties, a code
 the contract knows, a relay slot (one letter, or a pod mapped by [pods]), an `answered_at`
 not before `at`, a batch command with its numeric argument. GUIDs, parties and codes are
-interned across the logs and amounts shared, so a night of millions of lines fits in memory.
+interned across the logs and amounts shared while the records are in memory (a run of them:
+spill.py keeps the rest on disk).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class ChannelLine:
     amount: int
     result: str
     relay: str
-    calls: AccountLine | list[AccountLine] | None = None  # the account call(s) it caused (reconstruct.calls_of)
+    calls: AccountLine | list[AccountLine] | None = None  # the account call(s) it caused (causes.calls_of)
 
     @property
     def where(self) -> str:
@@ -65,7 +66,7 @@ class AccountLine:
     amount: int
     code: str
     answered_at: float | None
-    n: int = 1  # its number among its GUID's calls (reconstruct.attribute)
+    n: int = 1  # its number among its GUID's calls (reconstruct.Causes)
 
     @property
     def where(self) -> str:
@@ -84,9 +85,7 @@ class OpLine:
     relay: str
     command: str | None = None
     argument: float | None = None
-    calls: AccountLine | list[AccountLine] | None = (
-        None  # a reprocess run's: the call(s) it sent (reconstruct.calls_of)
-    )
+    calls: AccountLine | list[AccountLine] | None = None  # a reprocess run's: the call(s) it sent (causes.calls_of)
 
     @property
     def where(self) -> str:
@@ -136,6 +135,11 @@ class Converter:
             return self.times.read(value, "", name)
         except BundleError as e:
             raise BundleError(e.what, where=f"{file}, line {line}", fix=e.fix) from None
+
+    def forget(self) -> None:
+        """Let go of the strings and amounts shared so far (the records that shared them are on disk now)."""
+        self.strings.clear()
+        self.amounts.clear()
 
     @property
     def instances(self) -> set[str]:

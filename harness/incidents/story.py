@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable
 
 from relaychaos.engine import steps as S
+from relaychaos.incidents.balances import Accounts
 from relaychaos.incidents.faults import Planned
 
 OPERATIONS = (S.Kill, S.Start, S.Resolve, S.Reprocess, S.Purge)
@@ -137,7 +138,7 @@ def _next_start(steps: list[Planned], before: int, slot: str) -> Planned:
     return Planned(S.Start(slot), f"relay {slot} started (it was up for this send in production)")
 
 
-def accounts(steps: list[S.Step], opened: dict[str, int]) -> dict[str, int]:
+def accounts(steps: list[S.Step], opened: Accounts) -> dict[str, int]:
     """The opening balances of the accounts the story's sends and races touch (a night of a million transfers opens
     a million accounts; its story needs a handful)."""
     touched: set[str] = set()

@@ -61,11 +61,13 @@ def _write(
     path: Path,
     extra: list[str],
     answers: dict[str, str | list[str]],
+    opened: dict[str, int],
 ) -> Path:
+    """Write a story (or a candidate) whose accounts are those of `opened` its steps touch."""
     story_head = Head(
         f"{head.name}-story", head.description, head.account_timeout_ms, head.relay, head.holds_on, head.source
     )
-    lines = head_lines(plan, bundle, story_head, extra, story.accounts([p.step for p in steps], plan.accounts))
+    lines = head_lines(plan, bundle, story_head, extra, story.accounts([p.step for p in steps], opened))
     return write(path, lines, steps, plan, bundle, involved, answers=answers).path
 
 
@@ -88,6 +90,7 @@ def tell(plan: Plan, bundle: Bundle, head: Head, out: Path, args: argparse.Names
     labels = involved(plan)
     answers = {label: got for label, got in night.answers.items() if label in labels}
     cut = story.around(night.kept, labels, plan.relays)
+    opened = story.accounts([p.step for p in cut], plan.accounts)  # read once: every candidate is cut from `cut`
     path = out / "story.yaml"
     said = [
         f"The story: the {len(labels)} GUID(s) that broke a rule and the faults and operations around them, "
@@ -95,13 +98,13 @@ def tell(plan: Plan, bundle: Bundle, head: Head, out: Path, args: argparse.Names
     ]
     if args.no_shrink or not head.relay:
         why = "--no-shrink" if args.no_shrink else "no relay to replay it on (--relay, or incident.toml `relay`)"
-        return Told(_write(plan, bundle, head, cut, labels, path, said + [f"Not shrunk: {why}."], answers))
+        return Told(_write(plan, bundle, head, cut, labels, path, said + [f"Not shrunk: {why}."], answers, opened))
     relay = head.relay  # a str from here on (checked above)
     with Replayer(out / "replays", args.sandbox, args.sandbox_limit) as replayer:
         candidate = out / "replays" / "candidate.yaml"
 
         def run(steps: list[Planned], relay: str) -> tuple[S.Scenario, ChaosResult]:
-            loaded = scenario_file.load(_write(plan, bundle, head, steps, labels, candidate, said, answers))
+            loaded = scenario_file.load(_write(plan, bundle, head, steps, labels, candidate, said, answers, opened))
             return loaded.scenario, replayer.run(loaded.scenario, relay_path(relay))
 
         def judge(steps: list[Planned]) -> Reproduction:
@@ -116,7 +119,8 @@ def tell(plan: Plan, bundle: Bundle, head: Head, out: Path, args: argparse.Names
             why = f"the story did not reproduce on {relay}: {missing} (replayed in {out / 'replays'})"
             fix = "the whole night is in night.yaml: `relaychaos incident verify` it to see what is missing."
             return Told(
-                _write(plan, bundle, head, cut, labels, path, said + [f"Not shrunk: {why}; {fix}"], answers), why
+                _write(plan, bundle, head, cut, labels, path, said + [f"Not shrunk: {why}; {fix}"], answers, opened),
+                why,
             )
         faithful = first.faithful
         fidelity = _fidelity(first, plan, labels, head.relay)
@@ -138,7 +142,7 @@ def tell(plan: Plan, bundle: Bundle, head: Head, out: Path, args: argparse.Names
         if failed:
             small, shrunk = cut, f"Not shrunk: the shrunk story ({len(small)} steps) {failed}; the cut story is kept."
         print(f"relaychaos: {shrunk} {fidelity}", flush=True)
-        return Told(_write(plan, bundle, head, small, labels, path, said + [shrunk, fidelity], answers))
+        return Told(_write(plan, bundle, head, small, labels, path, said + [shrunk, fidelity], answers, opened))
 
 
 def _fidelity(first: Reproduction, plan: Plan, labels: set[str], relay: str) -> str:

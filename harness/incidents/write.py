@@ -31,6 +31,7 @@ from relaychaos.engine import steps as S
 from relaychaos.incidents.faults import Planned, Unreceived
 
 if TYPE_CHECKING:
+    from relaychaos.incidents.balances import Accounts
     from relaychaos.incidents.bundle import Bundle
     from relaychaos.incidents.reconstruct import Plan
 
@@ -99,11 +100,12 @@ def step_line(step: S.Step) -> str:
 
 
 def head_lines(
-    plan: Plan, bundle: Bundle, head: Head, extra: Iterable[str] = (), accounts: dict[str, int] | None = None
-) -> list[str]:
-    """The file's comments and keys, up to `steps:`; `accounts`: the opening balances to write (default: every
-    account the night opens)."""
-    out = [
+    plan: Plan, bundle: Bundle, head: Head, extra: Iterable[str] = (), accounts: Accounts | None = None
+) -> list[str | Iterator[str]]:
+    """The file's comments and keys, up to `steps:`, a string each (several lines, some), and the accounts as
+    lines read as they are written; `accounts`: the opening balances to write (default: every account the night
+    opens)."""
+    out: list[str | Iterator[str]] = [
         f"# Incident imported by `relaychaos incident import {head.source}`.",
         f"# {bundle.counts['channel']} channel records, {bundle.counts['account']} account records, "
         f"{bundle.counts['operations']} operations records"
@@ -124,9 +126,8 @@ def head_lines(
     # a night may open a million accounts: written a line each, as the steps are (a YAML library would hold a node
     # for each, hundreds of MB)
     opened = plan.accounts if accounts is None else accounts
-    out.append(
-        "accounts:" + "".join(f"\n  {scalar(k)}: {scalar(v)}" for k, v in opened.items()) if opened else "accounts: {}"
-    )
+    out.append("accounts:" if len(opened) else "accounts: {}")
+    out.append((f"  {scalar(k)}: {scalar(v)}" for k, v in opened.items()))
     rest: dict = {"relays": list(plan.relays)}
     if plan.ledger_lock_delay_ms:
         rest["ledger_lock_delay_ms"] = plan.ledger_lock_delay_ms
@@ -181,7 +182,7 @@ def _answered(answers: dict[str, str | list[str]], label: str, got: tuple[str, .
 
 def write(
     out: Path,
-    head: list[str],
+    head: list[str | Iterator[str]],
     planned: Iterable[Planned | Unreceived],
     plan: Plan,
     bundle: Bundle,
@@ -195,7 +196,9 @@ def write(
     out = Path(out)
     written = Written(out)
     with replacing(out) as f:  # a check that fails leaves no file
-        f.write("\n".join(head) + "\nsteps:\n")
+        for part in head:
+            f.writelines([part + "\n"] if isinstance(part, str) else (line + "\n" for line in part))
+        f.write("steps:\n")
 
         def steps() -> Iterator[S.Step]:
             for p in planned:
