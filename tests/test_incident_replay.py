@@ -1,6 +1,7 @@
 """Imported incidents, replayed on real stacks: the night and its story break the rules production broke, for the GUIDs
 production broke them for, with production's answers and account calls, on the relay with that bug, on every replay
-(the last beside a CPU burner); the story holds on every correct relay, the night on the reference (the night holds
+(the last on a loaded machine: beside a CPU burner, unless other work loads it); the story holds on every correct
+relay, the night on the reference (the night holds
 every step of its story, and each correct relay meets the story); the story is shrunk against that relay and
 replays in seconds (the import has already replayed the shrunk story CONFIRM_RUNS times on that relay and once on
 each relay of its holds_on before it wrote it, so those replays are not repeated here); `incident verify` says
@@ -11,6 +12,7 @@ three production stacks would log three incidents; each folder's NOTES.md tells 
 mutant that should reproduce it (its incident.toml names that mutant by an absolute path of the machine it was
 written on, so the import here is given --relay)."""
 
+import os
 import subprocess
 import sys
 import time
@@ -40,14 +42,17 @@ BUNDLES = {
     "stranger-lb-blip-memory-ledger-restart": "memory_ledger",
 }
 STORY_WITHIN_S = 10.0
-RUNS = {"night": 2, "story": 2}  # each scenario's replays on the relay with the bug, the last beside a CPU burner
+RUNS = {"night": 2, "story": 2}  # each scenario's replays on the relay with the bug, the last on a loaded machine
 NIGHT_HOLDS_ON = ("reference",)  # the correct relays the whole night is replayed on; the story, on every one
 
 
 @contextmanager
 def cpu_load(burners: int = 1):
-    """CPU burners for the block (python3 -c 'while True: pass'), each ended by its own pid."""
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(burners)]
+    """A loaded machine for the block: CPU burners (python3 -c 'while True: pass'), each ended by its own pid, unless
+    the machine already runs a process per core (a load average of at least the cores: `make test`'s other workers),
+    where a burner would only slow the suite."""
+    loaded = os.getloadavg()[0] >= (os.cpu_count() or 1)
+    procs = [] if loaded else [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(burners)]
     try:
         yield
     finally:
