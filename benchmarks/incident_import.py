@@ -14,12 +14,13 @@
    time, CPU time (user + system), the process's peak resident memory (its own rusage), and the load
    average (1 min) before and after; then the medians.
 
-Exits 1 if an import fails, takes over 1 GiB of memory, or costs more than 10 reads of the logs --
+Exits 1 if an import fails, takes over 1 GiB of memory, or costs more than 12 reads of the logs --
 medians. That cost is a ratio against a baseline measured beside it: the import's CPU time over the
 CPU time of one plain read of the same logs in a fresh process (every JSON line parsed, every CSV row
 split), taken just before and just after each round and averaged. This machine's CPU speed swings by
 up to 2x from one minute to the next, so seconds and µs a line are printed, not judged (1M lines:
-4.9 to 6.7 reads; a small bundle costs more reads, its start-up being a larger part). The wall time also
+8.5 to 10.6 reads with the records on disk; a small bundle costs more reads, its start-up being a larger
+part). The wall time also
 counts the waits for a core, and is printed beside them with the load average.
 """
 
@@ -38,7 +39,9 @@ from statistics import median
 ROOT = Path(__file__).resolve().parent.parent
 GENERATOR = ROOT / "examples" / "incidents" / "oom_night.py"
 LINES_PER_TRANSFER = 5
-READS_LIMIT, MEMORY_LIMIT_MIB = 10.0, 1024
+# the import reads the night's records from disk in several passes (spill.py: reading, the census, the walk), so
+# that its memory is a window's, not the night's: 10-11 reads of the logs, against 7.6 with the records in memory
+READS_LIMIT, MEMORY_LIMIT_MIB = 12.0, 1024
 
 
 def bundle(folder: Path, lines: int, customers: int = 1_000_000) -> int:

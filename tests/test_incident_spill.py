@@ -1,10 +1,11 @@
 """A night's records on disk (relaychaos.incidents.spill): what a pass reads is what it would read in memory, in time
-order, with the account clock's offset, however many runs the records were written in, and nothing is left behind."""
+order, with the account clock's offset, however many runs the records were written in, and nothing is left behind;
+an import that holds only a window's GUIDs (guids.Night) writes what one holding them all would."""
 
 import random
 
 from relaychaos.commands.cli import main
-from relaychaos.incidents import spill
+from relaychaos.incidents import guids, spill
 from relaychaos.incidents.records import AccountLine
 from relaychaos.incidents.spill import Log, Runs
 
@@ -57,9 +58,13 @@ def test_rows_sort_by_their_values_and_the_runs_files_go_with_them():
     assert not any(f.exists() for f in files)
 
 
-def test_an_import_whose_logs_are_written_in_runs_of_50_writes_the_same_files(tmp_path, monkeypatch):
+def test_an_import_in_runs_of_50_records_letting_go_of_each_guid_a_second_after_its_first_send_writes_the_same_files(
+    tmp_path, monkeypatch
+):
+    """The GUIDs whose records reach past that second (resends, late answers, batch runs) are kept whole."""
     assert main(["incident", "import", str(EXAMPLE), "--out", str(tmp_path / "memory"), "--no-shrink"]) == 0
     monkeypatch.setattr(spill, "RUN", 50)
+    monkeypatch.setattr(guids, "WINDOW_S", 1.0)
     assert main(["incident", "import", str(EXAMPLE), "--out", str(tmp_path / "disk"), "--no-shrink"]) == 0
     for name in ("night.yaml", "story.yaml"):
         memory, disk = (

@@ -109,3 +109,17 @@ def test_a_bad_file_gets_one_error_naming_the_file_the_line_and_the_fix(tmp_path
     assert "fix:" in text
     for needle in needles:
         assert needle in text, text
+
+
+def test_a_story_s_labels_g1_to_a_million_are_held_as_bits_and_any_other_label_as_itself():
+    from relaychaos.engine.story_checks import Labels  # lazy: this one test reads the set directly
+
+    labels = Labels()
+    for n in range(1, 1_000_001, 7):
+        labels.add(f"g{n}")
+    labels.add("g01")
+    labels.add("tx-5e8a")
+    assert "g1" in labels and "g8" in labels and "g1000000" in labels
+    assert "g2" not in labels and "g999999" not in labels and "g1000007" not in labels and "g" not in labels
+    assert "g01" in labels and "tx-5e8a" in labels and "g001" not in labels, "g01 is a label of its own, not g1"
+    assert len(labels.bits) < 200_000, "a bit a label"

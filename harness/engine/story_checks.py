@@ -20,12 +20,43 @@ class Unworkable(Exception):
         self.what, self.fix = what, fix
 
 
+class Labels:
+    """A set of GUID labels: those written g1, g2, ... (a night imported from production introduces a million) as
+    bits of a bytearray, any other in a set."""
+
+    def __init__(self) -> None:
+        self.bits = bytearray()
+        self.others: set[str] = set()
+
+    @staticmethod
+    def _number(label: str) -> int | None:
+        digits = label[1:]
+        return int(digits) if label[:1] == "g" and digits.isdigit() and digits[0] != "0" else None
+
+    def add(self, label: str) -> None:
+        n = self._number(label)
+        if n is None:
+            self.others.add(label)
+            return
+        if n >> 3 >= len(self.bits):
+            self.bits.extend(bytes((n >> 3) + 1 - len(self.bits) + len(self.bits) // 2))
+        self.bits[n >> 3] |= 1 << (n & 7)
+
+    def __contains__(self, label: object) -> bool:
+        if not isinstance(label, str):
+            return False
+        n = self._number(label)
+        if n is None:
+            return label in self.others
+        return n >> 3 < len(self.bits) and bool(self.bits[n >> 3] & 1 << (n & 7))
+
+
 class Story:
     """What a story's steps so far have set up: the GUID labels introduced, the toxics added, the slots running."""
 
     def __init__(self, relays: tuple[str, ...]):
         self.relays = relays
-        self.known: set[str] = set()
+        self.known = Labels()
         self.toxics: set[tuple[str, str]] = set()
         self.running = set(relays)
         self.marks: set[str] = set()
@@ -57,7 +88,8 @@ class Story:
         if isinstance(step, (S.Send, S.Race)):
             self.known.add(step.guid)
         if isinstance(step, S.ServerFault):
-            self.known |= set(step.hold_guids) | set(step.e500_guids) | set(step.e500_once)
+            for label in (*step.hold_guids, *step.e500_guids, *step.e500_once):
+                self.known.add(label)
         for label in S.guids_of(step):
             if label not in self.known:
                 raise Unworkable(

@@ -45,43 +45,50 @@ class Opened:
 Accounts = dict[str, int] | Opened
 
 
-def _rows(bundle: Bundle) -> Runs:
-    """What each call and send says of each party, sorted by party, then by the call's place in time."""
-    rows = Runs()
-    add = rows.add
-    for n, c in enumerate(bundle.account):
-        if c.code == "0000":
-            add((c.src, n, DEBIT, c.amount))
-            add((c.dst, n, CREDIT, c.amount))
-        elif c.code == "B201":
-            add((c.src, n, SHORT, c.amount, c.where))
-            add((c.dst, n, KNOWN, 0))
-        elif c.code == "B202":
-            add((c.src, n, UNKNOWN, 0))
-            add((c.dst, n, UNKNOWN, 0))
+class Parties:
+    """What each call and send says of each party, as the census (guids.py) reads each GUID's records: rows sorted
+    by party, then by the call's place in the account log. Every party the channel named is in them: a call's
+    parties are its GUID's first send's (the census checks it), and a send no call matches names its own."""
+
+    def __init__(self) -> None:
+        self.rows = Runs()
+
+    def call(self, n: int, code: str, src: str, dst: str, amount: int, where: str) -> None:
+        """The account log's call number n (in its order)."""
+        add = self.rows.add
+        if code == "0000":
+            add((src, n, DEBIT, amount))
+            add((dst, n, CREDIT, amount))
+        elif code == "B201":
+            add((src, n, SHORT, amount, where))
+            add((dst, n, KNOWN, 0))
+        elif code == "B202":
+            add((src, n, UNKNOWN, 0))
+            add((dst, n, UNKNOWN, 0))
         else:
-            add((c.src, n, KNOWN, 0))
-            add((c.dst, n, KNOWN, 0))
-    for r in bundle.channel:  # every party the channel named (a night may name a million)
-        add((r.src, math.inf, NAMED, 0))
-        add((r.dst, math.inf, NAMED, 0))
-    rows.close()
-    return rows
+            add((src, n, KNOWN, 0))
+            add((dst, n, KNOWN, 0))
+
+    def named(self, src: str, dst: str) -> None:
+        """A send's parties, named by the channel."""
+        self.rows.add((src, math.inf, NAMED, 0))
+        self.rows.add((dst, math.inf, NAMED, 0))
 
 
-def opening(bundle: Bundle) -> tuple[Accounts, list[str]]:
+def opening(bundle: Bundle, parties: Parties) -> tuple[Accounts, list[str]]:
     """(party -> opening balance, notes) -- see the module doc."""
     given = bundle.meta.get("accounts")
     if given:
         return {str(k): int(v) for k, v in given.items()}, []
     out, notes, unknown = Opened(), [], []
     party: str | None = None
-    rows = iter(_rows(bundle))
+    parties.rows.close()
+    rows = iter(parties.rows)
     row = next(rows, None)
     while row is not None:
         party = row[0]
         net = need = largest = 0
-        moved = known = refused = named = False
+        moved = known = refused = False
         upper: tuple[float, int, str] = (math.inf, 0, "")  # the upper bound, and the B201 line's amount and place
         while row is not None and row[0] == party:
             kind, amount = row[2], row[3]
@@ -101,11 +108,7 @@ def opening(bundle: Bundle) -> tuple[Accounts, list[str]]:
                 refused = True
             elif kind == KNOWN:
                 known = True
-            else:
-                named = True
             row = next(rows, None)
-        if not named:
-            continue
         if not moved and not known and refused:
             unknown.append(party)
             continue

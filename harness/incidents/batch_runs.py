@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from relaychaos.engine import steps as S
 from relaychaos.engine.story_checks import LIMIT_S
 from relaychaos.incidents.faults import Planned, lines
-from relaychaos.incidents.guids import GuidState
+from relaychaos.incidents.guids import Night
 from relaychaos.incidents.records import AccountLine, OpLine
 
 MARK_WAIT_S = 0.5  # a mark's wait: the rows changed before it and after it are this far apart in age at least
@@ -72,22 +72,20 @@ class Marks:
         return name if name in self.made else None
 
 
-def batch_step(
-    op: OpLine, calls: list[AccountLine], night: dict[str, GuidState], safe_s: float, mark: str | None
-) -> Planned:
+def batch_step(op: OpLine, calls: list[AccountLine], night: Night, safe_s: float, mark: str | None) -> Planned:
     """The batch run's step; a resolve or purge ages its rows since its mark (see the module doc)."""
     arg, where = op.argument, op.where
     assert arg is not None, f"{where}: a batch run without its argument"  # records.Converter requires one
     if op.command == "reprocess":
         sent = (
-            f"; {lines(calls)}: {', '.join(night[c.guid].label for c in calls[:20])} sent by this run"
+            f"; {lines(calls)}: {', '.join(night.label(c.guid) for c in calls[:20])} sent by this run"
             if calls
             else "; it sent nothing"
         )
         return Planned(
             S.Reprocess(max_attempts=max(1, int(arg))),
             f"{where}: reprocess --max-attempts {arg:g}{sent}",
-            tuple(night[c.guid].label for c in calls),
+            tuple(night.label(c.guid) for c in calls),
         )
     if op.command == "resolve":
         age = safe_s if mark else min(max(arg, safe_s), LIMIT_S)

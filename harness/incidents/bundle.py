@@ -29,7 +29,7 @@ from relaychaos.incidents import ledger, mapping, spill
 from relaychaos.incidents.mapping import DOC, BundleError, Source
 from relaychaos.incidents.readers import Skipped, rows
 from relaychaos.incidents.records import AccountLine, ChannelLine, Converter, OpLine
-from relaychaos.incidents.spill import Log
+from relaychaos.incidents.spill import Log, Runs
 
 __all__ = ["Bundle", "BundleError", "read"]
 PROGRESS_EVERY_S = 2.0
@@ -41,7 +41,7 @@ class Bundle:
     channel: Log[ChannelLine]  # in time order, on disk past spill.RUN records: each pass reads them afresh
     account: Log[AccountLine]  # in time order, on the account system's clock (+ account.offset, clocks.py)
     operations: list[OpLine] = field(default_factory=list)
-    ledger: dict[str, str] = field(default_factory=dict)  # guid -> the relay's last word on it (ledger.py)
+    ledger: Runs = field(default_factory=Runs)  # (guid, the relay's last word on it) rows (ledger.py)
     ledger_file: str | None = None
     meta: dict = field(default_factory=dict)  # incident.toml (or the mapping file given)
     toml: Path | None = None  # the mapping's file, when the bundle has one (--mapping, or its incident.toml)
@@ -251,7 +251,10 @@ def read(folder: Path, progress: Progress | None = None, mapping_file: Path | No
     operations.sort(key=attrgetter("at"))  # stable: lines of one moment stay in file order
     warnings += _unused_pods(pods, instances, str(toml))
     (book,) = sources.get("ledger", (None,))
-    rows_ = ledger.read(book, strings) if book is not None else {}
+    rows_ = Runs()
+    for row in ledger.read(book) if book is not None else ():
+        rows_.add(row)
+    rows_.close()
     bundle = Bundle(
         folder,
         logs["channel"],

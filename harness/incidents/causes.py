@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from relaychaos.incidents.guids import GuidState
+from relaychaos.incidents.guids import GuidState, Night
 from relaychaos.incidents.mapping import BundleError
 from relaychaos.incidents.records import AccountLine, ChannelLine, OpLine
 
@@ -45,7 +45,7 @@ class Causes:
     run, or REPROCESS_S past it (every call in between is its or a later send's). Only the sends read and not yet
     handed on are held in memory."""
 
-    def __init__(self, bundle: Bundle, night: dict[str, GuidState], account_timeout_ms: int):
+    def __init__(self, bundle: Bundle, night: Night, account_timeout_ms: int):
         self.bundle, self.night = bundle, night
         self.late = LATE_S + account_timeout_ms / 1000
         self.stream = _merged(bundle)
@@ -75,7 +75,7 @@ class Causes:
             s = self.sends[0]
             self.read_to(s.at + self.late)
             self.sends.popleft()
-            st = self.night[s.guid]
+            st = self.night.state(s.guid)
             if st.last is s:
                 st.last = None  # a later call of it comes too late to be its: an error, or a reprocess run's
             yield s
@@ -87,7 +87,7 @@ class Causes:
 
     def _read(self, r: OpLine | ChannelLine | AccountLine) -> None:
         if type(r) is ChannelLine:
-            st = self.night[r.guid]
+            st = self.night.state(r.guid, r.at)
             st.last, st.last_at = r, r.at
             self.sends.append(r)
             return
@@ -96,7 +96,7 @@ class Causes:
                 self.last_reprocess = r
             return
         assert type(r) is AccountLine
-        st = self.night[r.guid]
+        st = self.night.state(r.guid)
         st.seen += 1
         r.n = st.seen
         cause = self._cause(r, st)

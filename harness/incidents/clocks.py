@@ -1,6 +1,6 @@
 """The account system's clock against the channel's: the offset to add to every account time, and why.
 
-    offset, note = clock_offset(bundle, gaps, given=None)      # gaps: from guids.index(bundle)
+    offset, note = clock_offset(bundle, census.gaps, given=None)      # census: guids.take_census(bundle)
 
 If the account system stamped a GUID's first call before the channel first sent it, the
 clocks disagree: the offset is the smallest shift that puts every first call after its
@@ -27,7 +27,7 @@ FAR_S = 30.0
 def clock_offset(bundle: Bundle, gaps: list[Gap], given: float | None) -> tuple[float, str | None]:
     """(seconds to add to every account time, the sentence saying why) -- see the module doc. `gaps`: (call
     time − send time, call, send) of the two GUIDs whose first call came soonest after (or furthest before)
-    their first send, smallest first (guids.index)."""
+    their first send, smallest first (guids.take_census)."""
     if given is not None:
         if gaps and gaps[0][0] + given < 0:
             d, a, c = gaps[0]

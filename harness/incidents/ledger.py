@@ -1,12 +1,12 @@
 """The relay's ledger as it was after the incident: a SQLite file, or a CSV dump of the table (psql `\\copy`).
 
-    words = read(source, strings)      # guid -> "DONE 0000 after 2 attempt(s)"
+    for guid, word in read(source): ...      # word: "DONE 0000 after 2 attempt(s)"
 
 Both give the contract's table (section 4). A CSV dump has a header line (`COPY ledger TO
 ... CSV HEADER`, `\\copy ledger to 'ledger.csv' csv header`); its columns can be mapped in
 [logs.ledger] fields like any log's. The ledger is what the comments of the scenario cite
 as the relay's last word on each GUID: only that word is kept (one string for every GUID
-that ended alike), with the GUID string of the logs (`strings`).
+that ended alike); a GUID's last row gives it.
 """
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ WORDS = ("guid", "status", "resp_code", "attempts")  # the columns the last word
 READ_S = 600.0  # a production ledger of millions of rows is read in seconds; a read that takes longer is stopped
 
 
-def read(source: Source, strings: dict[str, str]) -> dict[str, str]:
-    """The ledger's last word on every GUID of the ledger file(s)."""
-    out: dict[str, str] = {}
+def read(source: Source) -> Iterator[tuple[str, str]]:
+    """(GUID, the ledger's last word on it) of every row of the ledger file(s), in their order."""
     words: dict[str, str] = {}
     found = (
         (r for path in source.files for r in _sqlite(path))
@@ -40,8 +39,7 @@ def read(source: Source, strings: dict[str, str]) -> dict[str, str]:
             for x in (row.get("status"), row.get("resp_code") or "", "after", row.get("attempts"), "attempt(s)")
             if x != ""
         )
-        out[strings.get(guid, guid)] = words.setdefault(word, word)
-    return out
+        yield guid, words.setdefault(word, word)
 
 
 def _sqlite(path: Path) -> Iterator[dict[str, object]]:

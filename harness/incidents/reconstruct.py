@@ -28,7 +28,8 @@ itself (Causes). Rules:
     and said where they were.
 Opening balances come from balances.py, the account clock's offset from clocks.py. The walk
 is a generator over the night in time order, once, reading the logs from disk (spill.py) a
-window ahead of the step it plans: only the records of that window are in memory.
+window ahead of the step it plans: only the records of that window are in memory, and only the
+GUIDs of a window (guids.Night), with the few whose records reach past it.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from relaychaos.incidents import balances, clocks, guids
 from relaychaos.incidents.batch_runs import Marks, batch_step
 from relaychaos.incidents.causes import Causes, calls_of
 from relaychaos.incidents.faults import FaultPlanner, Planned, Unreceived, lines, race, send_step
-from relaychaos.incidents.guids import GuidState
+from relaychaos.incidents.guids import Night
 from relaychaos.incidents.records import AccountLine, ChannelLine, OpLine
 from relaychaos.tolerances import CURRENT as TOLERANCES
 
@@ -59,7 +60,7 @@ HELD_TIMEOUT_MS = 3000  # the replay's ACCOUNT_TIMEOUT_MS at least, when calls a
 
 @dataclass
 class Plan:
-    night: dict[str, GuidState]  # production GUID -> its GuidState (.label: the scenario's label), guids.py
+    night: Night  # the GUIDs: labels as the walk meets them, the census's rows (guids.py)
     rules: list[str]  # what the incident broke, by the logs
     broke: dict[str, list[str]]  # rule -> the labels of the production GUIDs that broke it
     relays: tuple[str, ...]
@@ -99,16 +100,6 @@ def _flying(calls: Iterable[AccountLine], moments: list[float]) -> Iterator[Acco
         i = bisect.bisect_left(moments, c.at)
         if i < len(moments) and c.answered_at is not None and c.answered_at > moments[i]:
             yield c
-
-
-def _rules(night: dict[str, GuidState]) -> tuple[list[str], dict[str, list[str]]]:
-    """The rules the account log shows broken, and by which GUIDs: called twice, debited twice."""
-    broke = {
-        "one-account-call": [st.label for st in night.values() if st.calls > 1],
-        "one-debit": [st.label for st in night.values() if st.debits > 1],
-    }
-    broke = {rule: found for rule, found in broke.items() if found}
-    return list(broke) + (["balances"] if "one-debit" in broke else []), broke
 
 
 SHARED_LOCK_MS = 20  # as the suite's race-pairs-two-relays: each file lock on the ledger held this long
@@ -151,19 +142,19 @@ def _held_timeout(bundle: Bundle, account_timeout_ms: int) -> tuple[int, str | N
 
 def reconstruct(bundle: Bundle, account_timeout_ms: int, offset_s: float | None = None) -> Plan:
     """The plan that replays the bundle's night (see the module doc)."""
-    night, gaps = guids.index(bundle)
-    offset, clock_note = clocks.clock_offset(bundle, gaps, offset_s)
+    census = guids.take_census(bundle)
+    offset, clock_note = clocks.clock_offset(bundle, census.gaps, offset_s)
+    night = Night(census, offset)
     clocks.shift(bundle, offset)
     production_ms = account_timeout_ms
     account_timeout_ms, timeout_note = _held_timeout(bundle, account_timeout_ms)
-    accounts, balance_notes = balances.opening(bundle)
-    rules, broke = _rules(night)
+    accounts, balance_notes = balances.opening(bundle, census.parties)
     shared = _raced_across(bundle.channel)
     walker = _Night(bundle, night, account_timeout_ms, production_ms)
     plan = Plan(
         night,
-        rules,
-        broke,
+        night.rules,
+        night.broke,
         walker.initial,
         accounts,
         walker.walk,
@@ -179,7 +170,7 @@ def reconstruct(bundle: Bundle, account_timeout_ms: int, offset_s: float | None 
 class _Night:
     """The walk through the night in time order, planning steps (see the module doc)."""
 
-    def __init__(self, bundle: Bundle, night: dict[str, GuidState], account_timeout_ms: int, production_ms: int):
+    def __init__(self, bundle: Bundle, night: Night, account_timeout_ms: int, production_ms: int):
         self.bundle, self.night = bundle, night
         self.timeout_ms = account_timeout_ms
         self.faults = FaultPlanner(account_timeout_ms, production_ms)
@@ -202,6 +193,7 @@ class _Night:
         for at, _, _, item in heapq.merge(ops, sends, marks):
             while releases and releases[0][0] <= at:
                 self._release(heapq.heappop(releases)[2])
+            self.night.passed(at, self.held)
             if isinstance(item, tuple):  # (a resolve or purge, the name of its mark)
                 self.marks.passed(*item, out)
             elif isinstance(item, OpLine):
@@ -223,7 +215,7 @@ class _Night:
         """The account system answers E500 to each call the account log shows answered E500 (not applied)."""
         failed = [c for c in calls if c.code == "E500"]
         if failed:
-            labels = tuple(dict.fromkeys(self.night[c.guid].label for c in failed))
+            labels = tuple(dict.fromkeys(self.night.label(c.guid) for c in failed))
             self.faults.out.append(
                 Planned(
                     S.ServerFault(e500_once=labels),
@@ -232,7 +224,7 @@ class _Night:
             )
 
     def _release(self, call: AccountLine) -> None:
-        label = self.night[call.guid].label
+        label = self.night.label(call.guid)
         if self.held.get(label):
             self.held[label] = 0
             self.faults.out.append(
@@ -244,7 +236,7 @@ class _Night:
 
     def _sends(self, group: list[ChannelLine]) -> list[AccountLine]:
         """Plan one burst; returns the calls held (released at their answer)."""
-        label = self.night[group[0].guid].label
+        label = self.night.label(group[0].guid)
         down = [s for s in group if s.relay not in self.running]
         if down:
             self.unreached += down

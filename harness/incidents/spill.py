@@ -16,6 +16,7 @@ does (or at exit).
 from __future__ import annotations
 
 import heapq
+import itertools
 import marshal
 import tempfile
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ class Runs:
         self._buffer: list[tuple[Any, ...]] = []
         self._files: list[Path] = []
         self._folder: tempfile.TemporaryDirectory[str] | None = None
+        self._made = 0  # run files made, for their names
         self.count = 0
 
     def __len__(self) -> int:
@@ -54,27 +56,40 @@ class Runs:
         if len(self._buffer) >= self.run:
             self._spill()
 
-    def close(self) -> None:
-        """No more rows: the last run is written when others are, else the rows stay in memory, sorted."""
+    def close(self, merged: bool = False) -> None:
+        """No more rows: the last run is written when others are, else the rows stay in memory, sorted. `merged`:
+        the runs are merged into one file now, once (for rows read many times: each pass then reads one file, not
+        a merge of many)."""
         if self._files and self._buffer:
             self._spill()
         self._buffer.sort()
+        if merged and len(self._files) > 1:
+            runs, self._files = self._files, []
+            self._write(heapq.merge(*map(_read, runs)))
+            for path in runs:
+                path.unlink()
 
     def _spill(self) -> None:
+        self._buffer.sort()
+        self._write(iter(self._buffer))
+        self._buffer = []
+
+    def _write(self, rows: Iterator[tuple[Any, ...]]) -> None:
+        """A run of these rows, in the order given."""
         if self._folder is None:
             self._folder = tempfile.TemporaryDirectory(prefix="relaychaos-import-")
-        self._buffer.sort()
-        path = Path(self._folder.name) / f"run-{len(self._files)}"
+        path = Path(self._folder.name) / f"run-{self._made}"
+        self._made += 1
         with path.open("wb") as f:
-            for i in range(0, len(self._buffer), BLOCK):
-                block = marshal.dumps(self._buffer[i : i + BLOCK])
-                f.write(len(block).to_bytes(4, "little") + block)
+            while block := list(itertools.islice(rows, BLOCK)):
+                data = marshal.dumps(block)
+                f.write(len(data).to_bytes(4, "little") + data)
         self._files.append(path)
-        self._buffer = []
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         # a generator: the pass holds the Runs, whose folder goes with it
-        yield from heapq.merge(*map(_read, self._files)) if self._files else self._buffer
+        files = self._files
+        yield from (_read(files[0]) if len(files) == 1 else heapq.merge(*map(_read, files))) if files else self._buffer
 
 
 class Log(Generic[R]):
@@ -98,7 +113,13 @@ class Log(Generic[R]):
         self._rows.add((values[self._at], self._rows.count, values))
 
     def close(self) -> None:
-        self._rows.close()
+        self._rows.close(merged=True)
+
+    def values(self) -> Iterator[tuple[float, tuple[Any, ...]]]:
+        """(time, the record's fields in order) of each record, in time order, the offset not added: a pass that
+        reads a few fields of every record need not make the records."""
+        for row in self._rows:
+            yield row[0], row[2]
 
     def __iter__(self) -> Iterator[R]:
         make, offset = self.kind, self.offset

@@ -88,7 +88,7 @@ def involved(plan: Plan) -> set[str]:
 def tell(plan: Plan, bundle: Bundle, head: Head, out: Path, args: argparse.Namespace, night: Written) -> Told:
     """Write out/story.yaml (see the module doc) from the steps of the night a story may need."""
     labels = involved(plan)
-    answers = {label: got for label, got in night.answers.items() if label in labels}
+    answers = night.answers.of(labels)
     cut = story.around(night.kept, labels, plan.relays)
     opened = story.accounts([p.step for p in cut], plan.accounts)  # read once: every candidate is cut from `cut`
     path = out / "story.yaml"
@@ -158,7 +158,7 @@ def _fidelity(first: Reproduction, plan: Plan, labels: set[str], relay: str) -> 
 
 def _production(plan: Plan, labels: set[str]) -> dict[str, str]:
     """label -> production GUID, for the labels given."""
-    return {st.label: guid for guid, st in plan.night.items() if st.label in labels}
+    return {label: guid for label, guid in plan.night.guid_of.items() if label in labels}
 
 
 def _in_a_row(

@@ -29,6 +29,7 @@ from relaychaos.atomic import replacing
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
 from relaychaos.incidents.faults import Planned, Unreceived
+from relaychaos.incidents.spill import Runs
 
 if TYPE_CHECKING:
     from relaychaos.incidents.balances import Accounts
@@ -52,6 +53,42 @@ class Head:
     source: str  # what the file was made from, for its first line
 
 
+class Answers:
+    """What the channel got for each label in production, gathered as the sends are written (on disk past a run,
+    spill.Runs: a night has a million labels) and read back in the labels' order (g1, g2, ...), a label's answers in
+    the order written: one answer as a string (most labels), several as a list."""
+
+    def __init__(self) -> None:
+        self.rows = Runs()
+        self.closed = False
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def add(self, label: str, got: tuple[str, ...]) -> None:
+        number = label[1:]
+        key = int(number) if label[:1] == "g" and number.isdigit() and f"g{int(number)}" == label else 1 << 62
+        self.rows.add((key, label, len(self.rows), got))
+
+    def items(self) -> Iterator[tuple[str, str | list[str]]]:
+        if not self.closed:
+            self.rows.close()
+            self.closed = True
+        label, answers = None, []
+        for _, this, _, got in self.rows:
+            if this != label and label is not None:
+                yield label, answers[0] if len(answers) == 1 else answers
+                answers = []
+            label = this
+            answers += got
+        if label is not None:
+            yield label, answers[0] if len(answers) == 1 else answers
+
+    def of(self, labels: set[str]) -> dict[str, str | list[str]]:
+        """The answers of these labels."""
+        return {label: got for label, got in self.items() if label in labels}
+
+
 @dataclass
 class Written:
     """A written scenario file: its path, how many steps, the steps kept for a story, and what the channel got
@@ -60,7 +97,7 @@ class Written:
     path: Path
     steps: int = 0
     kept: list[Planned] = field(default_factory=list)
-    answers: dict[str, str | list[str]] = field(default_factory=dict)
+    answers: Answers = field(default_factory=Answers)
 
 
 def scalar(value: object) -> str:
@@ -144,7 +181,7 @@ def _dumped(data: dict) -> str:
 
 
 def incident_lines(
-    plan: Plan, bundle: Bundle, answers: dict[str, str | list[str]], labels: set[str] | None
+    plan: Plan, bundle: Bundle, answers: Answers | dict[str, str | list[str]], labels: set[str] | None
 ) -> Iterator[str]:
     """The incident block; `labels` narrows it to a story's GUIDs."""
 
@@ -157,27 +194,17 @@ def incident_lines(
     for rule, found in plan.broke.items():
         yield f"    {rule}: {scalar([x for x in found if shown(x)])}"
     yield "  guids:"
-    yield from (f"    {st.label}: {scalar(guid)}" for guid, st in plan.night.items() if shown(st.label))
+    yield from (f"    {label}: {scalar(guid)}" for label, guid, _, _ in plan.night.incident() if shown(label))
     if answers:
         yield "  answers:"
         yield from (f"    {label}: {scalar(got)}" for label, got in answers.items())
     yield "  calls:"  # the account system's calls per label in production (its log's lines)
-    yield from (f"    {st.label}: {st.calls}" for st in plan.night.values() if shown(st.label))
-    words = [
-        (st.label, bundle.ledger[guid]) for guid, st in plan.night.items() if guid in bundle.ledger and shown(st.label)
-    ]
-    if words:
+    yield from (f"    {label}: {calls}" for label, _, calls, _ in plan.night.incident() if shown(label))
+    words = ((label, word) for label, _, _, word in plan.night.incident() if word is not None and shown(label))
+    first = next(words, None)
+    if first is not None:
         yield "  ledger:"
-        yield from (f"    {label}: {scalar(word)}" for label, word in words)
-
-
-def _answered(answers: dict[str, str | list[str]], label: str, got: tuple[str, ...]) -> None:
-    """What the channel got for a label, gathered: one answer as a string (most labels), several as a list."""
-    before = answers.get(label)
-    if before is None:
-        answers[label] = got[0] if len(got) == 1 else list(got)
-    else:
-        answers[label] = (before if isinstance(before, list) else [before]) + list(got)
+        yield from (f"    {label}: {scalar(word)}" for label, word in (first, *words))
 
 
 def write(
@@ -208,7 +235,7 @@ def write(
                 f.write(step_line(p.step) + "\n")
                 written.steps += 1
                 if p.got and isinstance(p.step, (S.Send, S.Race)):  # only a send or race has answers
-                    _answered(written.answers, p.step.guid, p.got)
+                    written.answers.add(p.step.guid, p.got)
                 if keep is not None and keep(p):
                     written.kept.append(p)
                 yield p.step
