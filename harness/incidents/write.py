@@ -16,6 +16,7 @@ steps are never all in memory. The file replaces an earlier one whole, once it i
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -204,7 +205,7 @@ def incident_lines(
     first = next(words, None)
     if first is not None:
         yield "  ledger:"
-        yield from (f"    {label}: {scalar(word)}" for label, word in (first, *words))
+        yield from (f"    {label}: {scalar(word)}" for label, word in itertools.chain((first,), words))
 
 
 def write(
