@@ -161,6 +161,17 @@ def call_far_after(b):
     return "ledger-journal.csv, line 4", "one call far from the rest", "correct this line's time"
 
 
+def call_far_after_its_reprocess_run(b):
+    """p2's second call came 15 minutes after the reprocess run, with no send of p2 in between."""
+    spoil(
+        b,
+        "ledger-journal.csv",
+        "p2,2026-11-23 10:07:10.020,2026-11-23 10:07:10.030",
+        "p2,2026-11-23 10:22:10.020,2026-11-23 10:22:10.030",
+    )
+    return "ledger-journal.csv, line 5", "after the reprocess run of ops.txt line 1", "add the run that sent it"
+
+
 def answered_before(b):
     spoil(
         b,
@@ -260,6 +271,7 @@ BAD = [
     no_zone,
     call_far_before,
     call_far_after,
+    call_far_after_its_reprocess_run,
     answered_before,
     ok_without_call,
     amount_differs,
