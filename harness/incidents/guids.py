@@ -79,13 +79,13 @@ def _where(bundle: Bundle, r: ChannelLine | AccountLine) -> str:
 def _sorted_by_guid(bundle: Bundle) -> Runs:
     """Every send, call and ledger row as (GUID folded to lower case, GUID, kind, time, its place, its fields)."""
     rows = Runs()
+    add = rows.add
     for kind, log in ((SEND, bundle.channel), (CALL, bundle.account)):
-        values = log.values()
-        for n, (at, v) in enumerate(values):
+        for n, (at, v) in enumerate(log.values()):
             guid = v[3]
-            rows.add((guid.lower(), guid, kind, at, n, v))
+            add((guid.lower(), guid, kind, at, n, v))
     for n, (guid, word) in enumerate(bundle.ledger):
-        rows.add((guid.lower(), guid, WORD, 0.0, n, word))
+        add((guid.lower(), guid, WORD, 0.0, n, word))
     rows.close()
     return rows
 
@@ -115,6 +115,9 @@ class _Taker:
         self.twins: list[tuple[tuple[float, int], ChannelLine, ChannelLine]] = []
 
     def take(self, group: list[tuple[Any, ...]]) -> None:
+        if group[0][1] == group[-1][1]:  # one GUID (the rows are sorted by it): no other differs from it in case
+            self._guid(group[0][1], group, None)
+            return
         by_guid: dict[str, list[tuple[Any, ...]]] = {}
         for row in group:
             by_guid.setdefault(row[1], []).append(row)
@@ -129,9 +132,15 @@ class _Taker:
 
     def _guid(self, guid: str, rows: list[tuple[Any, ...]], twin: tuple[Any, ...] | None) -> None:
         """One GUID's rows (fields by place: a record is made only for what a message or a gap cites)."""
-        sends = [r for r in rows if r[2] == SEND]
-        calls = [r for r in rows if r[2] == CALL]
-        word = next((r[5] for r in reversed(rows) if r[2] == WORD), None)
+        sends, calls, word = [], [], None  # the rows are in the order of kind: sends, calls, the ledger's
+        for r in rows:
+            kind = r[2]
+            if kind == SEND:
+                sends.append(r)
+            elif kind == CALL:
+                calls.append(r)
+            else:
+                word = r[5]
         if not sends:
             if calls:
                 c = AccountLine(*calls[0][5])
