@@ -2,9 +2,9 @@
 state machine's random stories do not run, and the report says so; `--hunt` runs them anyway.
 
 The broken relay here is write_after_call: `happy-path` shows its bug in about a second, and the
-machine finds it too when it runs. Each test selects a few scenarios (`-k`) to stay short, and a machine that
-hunts shrinks what it found for SHRINK_S (these tests are about whether it runs; tests/test_power.py and
-tests/test_shrink_budget.py are about its shrinking).
+machine finds it too when it runs. Each test selects a few scenarios (`-k`) on two workers to stay short, and a
+machine that hunts shrinks what it found for SHRINK_S (these tests are about whether it runs; tests/test_power.py
+and tests/test_shrink_budget.py are about its shrinking).
 """
 
 import json
@@ -44,7 +44,7 @@ def machine_entry(run_dir):
 
 def test_run_does_not_hunt_what_a_named_scenario_has_shown_and_says_so_everywhere(tmp_path):
     run = tmp_path / "run"
-    proc = cli("run", "--relay", BROKEN, "--out", run, "--", "-k", FAST)
+    proc = cli("run", "-n", "2", "--relay", BROKEN, "--out", run, "--", "-k", FAST)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     stories, entry = machine_entry(run)
     assert stories["ran"] is False and stories["why_not"].startswith(WHY_NOT + " (failed: happy-path)")
@@ -59,6 +59,8 @@ def test_run_with_hunt_runs_the_random_stories_anyway(tmp_path, how):
     flags, env = (how, None) if isinstance(how, list) else ([], how)
     proc = cli(
         "run",
+        "-n",
+        "2",
         "--relay",
         BROKEN,
         "--out",
@@ -151,7 +153,9 @@ def test_a_named_failure_after_the_machine_started_stops_it_the_same_way_every_t
     outcomes = []
     for n in range(2):
         run = tmp_path / f"run{n}"
-        proc = cli("run", "--relay", E903_WAITS, "--out", run, "--", "-k", "resend-while-in-flight or stateful")
+        proc = cli(
+            "run", "-n", "2", "--relay", E903_WAITS, "--out", run, "--", "-k", "resend-while-in-flight or stateful"
+        )
         assert proc.returncode == 1, proc.stdout + proc.stderr
         stories, entry = machine_entry(run)
         outcomes.append((entry["outcome"], stories["ran"], entry["verdicts"]))

@@ -55,6 +55,8 @@ def test_a_run_keeps_every_history_and_log_and_recheck_reproduces_its_verdicts(t
     run = tmp_path / "run"
     proc = cli(
         "run",
+        "-n",
+        "3",
         "--relay",
         MUTANT,
         "--out",

@@ -80,6 +80,8 @@ def hunt(tmp_path, shrink_s: str):
             "-m",
             "relaychaos.commands.cli",
             "run",
+            "-n",
+            "0",
             "--relay",
             str(BROKEN),
             "--out",
