@@ -119,7 +119,9 @@ def test_a_story_s_labels_g1_to_a_million_are_held_as_bits_and_any_other_label_a
         labels.add(f"g{n}")
     labels.add("g01")
     labels.add("tx-5e8a")
+    labels.add("g\u00b2")  # a superscript two: a label of its own, not g2
     assert "g1" in labels and "g8" in labels and "g1000000" in labels
-    assert "g2" not in labels and "g999999" not in labels and "g1000007" not in labels and "g" not in labels
+    assert "g\u00b2" in labels and "g2" not in labels
+    assert "g999999" not in labels and "g1000007" not in labels and "g" not in labels
     assert "g01" in labels and "tx-5e8a" in labels and "g001" not in labels, "g01 is a label of its own, not g1"
     assert len(labels.bits) < 200_000, "a bit a label"

@@ -20,32 +20,34 @@ class Unworkable(Exception):
         self.what, self.fix = what, fix
 
 
+def label_number(label: str) -> int | None:
+    """N of a label written gN (as an imported night numbers its GUIDs: g1, g2, ...); None for any other label
+    (g01, g², tx-1)."""
+    digits = label[1:]
+    return int(digits) if label[:1] == "g" and digits.isascii() and digits.isdigit() and digits[0] != "0" else None
+
+
 class Labels:
-    """A set of GUID labels: those written g1, g2, ... (a night imported from production introduces a million) as
-    bits of a bytearray, any other in a set."""
+    """A set of GUID labels: those written gN (a night imported from production introduces a million) as bits of
+    a bytearray, any other in a set."""
 
     def __init__(self) -> None:
         self.bits = bytearray()
         self.others: set[str] = set()
 
-    @staticmethod
-    def _number(label: str) -> int | None:
-        digits = label[1:]
-        return int(digits) if label[:1] == "g" and digits.isdigit() and digits[0] != "0" else None
-
     def add(self, label: str) -> None:
-        n = self._number(label)
+        n = label_number(label)
         if n is None:
             self.others.add(label)
             return
-        if n >> 3 >= len(self.bits):
-            self.bits.extend(bytes((n >> 3) + 1 - len(self.bits) + len(self.bits) // 2))
+        if n >> 3 >= len(self.bits):  # at least doubled: a million labels in a few dozen extensions
+            self.bits.extend(bytes(max((n >> 3) + 1, 2 * len(self.bits)) - len(self.bits)))
         self.bits[n >> 3] |= 1 << (n & 7)
 
     def __contains__(self, label: object) -> bool:
         if not isinstance(label, str):
             return False
-        n = self._number(label)
+        n = label_number(label)
         if n is None:
             return label in self.others
         return n >> 3 < len(self.bits) and bool(self.bits[n >> 3] & 1 << (n & 7))

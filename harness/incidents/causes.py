@@ -110,8 +110,8 @@ class Causes:
     def _cause(self, r: AccountLine, st: GuidState) -> ChannelLine | OpLine:
         run = self.last_reprocess
         if st.last_at is not None and (run is None or st.last_at >= run.at):
-            send = st.last or self._latest_send(r)  # None: handed on, and so too late (an error)
             if r.at - st.last_at > self.late:
+                send = st.last or self._latest_send(r)  # a send handed on to the walk is read again
                 raise BundleError(
                     f"GUID {r.guid} reaches the account system {r.at - st.last_at:.1f} s after its latest "
                     f"send ({send.where}), and no reprocess run came in between: one call far from the "
@@ -120,7 +120,8 @@ class Causes:
                     fix="correct this line's time (a wrong date, zone or unit?); if "
                     "a batch run sent it, add that run to the operations log",
                 )
-            return send
+            assert st.last is not None, f"{r.guid}: its latest send was handed on within {self.late:g} s of it"
+            return st.last
         if run is None:
             raise BundleError(
                 f"GUID {r.guid} reaches the account system before anything sent it",

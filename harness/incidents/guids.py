@@ -42,6 +42,11 @@ SEND, CALL, WORD = range(3)  # the kinds of a census row, in the order a GUID's 
 WINDOW_S = 180.0  # a GUID whose records all come within this long of its first send is let go once it has passed
 
 
+def label_of(number: int) -> str:
+    """The scenario's label of the night's GUID number N: gN."""
+    return f"g{number}"
+
+
 @dataclass(slots=True)
 class GuidState:
     """A GUID the walk is meeting: its label, its latest send (while the window of causes.py holds it), its calls
@@ -55,7 +60,7 @@ class GuidState:
 
     @property
     def label(self) -> str:
-        return f"g{self.number}"
+        return label_of(self.number)
 
 
 @dataclass
@@ -253,9 +258,9 @@ class Night:
             if max(last_send, call_end + offset_s) - first_at > WINDOW_S:
                 self.kept.add(guid)
             if calls > 1 or debits > 1:
-                self.guid_of[f"g{number}"] = guid
-                broke["one-account-call"] += [f"g{number}"] if calls > 1 else []
-                broke["one-debit"] += [f"g{number}"] if debits > 1 else []
+                self.guid_of[label_of(number)] = guid
+                broke["one-account-call"] += [label_of(number)] if calls > 1 else []
+                broke["one-debit"] += [label_of(number)] if debits > 1 else []
         self.broke = {rule: found for rule, found in broke.items() if found}
         self.rules = list(self.broke) + (["balances"] if "one-debit" in self.broke else [])
         self._live: dict[str, GuidState] = {}
@@ -289,4 +294,4 @@ class Night:
     def incident(self) -> Iterator[tuple[str, str, int, str | None]]:
         """(label, production GUID, its calls, the ledger's word on it) of every GUID, in label order."""
         for number, (_, _, guid, calls, _, _, _, word) in enumerate(self.census.rows, 1):
-            yield f"g{number}", guid, calls, word
+            yield label_of(number), guid, calls, word

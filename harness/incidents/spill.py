@@ -8,9 +8,9 @@
     rows = Runs(); rows.add(("party", 3, 120)); rows.close(); for row in rows: ...     # any rows, in their order
 
 Records are added as their plain fields; every RUN of them are sorted by time and written to a temporary file as
-marshal blocks; a pass merges the runs (heapq.merge) and makes each record afresh, so a record one pass changes is not
-the record the next pass reads. A log of fewer than RUN records never touches the disk. The files go when the Log
-does (or at exit).
+marshal blocks, and a closed Log merges its runs into one file (Runs reads its runs through heapq.merge on each
+pass); a pass makes each record afresh, so a record one pass changes is not the record the next pass reads. A log of
+fewer than RUN records never touches the disk. The files go when the Log does (or at exit).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ import yaml
 from relaychaos.atomic import replacing
 from relaychaos.engine import scenario_file
 from relaychaos.engine import steps as S
+from relaychaos.engine.story_checks import label_number
 from relaychaos.incidents.faults import Planned, Unreceived
 from relaychaos.incidents.spill import Runs
 
@@ -67,9 +68,8 @@ class Answers:
         return len(self.rows)
 
     def add(self, label: str, got: tuple[str, ...]) -> None:
-        number = label[1:]
-        key = int(number) if label[:1] == "g" and number.isdigit() and f"g{int(number)}" == label else 1 << 62
-        self.rows.add((key, label, len(self.rows), got))
+        number = label_number(label)
+        self.rows.add((1 << 62 if number is None else number, label, len(self.rows), got))
 
     def items(self) -> Iterator[tuple[str, str | list[str]]]:
         if not self.closed:
