@@ -365,7 +365,7 @@ def test_a_toxic_removed_by_someone_else_is_no_harness_crash(stack, toxiproxy):
     stack.add_toxic("account", "latency", latency=200)
     toxiproxy.remove_toxic(stack.proxies["account"], "latency_downstream")
     stack.remove_toxic("account", "latency_downstream")  # gone already: the audit says so, nothing raises
-    toxiproxy.destroy(stack.proxies["hub-a"])
+    toxiproxy.destroy(stack.proxies["hub-a"].name)
     stack.heal()
     assert "proxy hub-a was deleted" in stack.audit()
 

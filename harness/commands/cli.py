@@ -66,7 +66,14 @@ def preflight(args: argparse.Namespace, out: Path) -> Manifest:
             where=str(loaded.path),
             fix="start that database (or correct the url), or leave `url` out and the harness starts one",
         )
-    toxiproxy_server.acquire(out).close()
+    server = toxiproxy_server.acquire(out)
+    if server.swept:
+        print(
+            f"relaychaos: removed {len(server.swept)} proxies from TOXIPROXY_URL={server.url} that runs killed on this "
+            f"machine left there (listed in {out / 'toxiproxy-swept.log'})",
+            file=sys.stderr,
+        )
+    server.close()
     return loaded
 
 

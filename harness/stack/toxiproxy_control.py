@@ -109,8 +109,9 @@ class Toxiproxy:
         self._call("post", f"/proxies/{proxy.name}", json={"upstream": upstream})
         return ProxyRef(proxy.name, proxy.listen_host, proxy.listen_port, upstream)
 
-    def destroy(self, proxy: ProxyRef) -> None:
-        self._call("delete", f"/proxies/{proxy.name}")
+    def destroy(self, name: str) -> None:
+        """Remove the proxy named `name` (ToxiproxyConflict when there is none)."""
+        self._call("delete", f"/proxies/{name}")
 
     def proxy_names(self) -> list[str]:
         return sorted(self._call("get", "/proxies").json())

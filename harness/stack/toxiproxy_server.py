@@ -2,7 +2,8 @@
 
 RELAYCHAOS_TOXIPROXY chooses the route: `auto` (the default) is this order, the contract of
 `acquire()`:
-1. `TOXIPROXY_URL` if set: used as it is, never started or stopped by the harness;
+1. `TOXIPROXY_URL` if set: used as it is, never started or stopped by the harness; the proxies runs killed on
+   this machine left there are removed first (stack/proxy_owner.py), named in `swept` and in log_dir;
 2. a `toxiproxy-server` binary on PATH or in the project's tools/bin: spawned on a
    free loopback port and stopped by `close()`;
 3. a reachable Docker daemon: RELAYCHAOS_TOXIPROXY_IMAGE (default ghcr.io/shopify/toxiproxy:2.12.0)
@@ -23,7 +24,7 @@ from pathlib import Path
 from relaychaos import options
 from relaychaos.errors import ToxiproxyError
 from relaychaos.ports import lease_port, release_port
-from relaychaos.stack import toxiproxy_docker
+from relaychaos.stack import proxy_owner, toxiproxy_docker
 from relaychaos.stack.processes import Child, spawn, wait_http_ok
 from relaychaos.stack.toxiproxy_control import Toxiproxy
 
@@ -70,6 +71,7 @@ class ToxiproxyServer:
     source: str  # 'TOXIPROXY_URL', a binary path, or 'docker container ID of IMAGE'
     _stop: Callable[[], None] = field(default=lambda: None, repr=False)
     child: Child | None = None  # the process, when the harness spawned the binary
+    swept: list[str] = field(default_factory=list)  # dead runs' proxies removed from a TOXIPROXY_URL server
 
     @property
     def url(self) -> str:
@@ -147,7 +149,11 @@ def acquire(log_dir: Path) -> ToxiproxyServer:
                 f"TOXIPROXY_URL={url} does not answer: {e.what}",
                 fix="start the server there, or unset TOXIPROXY_URL so that the harness starts its own",
             ) from None
-        return ToxiproxyServer(control, "TOXIPROXY_URL")
+        swept = proxy_owner.sweep(control)
+        if swept:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            (log_dir / "toxiproxy-swept.log").write_text("".join(f"{name}\n" for name in swept))
+        return ToxiproxyServer(control, "TOXIPROXY_URL", swept=swept)
     binary = find_binary()
     if binary:
         return _spawn_binary(binary, log_dir)

@@ -14,9 +14,6 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import itertools
-import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -34,6 +31,7 @@ from relaychaos.stack.container_supervisor import ContainerSupervisor
 from relaychaos.stack.ledger_tables import LedgerColumns
 from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.postgres import Postgres
+from relaychaos.stack.proxy_owner import prefix
 from relaychaos.stack.speech import speech_for
 from relaychaos.stack.supervisor import RelayProcess, Supervisor
 from relaychaos.stack.toxiproxy_control import ProxyRef, Toxiproxy
@@ -41,7 +39,6 @@ from relaychaos.stack.toxiproxy_reach import LOCAL, Reach, can_run
 from relaychaos.tolerances import CURRENT as TOLERANCES
 from relaychaos.tolerances import DEFAULT_ACCOUNT_TIMEOUT_MS
 
-_stack_ids = itertools.count(1)
 LEDGER_KEPT_MIB = 64  # the final ledger a stack keeps for the run's record, at most
 DEFAULT_RETRY_POLICY = RetryPolicy()  # frozen, so one shared default is safe: send once
 
@@ -75,7 +72,7 @@ class Stack:
         self.reach = can_run(manifest, reach)
         self.workdir = workdir
         self.account_timeout_ms = account_timeout_ms
-        self.prefix = f"rc{os.getpid()}-{next(_stack_ids)}-{re.sub(r'[^A-Za-z0-9_-]', '_', name)[:40]}"
+        self.prefix = prefix(name)  # whose the proxies are (stack/proxy_owner.py)
         self.proxies: dict[str, ProxyRef] = {}
         self._touched: set[str] = set()  # proxies given a toxic or disabled since the last heal
         self.expected: dict[str, dict] = {}  # each proxy as the harness set it: enabled, upstream, toxics
@@ -191,7 +188,7 @@ class Stack:
                         self.network.forbid(self.proxies[key].listen_port)
             for proxy in self.proxies.values():
                 with contextlib.suppress(Exception):  # the server may be gone already; nothing else to undo
-                    self.toxiproxy.destroy(proxy)
+                    self.toxiproxy.destroy(proxy.name)
                 if not self.reach.remote:  # a port of this machine's, leased while the proxy lived
                     release_port(proxy.listen_port)
             self.proxies.clear()
