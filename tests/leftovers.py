@@ -62,6 +62,8 @@ def slot_leftovers(slot: int) -> list[str]:
         left.append(f"veth rc{slot}-h")
     if subprocess.run(["nft", "list", "table", "inet", f"relaychaos-s{slot}"], capture_output=True).returncode == 0:
         left.append(f"nftables table relaychaos-s{slot}")
+    if subprocess.run(["nft", "list", "table", "inet", f"relaychaos-s{slot}-uid"], capture_output=True).returncode == 0:
+        left.append(f"nftables table relaychaos-s{slot}-uid")
     left += [f"cgroup {path}" for path in SlotCgroups.named(f"relaychaos-s{slot}").groups.values() if path.exists()]
     home = Path(f"/run/relaychaos/slot-{slot}")
     if home.exists():

@@ -223,6 +223,17 @@ def test_strict_refuses_to_run_when_any_layer_is_missing_naming_it_and_how_to_ge
     levels.check("auto", {"network": "nft not installed"})  # auto runs, and says it
 
 
+def test_strict_refusing_a_layer_the_run_s_own_set_up_rules_out_says_to_change_the_set_up_not_the_machine():
+    elsewhere = {"network": "Toxiproxy is on another host (10.215.3.2)"}
+    with pytest.raises(SandboxError) as e:
+        levels.check("strict", elsewhere, without=elsewhere)
+    assert "missing: network (Toxiproxy is on another host" in str(e.value) and "unset TOXIPROXY_URL" in e.value.fix
+    assert "as root" not in e.value.fix
+    with pytest.raises(SandboxError) as e:  # the machine lacks a layer too: the machine's fix
+        levels.check("strict", {**elsewhere, "landlock": "Linux 5.4"}, without=elsewhere)
+    assert "as root on Linux 6.12+" in e.value.fix
+
+
 @pytest.mark.process
 def test_strict_refusal_from_the_command_line_is_one_message_and_exit_2(tmp_path):
     code = (

@@ -64,6 +64,9 @@ class Services:
             without = toxiproxy_reach.sandbox_without(self.reach)  # the network layer, for a server on another host
             self._sandbox = Sandbox.create(self.run.sandbox, self.run.limits, self.log_budget, without)
             self._closers.append(self._sandbox.close)
+            gate = toxiproxy_reach.guard(self._sandbox, self.reach)  # the network layer's stand-in, if any
+            if gate is not None:
+                self._closers.append(gate.destroy)
         return self._sandbox
 
     @property

@@ -134,18 +134,25 @@ def level(mode: str, limits: Limits, lacks: dict[str, str], abi: int, user: dict
     return {"mode": mode, "enforced": True, "layers": layers, "missing": dict(lacks)}
 
 
-def check(mode: str, lacks: dict[str, str]) -> None:
-    """SandboxError when `strict` cannot be had (naming each missing layer and how to get it)."""
+def check(mode: str, lacks: dict[str, str], without: dict[str, str] | None = None) -> None:
+    """SandboxError when `strict` cannot be had (naming each missing layer and how to get it). `without`: the layers
+    the run's own set-up rules out (lacking's), whose fix is to change that set-up, not the machine."""
     if mode not in MODES:
         raise SandboxError(f"--sandbox {mode!r} is not a mode", fix=f"use one of {', '.join(MODES)}")
     if mode == "strict" and lacks:
+        machine = [layer for layer in lacks if layer not in (without or {})]
         raise SandboxError(
             "--sandbox strict refuses to run a relay without every layer of the sandbox; missing: "
             + "; ".join(f"{layer} ({why})" for layer, why in lacks.items()),
-            fix="run the harness as root on Linux 6.12+ with Landlock, the v1 memory, pids and cpu "
-            "cgroup controllers, iproute2 and nftables (scripts/bootstrap.sh installs the "
-            "tools), or use --sandbox auto to run with what the machine offers (said in the "
-            "report)",
+            fix=(
+                "run the harness as root on Linux 6.12+ with Landlock, the v1 memory, pids and cpu "
+                "cgroup controllers, iproute2 and nftables (scripts/bootstrap.sh installs the "
+                "tools), or use --sandbox auto to run with what the machine offers (said in the "
+                "report)"
+            )
+            if machine
+            else f"change what rules out {', '.join(lacks)} (for a Toxiproxy on another host: unset TOXIPROXY_URL, "
+            "so that Toxiproxy runs on this machine), or use --sandbox auto to run without it (said in the report)",
         )
 
 
@@ -161,7 +168,7 @@ def lacking(mode: str, without: dict[str, str] | None = None) -> tuple[dict[str,
 def probe(mode: str, limits: str | None = None, without: dict[str, str] | None = None) -> dict:
     """The level a sandbox of this mode would enforce here, without claiming a slot (for results.json)."""
     lacks, abi = lacking(mode, without)
-    check(mode, lacks)
+    check(mode, lacks, without)
     return level(mode, Limits().with_overrides(limits), lacks, abi)
 
 

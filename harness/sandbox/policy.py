@@ -24,7 +24,7 @@ from pathlib import Path
 
 from relaychaos import paths
 from relaychaos.ports import port_range
-from relaychaos.sandbox import cgroups, environment, kernel, levels, slots
+from relaychaos.sandbox import cgroups, environment, kernel, levels, slots, uid_filter
 from relaychaos.sandbox.cgroups import SlotCgroups
 from relaychaos.sandbox.folders import RelayFolders, WorkingCopy
 from relaychaos.sandbox.levels import Limits
@@ -56,6 +56,7 @@ class Sandbox:
         self.network: SlotNetwork | None = None
         self.cgroups: SlotCgroups | None = None
         self.services: SlotCgroups | None = None  # the slot's account system and Toxiproxy (cgroups.SERVICES_MIB)
+        self.uid_filter: uid_filter.UidFilter | None = None  # toxiproxy_reach.guard: Toxiproxy elsewhere
         self.log_budget = log_budget
         self._users = 0  # supervisors running relays in this sandbox now
         self._pristines: dict[Path, Path] = {}  # a relay's folder -> its copy in the slot, under the overlays
@@ -67,7 +68,7 @@ class Sandbox:
         """Probe the machine and claim a slot with every layer it offers but `without`'s (layer: why); SandboxError when
         `strict` cannot be had. `log_budget`: the file counting the submission's log bytes (default: the slot's)."""
         lacks, abi = levels.lacking(mode, without)
-        levels.check(mode, lacks)
+        levels.check(mode, lacks, without)
         if mode == "off":
             return cls(mode, limits, None, {}, 0, None)
         slot = slots.claim(separate="uid" not in lacks, quota_mib=limits.disk_mib if "disk" not in lacks else 0)
@@ -354,6 +355,7 @@ def clear_slot(n: int) -> bool:
         group.kill()
         group.remove()
     network.destroy()
+    uid_filter.remove(n)  # the slot's uid rules beside a Toxiproxy on another host, if any
     slots.clear_home(home)
     return True
 

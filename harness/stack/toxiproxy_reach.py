@@ -2,11 +2,13 @@
 
     reach = toxiproxy_reach.reach()     # LOCAL, unless TOXIPROXY_URL names another host
     can_run(manifest, reach)            # RelayError for a relay that a server on another host cannot serve
+    guard(sandbox, reach)               # the relay's uid held to the proxies there (a UidFilter to destroy, or None)
 
 A server on another host (TOXIPROXY_URL=http://HOST:PORT, the `auto` route) makes each proxy listen on every address
 of HOST, on a port it picks, and the harness and the relays connect to HOST; its proxies forward to this machine's
 account system and relays at RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST, where those then listen. The relay then runs
-without a network of its own (the sandbox's network layer), since that host must reach it.
+without a network of its own (the sandbox's network layer), since that host must reach it; nftables rules for its
+uid stand in where the sandbox has one (relaychaos.sandbox.uid_filter).
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from urllib.parse import urlsplit
 
 from relaychaos import options
 from relaychaos.errors import RelayError, ToxiproxyError
+from relaychaos.ports import port_range
+from relaychaos.sandbox import netns
+from relaychaos.sandbox.policy import Sandbox
+from relaychaos.sandbox.uid_filter import UidFilter, addresses
 from relaychaos.stack.manifest import Manifest
 from relaychaos.stack.toxiproxy_server import route
 
@@ -93,8 +99,11 @@ def reach() -> Reach:
 
 def sandbox_without(reach: Reach) -> dict[str, str]:
     """The sandbox layers a run cannot have with this reach, and why: a relay on a network of its own is out of
-    reach of a Toxiproxy on another host."""
-    return {"network": f"Toxiproxy is on another host ({reach.proxy_host})"} if reach.remote else {}
+    reach of a Toxiproxy on another host (as root with nftables, `guard` holds its uid instead: said too)."""
+    if not reach.remote:
+        return {}
+    held = "; nftables hold its uid to the account proxies there" if netns.missing() is None else ""
+    return {"network": f"Toxiproxy is on another host ({reach.proxy_host}){held}"}
 
 
 def can_run(manifest: Manifest, reach: Reach) -> Reach:
@@ -117,3 +126,20 @@ def can_run(manifest: Manifest, reach: Reach) -> Reach:
             fix="unset TOXIPROXY_URL so that the harness runs Toxiproxy on this machine (a binary, or Docker)",
         )
     return reach
+
+
+def guard(sandbox: Sandbox, reach: Reach) -> UidFilter | None:
+    """Beside a Toxiproxy on another host, where the sandbox has a uid of its own and nftables: the rules that hold
+    that uid to the account proxies there and the harness's ports here to that host (relaychaos.sandbox.uid_filter).
+    The caller destroys them when it is done with the sandbox."""
+    if not reach.remote or not sandbox.separate_uid or sandbox.slot is None or netns.missing() is not None:
+        return None
+    slot = sandbox.slot
+    sandbox.uid_filter = UidFilter.create(
+        slot.number,
+        uid=slot.uid,
+        toxiproxy=addresses(reach.proxy_host),
+        upstream=reach.upstream_host,
+        ports=port_range(),
+    )
+    return sandbox.uid_filter

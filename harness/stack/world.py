@@ -89,10 +89,12 @@ class Stack:
         relay_ledger_url = self._postgres_ledger(postgres) if manifest.profile.ledger.kind == "postgresql" else None
         self.reset_account(accounts)
         self._new_proxy("account", f"{reach.upstream_host}:{account.port}", listen_host=self.listen_host)
-        if self.network is not None:  # the relay's network lets it reach these proxies, and no other port
+        # the relay's network (or, beside a Toxiproxy on another host, its uid's rules) lets it reach these proxies
+        self.gates = [gate for gate in (self.network, self.sandbox.uid_filter) if gate is not None]
+        for gate in self.gates:
             for key in ("account", "ledger"):
                 if key in self.proxies:
-                    self.network.allow(self.proxies[key].listen_port)
+                    gate.allow(self.proxies[key].listen_port)
         self.supervisor = self._supervisor(relay_ledger_url)
 
     def _supervisor(self, relay_ledger_url: str | None) -> Supervisor | ContainerSupervisor:
@@ -182,10 +184,10 @@ class Stack:
             if self._postgres is not None and self.ledger_url is not None:  # what the relay's role left running
                 self._postgres.end_sessions(self.ledger_url)
         finally:
-            if self.network is not None:
+            for gate in self.gates:
                 for key in ("account", "ledger"):
                     if key in self.proxies:
-                        self.network.forbid(self.proxies[key].listen_port)
+                        gate.forbid(self.proxies[key].listen_port)
             for proxy in self.proxies.values():
                 with contextlib.suppress(Exception):  # the server may be gone already; nothing else to undo
                     self.toxiproxy.destroy(proxy.name)
