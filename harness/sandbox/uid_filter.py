@@ -14,8 +14,8 @@ in the machine's own namespace, for the slot's uid and for the services that hos
 So a relay reaches the account system only through its proxy, and no third host reaches the relay or the account
 system around Toxiproxy. What a namespace of its own adds and this does not: the machine's interfaces, addresses and
 listening ports stay in view, and its abstract Unix sockets are held by Landlock's scoping alone (the network layer
-stays "not enforced"). The table is
-`inet relaychaos-sN-uid`, made afresh on create (a killed run's is replaced) and removed with the slot.
+stays "not enforced"). The table is `inet relaychaos-sN-uid`, made afresh on create (a killed run's is replaced) and
+removed with the slot.
 """
 
 from __future__ import annotations

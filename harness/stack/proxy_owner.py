@@ -76,8 +76,20 @@ def owner_of(name: str) -> Owner | None:
 
 
 def dead(owner: Owner) -> bool:
-    """Whether `owner` is a process of this machine's space that is no longer running."""
-    return owner.space == space() and started(owner.pid) != owner.start
+    """Whether `owner` is a process of this machine's space that is no longer running. A process whose /proc entry
+    this one may not read (another user's, under `hidepid`) but that signal 0 finds is taken as alive."""
+    if owner.space != space():
+        return False
+    start = started(owner.pid)
+    if start is not None:
+        return start != owner.start
+    try:
+        os.kill(owner.pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # there, and not ours to look at
+        return False
+    return False
 
 
 def sweep(control: Toxiproxy) -> list[str]:
