@@ -1,6 +1,7 @@
 """Toxiproxy is the real server, found in the documented order, and every refusal is explained."""
 
 import dataclasses
+import os
 import subprocess
 import sys
 
@@ -109,3 +110,23 @@ def test_toxiproxy_url_loses_the_proxies_of_a_run_killed_on_this_machine_and_kee
     finally:
         for name in kept:
             toxiproxy.destroy(name)
+
+
+@pytest.mark.process
+@pytest.mark.skipif(os.geteuid() != 0, reason="a time namespace of its own needs root")
+def test_a_live_run_in_another_time_namespace_keeps_its_proxies(monkeypatch, toxiproxy, tmp_path):
+    """/proc gives a process's start time shifted by the reader's boot-time offset: a live run whose namespace has
+    another offset would read as a pid used again, so the time namespace is part of the tag's space."""
+    live = subprocess.Popen(
+        ["unshare", "--time", "--boottime", "100000", "--fork", sys.executable, "-c", OWNER, toxiproxy.url],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        name = live.stdout.readline().strip()
+        monkeypatch.setenv("TOXIPROXY_URL", toxiproxy.url)
+        assert toxiproxy_server.acquire(tmp_path).swept == [] and name in toxiproxy.proxy_names()
+    finally:
+        live.kill()
+        live.wait()
+        toxiproxy.destroy(name)

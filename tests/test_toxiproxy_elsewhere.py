@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from relaychaos.errors import SandboxError
 from relaychaos.ports import lease_port, port_range
 from relaychaos.sandbox import netns
 from relaychaos.sandbox.uid_filter import UidFilter
@@ -35,6 +36,7 @@ class OtherHost:
     here: str  # this machine's address as the other host reaches it
     there: str  # the other host's address, where the server listens
     third: str  # another address of that network, where no Toxiproxy is: what a relay must not reach
+    also: str  # another address of this machine on that network, where nothing of the harness listens
     netns: str
     log: Path  # the server's
 
@@ -42,7 +44,7 @@ class OtherHost:
 @pytest.fixture
 def other_host(tmp_path):
     n = os.getpid() % 250
-    name, here, there, third = f"rcx{n}", f"10.215.{n}.1", f"10.215.{n}.2", f"10.215.{n}.3"
+    name, here, there, third, also = f"rcx{n}", f"10.215.{n}.1", f"10.215.{n}.2", f"10.215.{n}.3", f"10.215.{n}.4"
     log = tmp_path / "toxiproxy.log"
 
     def ip(*args):
@@ -52,7 +54,8 @@ def other_host(tmp_path):
     server = None
     try:
         ip("link", "add", f"{name}h", "type", "veth", "peer", "name", f"{name}o", "netns", name)
-        ip("addr", "add", f"{here}/29", "dev", f"{name}h")
+        for address in (here, also):
+            ip("addr", "add", f"{address}/29", "dev", f"{name}h")
         ip("link", "set", f"{name}h", "up")
         for address in (there, third):
             ip("-n", name, "addr", "add", f"{address}/29", "dev", f"{name}o")
@@ -74,7 +77,7 @@ def other_host(tmp_path):
                 break
             except OSError:
                 time.sleep(0.05)
-        yield OtherHost(url, here, there, third, name, log)
+        yield OtherHost(url, here, there, third, also, name, log)
     finally:
         if server is not None:
             server.kill()
@@ -165,9 +168,9 @@ def test_a_relay_whose_ledger_is_in_the_run_s_postgresql_is_refused_before_any_s
 # What a process says of one connection it tries: connected, or refused with the error
 CONNECT = """
 import socket, sys
-host, port, source = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+host, port, source, wait = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 s = socket.socket()
-s.settimeout(3)
+s.settimeout(wait)
 try:
     if source:
         s.bind((source, 0))
@@ -187,14 +190,19 @@ print("ready", flush=True)
 while True:
     s.accept()[0].close()
 """
+# A listener on one address and port: it accepts whatever comes
+LISTEN_ONE = LISTEN_ALL.replace("9999", "int(sys.argv[2])")
 UID = 64999  # no user of this machine: the slot's uid stand-in
 
 
-def connect(host, port, *, uid=None, netns=None, source=""):
-    prefix = (["ip", "netns", "exec", netns] if netns else []) + (
+def as_user(uid=None, netns=None):
+    return (["ip", "netns", "exec", netns] if netns else []) + (
         ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] if uid is not None else []
     )
-    argv = [*prefix, sys.executable, "-c", CONNECT, host, str(port), source]
+
+
+def connect(host, port, *, uid=None, netns=None, source="", wait=3.0):
+    argv = [*as_user(uid, netns), sys.executable, "-c", CONNECT, host, str(port), source, str(wait)]
     return subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout.strip() or "no answer"
 
 
@@ -241,6 +249,18 @@ def test_beside_a_toxiproxy_elsewhere_the_relay_uid_reaches_its_proxies_there_al
             assert connect(o.here, port) == "connected", "from this machine"
             assert connect("127.0.0.1", local.getsockname()[1]) == "connected"
             assert connect("127.0.0.1", local.getsockname()[1], uid=UID).startswith("refused"), "its uid, on loopback"
+        # a listener of the uid on another address of this machine: a third host gets no answer through it
+        port = lease_port()
+        listener = subprocess.Popen(
+            [*as_user(UID), sys.executable, "-c", LISTEN_ONE, o.also, str(port)], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert listener.stdout.readline().strip() == "ready"
+            assert connect(o.also, port) == "connected", "this machine reaches it"
+            assert connect(o.also, port, netns=o.netns, source=o.third, wait=1).startswith("refused"), "a third host"
+        finally:
+            listener.kill()
+            listener.wait()
     finally:
         gate.destroy()
     assert subprocess.run(["nft", "list", "table", "inet", gate.name], capture_output=True).returncode != 0
@@ -315,3 +335,20 @@ def test_beside_a_toxiproxy_elsewhere_a_relay_cannot_send_its_ledger_to_another_
     said = [line for log in (tmp_path / "run").rglob("*.log") for line in log.read_text(errors="replace").splitlines()]
     probes = [line for line in said if "PROBE " in line]
     assert probes and all(" refused " in line for line in probes), probes or said[-40:]
+
+
+@pytest.mark.parametrize(
+    "toxiproxy, upstream",
+    [(("10.215.9.2",), "10.215.9.1"), (("10.215.9.2", "fd00:215::2"), "10.215.9.1"), (("fd00:215::2",), "fd00:215::1")],
+)
+def test_the_uid_rules_are_nftables_rules_for_a_toxiproxy_host_of_either_family_or_both(toxiproxy, upstream):
+    rules = UidFilter(999, UID, toxiproxy, upstream, port_range()).rules()
+    checked = subprocess.run(["nft", "-c", "-f", "-"], input=rules, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr + rules
+
+
+def test_a_toxiproxy_host_of_another_family_than_the_upstream_address_is_said_with_the_fix():
+    with pytest.raises(SandboxError) as e:
+        UidFilter.create(999, uid=UID, toxiproxy=("fd00:215::2",), upstream="10.215.9.1", ports=port_range())
+    assert "not of the family of RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST=10.215.9.1" in str(e.value)
+    assert "both IPv4, or both IPv6" in e.value.fix

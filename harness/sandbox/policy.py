@@ -83,6 +83,7 @@ class Sandbox:
     def _isolate(self) -> None:
         """Make the slot's network and cgroups where the machine offers them (levels.offered): one that cannot be
         made after all is a SandboxError, so that the level on record is the level enforced."""
+        uid_filter.remove(self._own.number)  # a killed run's rules for this slot's uid (Toxiproxy elsewhere), if any
         if "network" not in self.lacks:
             self.network = SlotNetwork.create(self._own.number, port_range())
         if "cgroups" not in self.lacks:

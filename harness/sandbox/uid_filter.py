@@ -7,7 +7,9 @@ in the machine's own namespace, for the slot's uid and for the services that hos
 
 - Out: a process of the slot's uid may open TCP connections only to the Toxiproxy host, on the ports of the slot's
   account proxies there (MAX_CONNECTIONS at a time); any other connection of that uid, to any address of any host
-  (this machine's loopback included) or over UDP, is refused. Packets of connections made to it (RELAY_PORT) pass.
+  (this machine's loopback included) or over UDP, is refused. Of the connections made to it, only the packets to
+  the Toxiproxy host and to this machine's own addresses leave: a third host that reaches a listener of the relay
+  on any address of this machine gets no answer.
 - In: the harness's ports (`ports`, the range every RELAY_PORT and the account system's port are leased from) on
   the upstream address answer the Toxiproxy host and this machine alone; any other host is refused.
 
@@ -68,44 +70,49 @@ class UidFilter:
     ) -> UidFilter:
         """The slot's rules, made afresh; SandboxError when nftables refuses them."""
         made = cls(number, uid, toxiproxy, upstream, ports)
+        if not any(_family(a) == _family(upstream) for a in toxiproxy):
+            raise SandboxError(
+                f"the Toxiproxy host's addresses ({', '.join(toxiproxy)}) are not of the family of "
+                f"RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST={upstream}: that host could not reach this machine there",
+                fix="give RELAYCHAOS_TOXIPROXY_UPSTREAM_HOST and TOXIPROXY_URL's host in one family (both IPv4, or "
+                "both IPv6)",
+            )
         made.destroy()
         try:
             _nft(["-f", "-"], made.rules())
         except (OSError, subprocess.CalledProcessError) as e:
             said = getattr(e, "stderr", "") or str(e)
             raise SandboxError(
-                f"could not add the nftables table {made.name} for the relay's uid: {said.strip()}",
-                fix="run as root with nftables (scripts/bootstrap.sh installs it), or run Toxiproxy on this machine "
-                "(unset TOXIPROXY_URL), where the relay gets a network of its own",
+                f"nftables refused the table {made.name} that holds the relay's uid: {said.strip()}",
+                fix="run Toxiproxy on this machine (unset TOXIPROXY_URL), where the relay gets a network of its own; "
+                "the rules nftables refused are relaychaos.sandbox.uid_filter's, a bug to report with this message",
             ) from None
         return made
 
     def rules(self) -> str:
-        v4 = [a for a in self.toxiproxy if ipaddress.ip_address(a).version == 4]
-        v6 = [a for a in self.toxiproxy if ipaddress.ip_address(a).version == 6]
         low, high = self.ports
-        family = "ip" if ipaddress.ip_address(self.upstream).version == 4 else "ip6"
-        to = [f"ip daddr {{ {', '.join(v4)} }}"] * bool(v4) + [f"ip6 daddr {{ {', '.join(v6)} }}"] * bool(v6)
-        froms = [f"ip saddr {{ {', '.join(v4)} }}"] * bool(v4) + [f"ip6 saddr {{ {', '.join(v6)} }}"] * bool(v6)
+        family = _family(self.upstream)
+        same = [a for a in self.toxiproxy if _family(a) == family]
         u = f"meta skuid {self.uid}"
+        to = [f"{f} daddr {{ {', '.join(a for a in self.toxiproxy if _family(a) == f)} }}" for f in _families(self)]
         out = "\n".join(
+            f"    {u} ct state established,related {d} accept\n"
             f"    {u} ct state new {d} tcp dport @proxies ct count over {MAX_CONNECTIONS} reject with tcp reset\n"
-            f"    {u} {d} tcp dport @proxies accept"
+            f"    {u} ct state new {d} tcp dport @proxies accept"
             for d in to
         )
-        admit = "\n".join(f"    {family} daddr {self.upstream} tcp dport {low}-{high} {s} accept" for s in froms)
         return f"""table inet {self.name} {{
   set proxies {{ type inet_service; }}
   chain output {{
     type filter hook output priority filter; policy accept;
-    {u} ct state established,related accept
 {out}
+    {u} ct state established,related fib daddr type local accept
     {u} meta l4proto tcp reject with tcp reset
     {u} drop
   }}
   chain input {{
     type filter hook input priority filter; policy accept;
-{admit}
+    {family} daddr {self.upstream} tcp dport {low}-{high} {family} saddr {{ {", ".join(same)} }} accept
     {family} daddr {self.upstream} tcp dport {low}-{high} fib saddr type local accept
     {family} daddr {self.upstream} tcp dport {low}-{high} ct state established,related accept
     {family} daddr {self.upstream} tcp dport {low}-{high} reject with tcp reset
@@ -131,6 +138,15 @@ class UidFilter:
 def remove(number: int) -> None:
     """Remove slot `number`'s table (nothing if it is not there)."""
     subprocess.run(["nft", "delete", "table", "inet", table(number)], capture_output=True, timeout=TIMEOUT_S)
+
+
+def _family(address: str) -> str:
+    """nftables' name of an address's family: ip or ip6."""
+    return "ip" if ipaddress.ip_address(address).version == 4 else "ip6"
+
+
+def _families(gate: UidFilter) -> list[str]:
+    return sorted({_family(a) for a in gate.toxiproxy})
 
 
 def _nft(args: list[str], stdin: str | None = None) -> None:

@@ -4,11 +4,11 @@ proxies a killed run left on a server it shares (TOXIPROXY_URL) and never a live
     proxy_owner.prefix("happy-path")   # 'rc-3f09a1c2-41377-8812345-1-happy-path' (tag, stack number, name)
     proxy_owner.sweep(control)         # the names of dead runs' proxies, removed from that server
 
-A pid names a process within one pid namespace of one boot only, so a tag holds a hash of both (the boot id and the
-pid namespace's inode: `space`), the pid, and the process's start time in clock ticks since boot (a pid used again
-by another process is told apart). A proxy is a dead run's when its space is this process's and no process with its
-pid and start time is alive. A proxy of another machine or container (another space), or one whose name has no tag,
-is never touched.
+A pid names a process within one pid namespace of one boot only, and its start time as /proc gives it depends on the
+reader's time namespace, so a tag holds a hash of all three (the boot id and the namespaces' inodes: `space`), the
+pid, and the process's start time in clock ticks since boot (a pid used again by another process is told apart). A
+proxy is a dead run's when its space is this process's and no process with its pid and start time is alive. A proxy
+of another machine or container (another space), or one whose name has no tag, is never touched.
 """
 
 from __future__ import annotations
@@ -44,9 +44,11 @@ class Owner:
 
 @functools.cache
 def space() -> str:
-    """This process's boot and pid namespace, as 8 hex digits."""
+    """This process's boot, pid namespace and time namespace (a start time read in /proc is shifted by the reader's
+    boot-time offset), as 8 hex digits."""
     boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    return hashlib.sha256(f"{boot}:{os.stat('/proc/self/ns/pid').st_ino}".encode()).hexdigest()[:8]
+    spaces = [os.stat(f"/proc/self/ns/{ns}").st_ino for ns in ("pid", "time") if os.path.exists(f"/proc/self/ns/{ns}")]
+    return hashlib.sha256(f"{boot}:{spaces}".encode()).hexdigest()[:8]
 
 
 def started(pid: int) -> int | None:
