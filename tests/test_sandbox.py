@@ -10,6 +10,7 @@ network and cgroups) is in test_sandbox_isolation.py.
 import errno
 import json
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -232,6 +233,17 @@ def test_strict_refusing_a_layer_the_run_s_own_set_up_rules_out_says_to_change_t
     with pytest.raises(SandboxError) as e:  # the machine lacks a layer too: the machine's fix
         levels.check("strict", {**elsewhere, "landlock": "Linux 5.4"}, without=elsewhere)
     assert "as root on Linux 6.12+" in e.value.fix
+
+
+@pytest.mark.process
+def test_a_machine_without_nftables_gets_a_sandbox_without_the_network_layer_saying_why(monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # nft lives in /usr/sbin: as a user's PATH often leaves it out
+    assert shutil.which("nft") is None
+    sandbox = Sandbox.create("auto")
+    try:
+        assert "nft not installed" in sandbox.missing["network"] and sandbox.network is None
+    finally:
+        sandbox.close()
 
 
 @pytest.mark.process

@@ -84,7 +84,7 @@ class ContainerNetwork(SlotNetwork):
         return net
 
     def _make_namespace(self) -> None:
-        netns._run(["ip", "netns", "attach", self.name, str(self.holder_pid)])
+        netns.run(["ip", "netns", "attach", self.name, str(self.holder_pid)])
 
     def _relay_rules(self) -> str:
         low, high = self.service_ports

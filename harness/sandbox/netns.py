@@ -23,6 +23,7 @@ Made with `ip` and `nft` (iproute2, nftables), as root; `missing()` says why it 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -89,20 +90,20 @@ class SlotNetwork:
         return net
 
     def _make_namespace(self) -> None:
-        _run(["ip", "netns", "add", self.name])
+        run(["ip", "netns", "add", self.name])
 
     def _build(self) -> None:
         ip = ["ip", "-n", self.name]
         self._make_namespace()
-        _run(["ip", "link", "add", self.host_link, "type", "veth", "peer", "name", self.relay_link, "netns", self.name])
+        run(["ip", "link", "add", self.host_link, "type", "veth", "peer", "name", self.relay_link, "netns", self.name])
         _sysctl(f"net/ipv6/conf/{self.host_link}/disable_ipv6", "1")
-        _run(["ip", "addr", "add", f"{self.host_address}/30", "dev", self.host_link])
-        _run(["ip", "link", "set", self.host_link, "up"])
-        _run(ip + ["addr", "add", f"{self.relay_address}/30", "dev", self.relay_link])
-        _run(ip + ["link", "set", self.relay_link, "up"])
-        _run(ip + ["link", "set", "lo", "up"])
-        _run(["nft", "-f", "-"], stdin=self._host_rules())
-        _run(
+        run(["ip", "addr", "add", f"{self.host_address}/30", "dev", self.host_link])
+        run(["ip", "link", "set", self.host_link, "up"])
+        run(ip + ["addr", "add", f"{self.relay_address}/30", "dev", self.relay_link])
+        run(ip + ["link", "set", self.relay_link, "up"])
+        run(ip + ["link", "set", "lo", "up"])
+        run(["nft", "-f", "-"], stdin=self._host_rules())
+        run(
             [
                 "ip",
                 "netns",
@@ -141,10 +142,10 @@ table inet {self.name} {{
 
     def allow(self, port: int) -> None:
         """Let the relay reach the harness's end on `port` (an account proxy of the slot's, while it exists)."""
-        _run(["nft", "add", "element", "inet", self.name, "proxies", f"{{ {port} }}"])
+        allow_port(self.name, port)
 
     def forbid(self, port: int) -> None:
-        subprocess.run(["nft", "delete", "element", "inet", self.name, "proxies", f"{{ {port} }}"], capture_output=True)
+        forbid_port(self.name, port)
 
     def _relay_rules(self) -> str:
         low, high = self.ports
@@ -172,9 +173,9 @@ table inet {self.name} {{
 
     def destroy(self) -> None:
         """Remove the namespace, its veth pair and the machine's rules for it (nothing if none is there)."""
-        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
-        subprocess.run(["ip", "link", "del", self.host_link], capture_output=True)
-        subprocess.run(["nft", "delete", "table", "inet", self.name], capture_output=True)
+        undo(["ip", "netns", "del", self.name])
+        undo(["ip", "link", "del", self.host_link])
+        undo(["nft", "delete", "table", "inet", self.name])
 
 
 _switch = threading.Lock()
@@ -205,8 +206,25 @@ def missing() -> str | None:
     return None
 
 
-def _run(argv: list[str], stdin: str | None = None) -> None:
+def run(argv: list[str], stdin: str | None = None) -> None:
+    """Run `ip` or `nft`; CalledProcessError (its stderr said) when it fails."""
     subprocess.run(argv, input=stdin, capture_output=True, text=True, check=True, timeout=30)
+
+
+def undo(argv: list[str]) -> None:
+    """Run a removal whose failure means there was nothing to remove: the object is not there, or the tool is not
+    installed (so none of its objects can be)."""
+    with contextlib.suppress(FileNotFoundError):
+        subprocess.run(argv, capture_output=True, timeout=30)
+
+
+def allow_port(table: str, port: int) -> None:
+    """Add `port` to the set `proxies` of nftables table `table` (family inet): the ports a slot's relay may reach."""
+    run(["nft", "add", "element", "inet", table, "proxies", f"{{ {port} }}"])
+
+
+def forbid_port(table: str, port: int) -> None:
+    undo(["nft", "delete", "element", "inet", table, "proxies", f"{{ {port} }}"])
 
 
 def _sysctl(key: str, value: str) -> None:

@@ -28,9 +28,7 @@ import subprocess
 from dataclasses import dataclass
 
 from relaychaos.errors import SandboxError
-from relaychaos.sandbox.netns import MAX_CONNECTIONS
-
-TIMEOUT_S = 30
+from relaychaos.sandbox.netns import MAX_CONNECTIONS, allow_port, forbid_port, run, undo
 
 
 def table(number: int) -> str:
@@ -79,7 +77,7 @@ class UidFilter:
             )
         made.destroy()
         try:
-            _nft(["-f", "-"], made.rules())
+            run(["nft", "-f", "-"], made.rules())
         except (OSError, subprocess.CalledProcessError) as e:
             said = getattr(e, "stderr", "") or str(e)
             raise SandboxError(
@@ -92,15 +90,17 @@ class UidFilter:
     def rules(self) -> str:
         low, high = self.ports
         family = _family(self.upstream)
-        same = [a for a in self.toxiproxy if _family(a) == family]
+        by_family = {f: [a for a in self.toxiproxy if _family(a) == f] for f in ("ip", "ip6")}
         u = f"meta skuid {self.uid}"
-        to = [f"{f} daddr {{ {', '.join(a for a in self.toxiproxy if _family(a) == f)} }}" for f in _families(self)]
         out = "\n".join(
-            f"    {u} ct state established,related {d} accept\n"
-            f"    {u} ct state new {d} tcp dport @proxies ct count over {MAX_CONNECTIONS} reject with tcp reset\n"
-            f"    {u} ct state new {d} tcp dport @proxies accept"
-            for d in to
+            f"    {u} ct state established,related {f} daddr {{ {', '.join(a)} }} accept\n"
+            f"    {u} ct state new {f} daddr {{ {', '.join(a)} }} tcp dport @proxies ct count over {MAX_CONNECTIONS} "
+            "reject with tcp reset\n"
+            f"    {u} ct state new {f} daddr {{ {', '.join(a)} }} tcp dport @proxies accept"
+            for f, a in by_family.items()
+            if a
         )
+        same = ", ".join(by_family[family])
         return f"""table inet {self.name} {{
   set proxies {{ type inet_service; }}
   chain output {{
@@ -112,7 +112,7 @@ class UidFilter:
   }}
   chain input {{
     type filter hook input priority filter; policy accept;
-    {family} daddr {self.upstream} tcp dport {low}-{high} {family} saddr {{ {", ".join(same)} }} accept
+    {family} daddr {self.upstream} tcp dport {low}-{high} {family} saddr {{ {same} }} accept
     {family} daddr {self.upstream} tcp dport {low}-{high} fib saddr type local accept
     {family} daddr {self.upstream} tcp dport {low}-{high} ct state established,related accept
     {family} daddr {self.upstream} tcp dport {low}-{high} reject with tcp reset
@@ -122,32 +122,20 @@ class UidFilter:
 
     def allow(self, port: int) -> None:
         """Let the slot's uid reach the Toxiproxy host on `port` (an account proxy of the slot's, while it exists)."""
-        _nft(["add", "element", "inet", self.name, "proxies", f"{{ {port} }}"])
+        allow_port(self.name, port)
 
     def forbid(self, port: int) -> None:
-        subprocess.run(
-            ["nft", "delete", "element", "inet", self.name, "proxies", f"{{ {port} }}"],
-            capture_output=True,
-            timeout=TIMEOUT_S,
-        )
+        forbid_port(self.name, port)
 
     def destroy(self) -> None:
         remove(self.number)
 
 
 def remove(number: int) -> None:
-    """Remove slot `number`'s table (nothing if it is not there)."""
-    subprocess.run(["nft", "delete", "table", "inet", table(number)], capture_output=True, timeout=TIMEOUT_S)
+    """Remove slot `number`'s table (nothing if it is not there, or nftables is not installed)."""
+    undo(["nft", "delete", "table", "inet", table(number)])
 
 
 def _family(address: str) -> str:
     """nftables' name of an address's family: ip or ip6."""
     return "ip" if ipaddress.ip_address(address).version == 4 else "ip6"
-
-
-def _families(gate: UidFilter) -> list[str]:
-    return sorted({_family(a) for a in gate.toxiproxy})
-
-
-def _nft(args: list[str], stdin: str | None = None) -> None:
-    subprocess.run(["nft", *args], input=stdin, capture_output=True, text=True, check=True, timeout=TIMEOUT_S)
